@@ -1,0 +1,494 @@
+//! GDL programs: terms, literals and rules over interned symbols, read from KIF.
+//!
+//! [`parse_rules`] turns KIF text into [`Rule`]s, failing only when the text cannot be read as
+//! sentences at all. Whether those rules form a valid game is [`validate`]'s job, which reports
+//! every problem at once; [`Description::new`] is the one checked step from rules to a game.
+
+mod deps;
+mod pool;
+mod symbol;
+pub mod validate;
+
+use std::fmt;
+
+pub use deps::{DependencyGraph, literal_relations};
+pub use pool::{GTerm, TermPool};
+pub use symbol::Sym;
+pub use validate::{Diagnostic, Severity, Verdict};
+
+use crate::kif::{self, Pos, Sexp};
+
+/// A term: a constant, a variable or a function applied to terms.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Term {
+    /// A constant, e.g. `b` or `100`.
+    Const(Sym),
+    /// A variable, e.g. `?x` (the symbol keeps the `?`).
+    Var(Sym),
+    /// A function term, e.g. `(cell 1 1 b)`.
+    App(Sym, Vec<Term>),
+}
+
+impl Term {
+    /// Whether the term holds no variable.
+    pub fn is_ground(&self) -> bool {
+        match self {
+            Term::Const(_) => true,
+            Term::Var(_) => false,
+            Term::App(_, args) => args.iter().all(Term::is_ground),
+        }
+    }
+
+    /// Adds the variables of this term to `out`, in order of appearance, without repeats.
+    pub fn vars_into(&self, out: &mut Vec<Sym>) {
+        match self {
+            Term::Const(_) => {}
+            Term::Var(v) => {
+                if !out.contains(v) {
+                    out.push(*v);
+                }
+            }
+            Term::App(_, args) => args.iter().for_each(|a| a.vars_into(out)),
+        }
+    }
+
+    /// The functor and arity of this term (a constant has arity 0).
+    pub fn functor(&self) -> Option<(Sym, usize)> {
+        match self {
+            Term::Const(s) => Some((*s, 0)),
+            Term::Var(_) => None,
+            Term::App(f, args) => Some((*f, args.len())),
+        }
+    }
+}
+
+impl fmt::Display for Term {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Term::Const(s) | Term::Var(s) => write!(f, "{s}"),
+            Term::App(name, args) => {
+                write!(f, "({name}")?;
+                for a in args {
+                    write!(f, " {a}")?;
+                }
+                f.write_str(")")
+            }
+        }
+    }
+}
+
+impl fmt::Debug for Term {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// A sentence: a relation applied to arguments, e.g. `(legal ?r (mark ?x ?y))` or `terminal`.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Atom {
+    /// The relation.
+    pub rel: Sym,
+    /// The arguments.
+    pub args: Vec<Term>,
+}
+
+impl Atom {
+    /// Adds the variables of this atom to `out`, without repeats.
+    pub fn vars_into(&self, out: &mut Vec<Sym>) {
+        self.args.iter().for_each(|a| a.vars_into(out));
+    }
+
+    /// This atom as a term (`(rel args...)`, or the bare constant for arity 0).
+    pub fn to_term(&self) -> Term {
+        if self.args.is_empty() {
+            Term::Const(self.rel)
+        } else {
+            Term::App(self.rel, self.args.clone())
+        }
+    }
+}
+
+impl fmt::Display for Atom {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.args.is_empty() {
+            return write!(f, "{}", self.rel);
+        }
+        write!(f, "({}", self.rel)?;
+        for a in &self.args {
+            write!(f, " {a}")?;
+        }
+        f.write_str(")")
+    }
+}
+
+impl fmt::Debug for Atom {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// A literal in a rule body.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub enum Literal {
+    /// A positive sentence.
+    Atom(Atom),
+    /// `(not L)`. Valid GDL only negates a sentence; the validator reports other forms.
+    Not(Box<Literal>),
+    /// `(distinct s t)`.
+    Distinct(Term, Term),
+    /// `(or L1 ... Ln)`; `(or)` is false.
+    Or(Vec<Literal>),
+}
+
+impl Literal {
+    /// Adds the variables of this literal to `out`, without repeats.
+    pub fn vars_into(&self, out: &mut Vec<Sym>) {
+        match self {
+            Literal::Atom(a) => a.vars_into(out),
+            Literal::Not(l) => l.vars_into(out),
+            Literal::Distinct(s, t) => {
+                s.vars_into(out);
+                t.vars_into(out);
+            }
+            Literal::Or(ls) => ls.iter().for_each(|l| l.vars_into(out)),
+        }
+    }
+}
+
+impl fmt::Display for Literal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Literal::Atom(a) => write!(f, "{a}"),
+            Literal::Not(l) => write!(f, "(not {l})"),
+            Literal::Distinct(s, t) => write!(f, "(distinct {s} {t})"),
+            Literal::Or(ls) => {
+                f.write_str("(or")?;
+                for l in ls {
+                    write!(f, " {l}")?;
+                }
+                f.write_str(")")
+            }
+        }
+    }
+}
+
+impl fmt::Debug for Literal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// A rule `(<= head body...)`; a fact is a rule with an empty body.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Rule {
+    /// The conclusion.
+    pub head: Atom,
+    /// The conditions, all of which must hold.
+    pub body: Vec<Literal>,
+    /// Where the rule starts in the sheet.
+    pub pos: Pos,
+}
+
+impl Rule {
+    /// The variables of the rule, head first, without repeats.
+    pub fn vars(&self) -> Vec<Sym> {
+        let mut out = Vec::new();
+        self.head.vars_into(&mut out);
+        self.body.iter().for_each(|l| l.vars_into(&mut out));
+        out
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.body.is_empty() {
+            return write!(f, "{}", self.head);
+        }
+        write!(f, "(<= {}", self.head)?;
+        for l in &self.body {
+            write!(f, " {l}")?;
+        }
+        f.write_str(")")
+    }
+}
+
+impl fmt::Debug for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// Why a text could not be read as GDL sentences.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The brackets do not balance.
+    #[error("{0}")]
+    Syntax(#[from] kif::ParseError),
+    /// The brackets balance, but an expression is not a sentence, rule or term.
+    #[error("{pos}: {message}")]
+    Shape {
+        /// Where the expression starts.
+        pos: Pos,
+        /// What is wrong with it.
+        message: String,
+    },
+}
+
+impl LoadError {
+    /// Where the problem is.
+    pub fn pos(&self) -> Pos {
+        match self {
+            LoadError::Syntax(e) => e.pos,
+            LoadError::Shape { pos, .. } => *pos,
+        }
+    }
+}
+
+fn shape(pos: Pos, message: impl Into<String>) -> LoadError {
+    LoadError::Shape {
+        pos,
+        message: message.into(),
+    }
+}
+
+/// Reads KIF text as a list of GDL rules and facts.
+///
+/// # Errors
+/// A syntax error, or an expression that is not a sentence or rule (a list that does not start
+/// with a symbol, a variable where a sentence must be, a rule without a head).
+pub fn parse_rules(text: &str) -> Result<Vec<Rule>, LoadError> {
+    kif::parse(text)?.iter().map(rule_from_sexp).collect()
+}
+
+/// Reads one expression as a rule or fact.
+///
+/// # Errors
+/// As [`parse_rules`].
+pub fn rule_from_sexp(sexp: &Sexp) -> Result<Rule, LoadError> {
+    if let Sexp::List { items, pos } = sexp
+        && let Some(Sexp::Atom { text, .. }) = items.first()
+        && Sym::new(text) == Sym::IMPLIES
+    {
+        let head = items
+            .get(1)
+            .ok_or_else(|| shape(*pos, "a rule `(<= ...)` needs a head"))?;
+        let head = atom_from_sexp(head)?;
+        let body = items[2..]
+            .iter()
+            .map(literal_from_sexp)
+            .collect::<Result<_, _>>()?;
+        return Ok(Rule {
+            head,
+            body,
+            pos: *pos,
+        });
+    }
+    Ok(Rule {
+        head: atom_from_sexp(sexp)?,
+        body: Vec::new(),
+        pos: sexp.pos(),
+    })
+}
+
+/// Reads one expression as a sentence.
+///
+/// # Errors
+/// A variable or list head where a relation name must be.
+pub fn atom_from_sexp(sexp: &Sexp) -> Result<Atom, LoadError> {
+    match sexp {
+        Sexp::Atom { text, pos } => {
+            if text.starts_with('?') {
+                return Err(shape(*pos, format!("expected a sentence, found the variable {text}")));
+            }
+            Ok(Atom {
+                rel: Sym::new(text),
+                args: Vec::new(),
+            })
+        }
+        Sexp::List { items, pos } => {
+            let Some(first) = items.first() else {
+                return Err(shape(*pos, "expected a sentence, found ()"));
+            };
+            let Sexp::Atom { text, .. } = first else {
+                return Err(shape(*pos, "expected a relation name, found a list"));
+            };
+            if text.starts_with('?') {
+                return Err(shape(*pos, format!("expected a relation name, found the variable {text}")));
+            }
+            let args = items[1..]
+                .iter()
+                .map(term_from_sexp)
+                .collect::<Result<_, _>>()?;
+            Ok(Atom {
+                rel: Sym::new(text),
+                args,
+            })
+        }
+    }
+}
+
+/// Reads one expression as a body literal.
+///
+/// # Errors
+/// As [`atom_from_sexp`], or a `not` or `distinct` with the wrong number of arguments.
+pub fn literal_from_sexp(sexp: &Sexp) -> Result<Literal, LoadError> {
+    if let Sexp::List { items, pos } = sexp
+        && let Some(Sexp::Atom { text, .. }) = items.first()
+    {
+        let sym = Sym::new(text);
+        if sym == Sym::NOT {
+            if items.len() != 2 {
+                return Err(shape(*pos, format!("`not` takes one literal, found {}", items.len() - 1)));
+            }
+            return Ok(Literal::Not(Box::new(literal_from_sexp(&items[1])?)));
+        }
+        if sym == Sym::DISTINCT && items.len() == 3 {
+            return Ok(Literal::Distinct(term_from_sexp(&items[1])?, term_from_sexp(&items[2])?));
+        }
+        if sym == Sym::OR {
+            let ls = items[1..]
+                .iter()
+                .map(literal_from_sexp)
+                .collect::<Result<_, _>>()?;
+            return Ok(Literal::Or(ls));
+        }
+    }
+    Ok(Literal::Atom(atom_from_sexp(sexp)?))
+}
+
+/// Reads one expression as a term.
+///
+/// # Errors
+/// A list that does not start with a symbol. A zero-argument function `(f)` reads as the
+/// constant `f`.
+pub fn term_from_sexp(sexp: &Sexp) -> Result<Term, LoadError> {
+    match sexp {
+        Sexp::Atom { text, .. } => {
+            let sym = Sym::new(text);
+            Ok(if text.starts_with('?') {
+                Term::Var(sym)
+            } else {
+                Term::Const(sym)
+            })
+        }
+        Sexp::List { items, pos } => {
+            let Some(Sexp::Atom { text, .. }) = items.first() else {
+                return Err(shape(*pos, "expected a function name at the start of a term"));
+            };
+            if text.starts_with('?') {
+                return Err(shape(*pos, format!("expected a function name, found the variable {text}")));
+            }
+            let args: Vec<Term> = items[1..]
+                .iter()
+                .map(term_from_sexp)
+                .collect::<Result<_, _>>()?;
+            let sym = Sym::new(text);
+            Ok(if args.is_empty() {
+                Term::Const(sym)
+            } else {
+                Term::App(sym, args)
+            })
+        }
+    }
+}
+
+/// Reads a ground term from text, e.g. a move from a match message or a trace.
+///
+/// # Errors
+/// A syntax error, not exactly one expression, or a malformed term.
+pub fn parse_term(text: &str) -> Result<Term, LoadError> {
+    term_from_sexp(&kif::parse_one(text)?)
+}
+
+/// A validated game: its rules, its roles, and any warnings the validator gave.
+#[derive(Clone, Debug)]
+pub struct Description {
+    rules: Vec<Rule>,
+    roles: Vec<Term>,
+    warnings: Vec<Diagnostic>,
+}
+
+impl Description {
+    /// Validates `rules` as a game.
+    ///
+    /// # Errors
+    /// Every error-level diagnostic the validator finds; warnings are kept on success.
+    pub fn new(rules: Vec<Rule>) -> Result<Description, Vec<Diagnostic>> {
+        let diagnostics = validate::validate(&rules);
+        if diagnostics.iter().any(|d| d.severity == Severity::Error) {
+            return Err(diagnostics);
+        }
+        let roles = rules
+            .iter()
+            .filter(|r| r.head.rel == Sym::ROLE && r.body.is_empty() && r.head.args.len() == 1)
+            .map(|r| r.head.args[0].clone())
+            .collect();
+        Ok(Description {
+            rules,
+            roles,
+            warnings: diagnostics,
+        })
+    }
+
+    /// Reads and validates a rule sheet.
+    ///
+    /// # Errors
+    /// A syntax or shape error as a single diagnostic, or the validator's errors.
+    pub fn from_text(text: &str) -> Result<Description, Vec<Diagnostic>> {
+        let rules = parse_rules(text).map_err(|e| vec![Diagnostic::from_load_error(&e)])?;
+        Description::new(rules)
+    }
+
+    /// The rules, in sheet order.
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    /// The roles, in the order of the `(role ...)` facts.
+    pub fn roles(&self) -> &[Term] {
+        &self.roles
+    }
+
+    /// The validator's warnings.
+    pub fn warnings(&self) -> &[Diagnostic] {
+        &self.warnings
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_rules_and_facts() {
+        let rules = parse_rules(
+            "(role x) (<= (legal x (mark ?a)) (true (cell ?a b)) (not (true done)) (distinct ?a 1) (or p (q)))\n(<= terminal)",
+        )
+        .unwrap();
+        let printed: Vec<String> = rules.iter().map(|r| r.to_string()).collect();
+        assert_eq!(
+            printed,
+            [
+                "(role x)",
+                "(<= (legal x (mark ?a)) (true (cell ?a b)) (not (true done)) (distinct ?a 1) (or p q))",
+                "terminal",
+            ]
+        );
+        assert_eq!(rules[1].pos, Pos { line: 1, col: 10 });
+        assert_eq!(rules[2].pos, Pos { line: 2, col: 1 });
+    }
+
+    #[test]
+    fn keywords_any_case() {
+        let rules = parse_rules("(<= (LEGAL ?r NOOP) (ROLE ?r) (NOT (TRUE (Done))))").unwrap();
+        assert_eq!(rules[0].to_string(), "(<= (legal ?r NOOP) (role ?r) (not (true Done)))");
+    }
+
+    #[test]
+    fn shape_errors_have_positions() {
+        let e = parse_rules("(role x)\n(<= (p ?x) (?y a))").unwrap_err();
+        assert_eq!(e.to_string(), "2:12: expected a relation name, found the variable ?y");
+        let e = parse_rules("(<=)").unwrap_err();
+        assert_eq!(e.to_string(), "1:1: a rule `(<= ...)` needs a head");
+    }
+}

@@ -1,0 +1,317 @@
+//! KIF text to S-expressions, and back.
+//!
+//! This module knows nothing of what GDL means: it reads the bracket structure of a rule sheet,
+//! drops `;` comments, and keeps the position of every atom and list so that later stages can
+//! name `file:line:col` in their diagnostics.
+//! Tokens are recognised with nom; nesting is tracked with an explicit stack rather than by
+//! recursion, so no input, however deep, can overflow the stack.
+
+use std::fmt;
+
+use nom::IResult;
+use nom::Parser;
+use nom::bytes::complete::{take_till, take_while1};
+use nom::character::complete::{char, multispace1};
+
+/// A 1-based line and column in the source text (columns count characters).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Pos {
+    /// Line number, from 1.
+    pub line: u32,
+    /// Column number, from 1.
+    pub col: u32,
+}
+
+impl fmt::Display for Pos {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.line, self.col)
+    }
+}
+
+/// An S-expression: an atom or a parenthesised list, with where it starts.
+#[derive(Clone, Debug)]
+pub enum Sexp {
+    /// A symbol, number or variable (`?x`), spelt as in the source.
+    Atom {
+        /// The text of the atom.
+        text: String,
+        /// Where it starts.
+        pos: Pos,
+    },
+    /// A parenthesised list.
+    List {
+        /// The elements, in order.
+        items: Vec<Sexp>,
+        /// Where its `(` is.
+        pos: Pos,
+    },
+}
+
+impl Sexp {
+    /// Where this expression starts.
+    pub fn pos(&self) -> Pos {
+        match self {
+            Sexp::Atom { pos, .. } | Sexp::List { pos, .. } => *pos,
+        }
+    }
+}
+
+impl PartialEq for Sexp {
+    /// Structural equality: positions are ignored.
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Sexp::Atom { text: a, .. }, Sexp::Atom { text: b, .. }) => a == b,
+            (Sexp::List { items: a, .. }, Sexp::List { items: b, .. }) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Sexp {}
+
+impl fmt::Display for Sexp {
+    /// Compact KIF: single spaces between elements, none inside the parentheses.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Sexp::Atom { text, .. } => f.write_str(text),
+            Sexp::List { items, .. } => {
+                f.write_str("(")?;
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(" ")?;
+                    }
+                    write!(f, "{item}")?;
+                }
+                f.write_str(")")
+            }
+        }
+    }
+}
+
+/// A syntax error: where it is, what was expected there, and what was found.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{pos}: expected {expected}, found {found}")]
+pub struct ParseError {
+    /// Where the problem was seen.
+    pub pos: Pos,
+    /// What would have been acceptable there.
+    pub expected: String,
+    /// What was there instead.
+    pub found: String,
+}
+
+/// How deeply lists may nest. Real rule sheets stay below 20; the cap keeps every later
+/// recursive walk over a term safe from stack overflow.
+pub const MAX_DEPTH: usize = 1000;
+
+/// Whether `c` may appear in an atom.
+fn is_atom_char(c: char) -> bool {
+    !c.is_whitespace() && c != '(' && c != ')' && c != ';'
+}
+
+/// Skips whitespace and `;` comments (a comment may end the file without a newline).
+fn skip_blank(mut input: &str) -> &str {
+    loop {
+        if let Ok((rest, _)) = multispace1::<&str, nom::error::Error<&str>>(input) {
+            input = rest;
+            continue;
+        }
+        let comment: IResult<&str, (char, &str)> = (char(';'), take_till(|c| c == '\n')).parse(input);
+        match comment {
+            Ok((rest, _)) => input = rest,
+            Err(_) => return input,
+        }
+    }
+}
+
+/// Tracks line and column as the parser moves forward through the text.
+struct Cursor<'a> {
+    text: &'a str,
+    offset: usize,
+    pos: Pos,
+}
+
+impl<'a> Cursor<'a> {
+    fn new(text: &'a str) -> Self {
+        Cursor {
+            text,
+            offset: 0,
+            pos: Pos { line: 1, col: 1 },
+        }
+    }
+
+    /// Moves to the start of `rest`, which must be a suffix of the text.
+    fn advance_to(&mut self, rest: &str) {
+        let target = self.text.len() - rest.len();
+        for c in self.text[self.offset..target].chars() {
+            if c == '\n' {
+                self.pos.line += 1;
+                self.pos.col = 1;
+            } else {
+                self.pos.col += 1;
+            }
+        }
+        self.offset = target;
+    }
+}
+
+/// Parses a whole KIF text into its top-level expressions.
+///
+/// # Errors
+/// Unbalanced parentheses: a `)` with nothing open, or the end of the text inside a list.
+pub fn parse(text: &str) -> Result<Vec<Sexp>, ParseError> {
+    let mut cursor = Cursor::new(text);
+    // Each open list: its position and the items read so far. The bottom entry is the file.
+    let mut stack: Vec<(Pos, Vec<Sexp>)> = vec![(Pos::default(), Vec::new())];
+    let mut input = text;
+    loop {
+        input = skip_blank(input);
+        cursor.advance_to(input);
+        let pos = cursor.pos;
+        let Some(c) = input.chars().next() else {
+            break;
+        };
+        match c {
+            '(' => {
+                if stack.len() > MAX_DEPTH {
+                    return Err(ParseError {
+                        pos,
+                        expected: format!("at most {MAX_DEPTH} nested lists"),
+                        found: "a deeper list".into(),
+                    });
+                }
+                stack.push((pos, Vec::new()));
+                input = &input[1..];
+            }
+            ')' => {
+                if stack.len() == 1 {
+                    return Err(ParseError {
+                        pos,
+                        expected: "'(' or an atom".into(),
+                        found: "')' with no list open".into(),
+                    });
+                }
+                let (open, items) = stack.pop().expect("stack holds more than the file");
+                stack
+                    .last_mut()
+                    .expect("file entry remains")
+                    .1
+                    .push(Sexp::List { items, pos: open });
+                input = &input[1..];
+            }
+            _ => {
+                let atom: IResult<&str, &str> = take_while1(is_atom_char).parse(input);
+                let (rest, word) = atom.expect("a non-blank, non-paren char starts an atom");
+                stack.last_mut().expect("file entry remains").1.push(Sexp::Atom {
+                    text: word.to_string(),
+                    pos,
+                });
+                input = rest;
+            }
+        }
+    }
+    if stack.len() > 1 {
+        let (open, _) = stack.last().expect("checked length");
+        return Err(ParseError {
+            pos: cursor.pos,
+            expected: format!("')' to close the '(' at {open}"),
+            found: "end of file".into(),
+        });
+    }
+    Ok(stack.pop().map(|(_, items)| items).unwrap_or_default())
+}
+
+/// Parses text that must hold exactly one expression (a move, a term in a message).
+///
+/// # Errors
+/// A syntax error, no expression, or more than one.
+pub fn parse_one(text: &str) -> Result<Sexp, ParseError> {
+    let mut all = parse(text)?;
+    match all.len() {
+        1 => Ok(all.pop().expect("one element")),
+        0 => Err(ParseError {
+            pos: Pos { line: 1, col: 1 },
+            expected: "an expression".into(),
+            found: "nothing".into(),
+        }),
+        _ => Err(ParseError {
+            pos: all[1].pos(),
+            expected: "end of input".into(),
+            found: format!("a second expression `{}`", all[1]),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn check(text: &str, expected: &str) {
+        let got: Vec<String> = parse(text).unwrap().iter().map(|s| s.to_string()).collect();
+        assert_eq!(got.join(" "), expected);
+    }
+
+    fn check_err(text: &str, expected: &str) {
+        assert_eq!(parse(text).unwrap_err().to_string(), expected);
+    }
+
+    #[test]
+    fn parses_lists_atoms_and_comments() {
+        check("(cell 1 1 b) ; comment\n(<= (p ?x) (q ?x))", "(cell 1 1 b) (<= (p ?x) (q ?x))");
+        check("( sentence  baz )\n\t(x)", "(sentence baz) (x)");
+        check("; only a comment", "");
+        check("(a) ; comment at end of file without newline", "(a)");
+        check("0123 (5 01)", "0123 (5 01)");
+    }
+
+    #[test]
+    fn reports_positions_of_errors() {
+        check_err("(a\n (b c)", "2:7: expected ')' to close the '(' at 1:1, found end of file");
+        check_err("(a))", "1:4: expected '(' or an atom, found ')' with no list open");
+        check_err("0123(5;(8\n01)345)", "2:7: expected '(' or an atom, found ')' with no list open");
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_not_overflowed() {
+        let ok = "(".repeat(MAX_DEPTH) + &")".repeat(MAX_DEPTH);
+        assert_eq!(parse(&ok).unwrap().len(), 1);
+        let deep = "(".repeat(200_000) + &")".repeat(200_000);
+        let err = parse(&deep).unwrap_err();
+        assert_eq!(err.expected, format!("at most {MAX_DEPTH} nested lists"));
+    }
+
+    #[test]
+    fn parse_one_wants_exactly_one() {
+        assert_eq!(parse_one(" (mark 1 2) ").unwrap().to_string(), "(mark 1 2)");
+        assert!(parse_one("").is_err());
+        assert!(parse_one("a b").is_err());
+    }
+
+    fn arb_sexp() -> impl Strategy<Value = Sexp> {
+        let atom = "[a-zA-Z0-9?<=_+.-]{1,6}".prop_map(|text| Sexp::Atom {
+            text,
+            pos: Pos::default(),
+        });
+        atom.prop_recursive(4, 64, 6, |inner| {
+            prop::collection::vec(inner, 0..6).prop_map(|items| Sexp::List {
+                items,
+                pos: Pos::default(),
+            })
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn print_then_parse_is_identity(exprs in prop::collection::vec(arb_sexp(), 0..5)) {
+            let text: Vec<String> = exprs.iter().map(|e| e.to_string()).collect();
+            let parsed = parse(&text.join("\n")).unwrap();
+            prop_assert_eq!(parsed, exprs);
+        }
+
+        #[test]
+        fn never_panics(text in "[()a-z ;?\n\t]{0,80}") {
+            let _ = parse(&text);
+        }
+    }
+}

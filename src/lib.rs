@@ -1,0 +1,9 @@
+//! ggp: a General Game Playing player.
+//!
+//! Rule sheets in GDL (KIF syntax) are read by [`kif`], turned into checked rules by [`gdl`],
+//! and simulated by an engine behind the [`machine::StateMachine`] trait, today the bottom-up
+//! [`datalog`] reasoner.
+#![warn(missing_docs)]
+
+pub mod kif;
+pub mod gdl;
