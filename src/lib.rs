@@ -7,3 +7,5 @@
 
 pub mod kif;
 pub mod gdl;
+pub mod machine;
+pub mod datalog;

@@ -15,6 +15,9 @@ use super::{Sym, Term};
 pub struct GTerm(u32);
 
 impl GTerm {
+    /// An id no stored term has, for use as a sentinel.
+    pub const MAX: GTerm = GTerm(u32::MAX);
+
     /// The raw id, for dense tables.
     pub fn index(self) -> usize {
         self.0 as usize

@@ -4,9 +4,13 @@
 
 use std::fmt;
 
-use crate::kif::Pos;
+use hashbrown::{HashMap, HashSet};
+use petgraph::algo::tarjan_scc;
+use petgraph::graph::{DiGraph, NodeIndex};
 
-use super::{LoadError, Rule};
+use crate::kif::{self, Pos, Sexp};
+
+use super::{Atom, DependencyGraph, Literal, LoadError, Rule, Sym, Term, literal_relations};
 
 /// How serious a problem is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -122,6 +126,11 @@ pub fn check_text(text: &str) -> (Verdict, Vec<Diagnostic>) {
     let rules = match super::parse_rules(text) {
         Ok(rules) => rules,
         Err(e) => {
+            if let LoadError::Shape { .. } = e
+                && let Some(bad) = headless_list(text)
+            {
+                return (Verdict::SyntaxError, vec![bad]);
+            }
             let verdict = match e {
                 LoadError::Syntax(_) => Verdict::SyntaxError,
                 LoadError::Shape { .. } => Verdict::Invalid,
@@ -141,8 +150,678 @@ pub fn check_text(text: &str) -> (Verdict, Vec<Diagnostic>) {
     (verdict, diagnostics)
 }
 
-/// Checks a program and returns every problem found, errors first, then in sheet order.
+/// A syntax error for the first list, in sheet order, that is empty or starts with a list: no
+/// KIF term or sentence has that form, though its brackets balance, as in `(())`.
+fn headless_list(text: &str) -> Option<Diagnostic> {
+    let mut stack: Vec<&Sexp> = kif::parse(text).ok()?.iter().rev().collect();
+    while let Some(sexp) = stack.pop() {
+        let Sexp::List { items, pos } = sexp else {
+            continue;
+        };
+        let found = match items.first() {
+            None => Some("')'"),
+            Some(Sexp::List { .. }) => Some("'('"),
+            Some(Sexp::Atom { .. }) => None,
+        };
+        if let Some(found) = found {
+            return Some(Diagnostic {
+                severity: Severity::Error,
+                check: Check::Syntax,
+                pos: *pos,
+                rule: None,
+                message: format!("expected a word after '(', found {found}"),
+            });
+        }
+        stack.extend(items.iter().rev());
+    }
+    None
+}
+
+/// Checks a program and returns every problem found: errors first, then warnings, each group in
+/// sheet order.
+///
+/// A diagnostic about the program as a whole (no role, no `terminal` rule, ...) names no rule and
+/// has the position `0:0`, so it comes first in its group.
 pub fn validate(rules: &[Rule]) -> Vec<Diagnostic> {
-    let _ = rules;
-    Vec::new()
+    let graph = DependencyGraph::new(rules);
+    let mut out = Vec::new();
+    check_arities(rules, &mut out);
+    check_keywords(rules, &mut out);
+    check_facts(rules, &mut out);
+    check_safety(rules, &mut out);
+    check_stratification(rules, &graph, &mut out);
+    check_recursion(rules, &graph, &mut out);
+    check_dependencies(rules, &graph, &mut out);
+    check_completeness(rules, &mut out);
+    check_undefined(rules, &mut out);
+    // A stable sort keeps the order of checks among diagnostics on the same rule.
+    out.sort_by_key(|d| (d.severity, d.pos));
+    out
+}
+
+/// The fixed arities of GDL's keyword relations.
+const KEYWORD_ARITIES: [(Sym, usize); 11] = [
+    (Sym::ROLE, 1),
+    (Sym::INIT, 1),
+    (Sym::TRUE, 1),
+    (Sym::DOES, 2),
+    (Sym::NEXT, 1),
+    (Sym::LEGAL, 2),
+    (Sym::GOAL, 2),
+    (Sym::TERMINAL, 0),
+    (Sym::BASE, 1),
+    (Sym::INPUT, 2),
+    (Sym::SEES, 2),
+];
+
+/// Words that only give rules and bodies their structure: they never name a sentence or a term.
+const CONNECTIVES: [Sym; 4] = [Sym::DISTINCT, Sym::NOT, Sym::OR, Sym::IMPLIES];
+
+/// The fixed arity of `rel`, if it is a keyword relation.
+fn keyword_arity(rel: Sym) -> Option<usize> {
+    KEYWORD_ARITIES
+        .iter()
+        .find(|(k, _)| *k == rel)
+        .map(|(_, n)| *n)
+}
+
+/// A diagnostic about `rule`.
+fn at_rule(severity: Severity, check: Check, rule: &Rule, message: String) -> Diagnostic {
+    Diagnostic {
+        severity,
+        check,
+        pos: rule.pos,
+        rule: Some(rule.to_string()),
+        message,
+    }
+}
+
+/// A diagnostic about the program as a whole.
+fn whole(severity: Severity, check: Check, message: String) -> Diagnostic {
+    Diagnostic {
+        severity,
+        check,
+        pos: Pos::default(),
+        rule: None,
+        message,
+    }
+}
+
+/// Adds one diagnostic on `rule` for each distinct message, in order.
+fn report_each(
+    out: &mut Vec<Diagnostic>,
+    (severity, check): (Severity, Check),
+    rule: &Rule,
+    messages: Vec<String>,
+) {
+    let mut seen = HashSet::new();
+    for message in messages {
+        if seen.insert(message.clone()) {
+            out.push(at_rule(severity, check, rule, message));
+        }
+    }
+}
+
+/// `variable ?x` or `variables ?x, ?y`.
+fn var_list(vars: &[Sym]) -> String {
+    let names: Vec<&str> = vars.iter().map(|v| v.name()).collect();
+    let noun = if vars.len() == 1 { "variable" } else { "variables" };
+    format!("{noun} {}", names.join(", "))
+}
+
+/// Adds each of `vars` that is not in `allowed` to `out`, without repeats.
+fn add_missing(vars: &[Sym], allowed: &[Sym], out: &mut Vec<Sym>) {
+    for v in vars {
+        if !allowed.contains(v) && !out.contains(v) {
+            out.push(*v);
+        }
+    }
+}
+
+/// Calls `visit` on every sentence in a body literal, under `not` and `or` too.
+fn literal_atoms<'a>(literal: &'a Literal, visit: &mut impl FnMut(&'a Atom)) {
+    match literal {
+        Literal::Atom(a) => visit(a),
+        Literal::Not(inner) => literal_atoms(inner, visit),
+        Literal::Distinct(..) => {}
+        Literal::Or(ls) => ls.iter().for_each(|l| literal_atoms(l, visit)),
+    }
+}
+
+/// Calls `visit` on every sentence in a body literal that is not under a `not`.
+fn positive_atoms<'a>(literal: &'a Literal, visit: &mut impl FnMut(&'a Atom)) {
+    match literal {
+        Literal::Atom(a) => visit(a),
+        Literal::Not(_) | Literal::Distinct(..) => {}
+        Literal::Or(ls) => ls.iter().for_each(|l| positive_atoms(l, visit)),
+    }
+}
+
+/// Every sentence of a rule: the head, then those of the body.
+fn rule_atoms(rule: &Rule) -> Vec<&Atom> {
+    let mut out = vec![&rule.head];
+    for literal in &rule.body {
+        literal_atoms(literal, &mut |a| out.push(a));
+    }
+    out
+}
+
+/// Every outermost term of a rule: the arguments of its sentences and of its `distinct`s.
+fn rule_terms(rule: &Rule) -> Vec<&Term> {
+    fn literal_terms<'a>(literal: &'a Literal, out: &mut Vec<&'a Term>) {
+        match literal {
+            Literal::Atom(a) => out.extend(&a.args),
+            Literal::Not(inner) => literal_terms(inner, out),
+            Literal::Distinct(s, t) => out.extend([s, t]),
+            Literal::Or(ls) => ls.iter().for_each(|l| literal_terms(l, out)),
+        }
+    }
+    let mut out: Vec<&Term> = rule.head.args.iter().collect();
+    for literal in &rule.body {
+        literal_terms(literal, &mut out);
+    }
+    out
+}
+
+/// Calls `visit` on `term` and on every term nested in it.
+fn subterms<'a>(term: &'a Term, visit: &mut impl FnMut(&'a Term)) {
+    visit(term);
+    if let Term::App(_, args) = term {
+        args.iter().for_each(|a| subterms(a, visit));
+    }
+}
+
+/// Check 1: each relation and each function symbol is used with a single arity, and each keyword
+/// relation with its fixed arity. Constants are not compared with functions, nor relations with
+/// functions: real sheets reuse names across those.
+fn check_arities(rules: &[Rule], out: &mut Vec<Diagnostic>) {
+    let mut relations = HashMap::new();
+    let mut functions = HashMap::new();
+    for rule in rules {
+        let mut messages = Vec::new();
+        for atom in rule_atoms(rule) {
+            messages.extend(relation_arity_problem(atom, rule.pos, &mut relations));
+        }
+        for term in rule_terms(rule) {
+            subterms(term, &mut |t| {
+                if let Term::App(f, args) = t {
+                    messages.extend(arity_conflict("function", *f, args.len(), rule.pos, &mut functions));
+                }
+            });
+        }
+        report_each(out, (Severity::Error, Check::Arity), rule, messages);
+    }
+}
+
+/// What is wrong with the arity of `atom`, given the arities of relations seen so far.
+fn relation_arity_problem(
+    atom: &Atom,
+    pos: Pos,
+    seen: &mut HashMap<Sym, (usize, Pos)>,
+) -> Option<String> {
+    let arity = atom.args.len();
+    if CONNECTIVES.contains(&atom.rel) {
+        // Misplaced connectives are check 2's business.
+        return None;
+    }
+    match keyword_arity(atom.rel) {
+        Some(expected) if expected != arity => {
+            let noun = if expected == 1 { "argument" } else { "arguments" };
+            Some(format!("{} takes {expected} {noun}, found {arity}", atom.rel))
+        }
+        Some(_) => None,
+        None => arity_conflict("relation", atom.rel, arity, pos, seen),
+    }
+}
+
+/// Records that `name` is used with `arity` at `pos`, and says so if it was first used with
+/// another arity.
+fn arity_conflict(
+    kind: &str,
+    name: Sym,
+    arity: usize,
+    pos: Pos,
+    seen: &mut HashMap<Sym, (usize, Pos)>,
+) -> Option<String> {
+    let &mut (first, first_pos) = seen.entry(name).or_insert((arity, pos));
+    (first != arity).then(|| {
+        format!("{kind} {name} used with arity {arity}, but with arity {first} at {first_pos}")
+    })
+}
+
+/// Check 2: reserved words where they may not stand. `distinct`, `not`, `or` and `<=` never name
+/// a sentence, a fact or a term; `true` and `does` are never concluded; `not` negates only a
+/// sentence, though negating an `or` is merely warned about.
+fn check_keywords(rules: &[Rule], out: &mut Vec<Diagnostic>) {
+    for rule in rules {
+        let mut errors = Vec::new();
+        let mut warnings = Vec::new();
+        errors.extend(head_keyword_problem(rule));
+        for literal in &rule.body {
+            literal_keyword_problems(literal, &mut errors, &mut warnings);
+        }
+        for term in rule_terms(rule) {
+            subterms(term, &mut |t| {
+                if let Some((f, _)) = t.functor()
+                    && CONNECTIVES.contains(&f)
+                {
+                    errors.push(format!("{f} used in a term"));
+                }
+            });
+        }
+        report_each(out, (Severity::Error, Check::MisplacedKeyword), rule, errors);
+        report_each(out, (Severity::Warning, Check::MisplacedKeyword), rule, warnings);
+    }
+}
+
+/// What is wrong with a keyword as the head of `rule`, if anything.
+fn head_keyword_problem(rule: &Rule) -> Option<String> {
+    let rel = rule.head.rel;
+    let what = if rule.body.is_empty() {
+        "a fact"
+    } else {
+        "the head of a rule"
+    };
+    (CONNECTIVES.contains(&rel) || rel == Sym::TRUE || rel == Sym::DOES)
+        .then(|| format!("{rel} cannot be {what}"))
+}
+
+/// Adds the keyword problems of a body literal to `errors` and `warnings`.
+fn literal_keyword_problems(literal: &Literal, errors: &mut Vec<String>, warnings: &mut Vec<String>) {
+    match literal {
+        Literal::Atom(a) if a.rel == Sym::DISTINCT => {
+            errors.push(format!("distinct takes 2 arguments, found {}", a.args.len()));
+        }
+        Literal::Atom(a) if CONNECTIVES.contains(&a.rel) => {
+            errors.push(format!("{} used as a sentence", a.rel));
+        }
+        Literal::Atom(_) | Literal::Distinct(..) => {}
+        Literal::Not(inner) => {
+            match **inner {
+                Literal::Atom(_) => {}
+                Literal::Or(_) => warnings.push(format!("not applied to a disjunction {inner}")),
+                Literal::Not(_) | Literal::Distinct(..) => {
+                    errors.push(format!("not applied to {inner}, which is not a sentence"));
+                }
+            }
+            literal_keyword_problems(inner, errors, warnings);
+        }
+        Literal::Or(ls) => ls
+            .iter()
+            .for_each(|l| literal_keyword_problems(l, errors, warnings)),
+    }
+}
+
+/// Check 3: facts are ground.
+fn check_facts(rules: &[Rule], out: &mut Vec<Diagnostic>) {
+    for rule in rules.iter().filter(|r| r.body.is_empty()) {
+        let mut vars = Vec::new();
+        rule.head.vars_into(&mut vars);
+        if !vars.is_empty() {
+            let message = format!("{} in a fact", var_list(&vars));
+            out.push(at_rule(Severity::Error, Check::VariableInFact, rule, message));
+        }
+    }
+}
+
+/// The variables a literal binds for the rest of its conjunction, added to `out`: those of a
+/// positive sentence whose relation passes `counts`, and those bound by every disjunct of an
+/// `or`. An empty `or` binds nothing.
+fn bound_by(literal: &Literal, counts: &impl Fn(Sym) -> bool, out: &mut Vec<Sym>) {
+    match literal {
+        Literal::Atom(a) if counts(a.rel) => a.vars_into(out),
+        Literal::Atom(_) | Literal::Not(_) | Literal::Distinct(..) => {}
+        Literal::Or(ls) => {
+            let mut each = ls.iter().map(|l| {
+                let mut vars = Vec::new();
+                bound_by(l, counts, &mut vars);
+                vars
+            });
+            let Some(mut common) = each.next() else {
+                return;
+            };
+            for vars in each {
+                common.retain(|v| vars.contains(v));
+            }
+            add_missing(&common, &[], out);
+        }
+    }
+}
+
+/// Check 4: every variable of the head, of a negated literal and of a `distinct` is bound by a
+/// positive sentence of the body.
+fn check_safety(rules: &[Rule], out: &mut Vec<Diagnostic>) {
+    // A fact with a variable is check 3's business.
+    for rule in rules.iter().filter(|r| !r.body.is_empty()) {
+        let mut unbound = Vec::new();
+        let bound = unbound_in_conjunction(&rule.body, &[], &mut unbound);
+        let mut head_vars = Vec::new();
+        rule.head.vars_into(&mut head_vars);
+        add_missing(&head_vars, &bound, &mut unbound);
+        if !unbound.is_empty() {
+            let verb = if unbound.len() == 1 { "is" } else { "are" };
+            let message = format!(
+                "unsafe rule: {} {verb} not bound by a positive literal",
+                var_list(&unbound)
+            );
+            out.push(at_rule(Severity::Error, Check::Unsafe, rule, message));
+        }
+    }
+}
+
+/// Adds to `unbound` each variable of a negated literal or `distinct` in `conjunction` that is
+/// bound neither by `outer` nor by a positive literal of the conjunction, looking into each
+/// disjunct of an `or` as a conjunction of its own; returns the variables bound.
+fn unbound_in_conjunction(conjunction: &[Literal], outer: &[Sym], unbound: &mut Vec<Sym>) -> Vec<Sym> {
+    let mut bound = outer.to_vec();
+    for literal in conjunction {
+        bound_by(literal, &|_| true, &mut bound);
+    }
+    for literal in conjunction {
+        match literal {
+            Literal::Atom(_) => {}
+            Literal::Not(_) | Literal::Distinct(..) => {
+                let mut vars = Vec::new();
+                literal.vars_into(&mut vars);
+                add_missing(&vars, &bound, unbound);
+            }
+            Literal::Or(ls) => {
+                for disjunct in ls {
+                    unbound_in_conjunction(std::slice::from_ref(disjunct), &bound, unbound);
+                }
+            }
+        }
+    }
+    bound
+}
+
+/// Check 5: no sentence depends on its own negation (the program is stratified).
+///
+/// [`DependencyGraph::negative_cycles`] finds negation inside a recursive cycle of relations.
+/// Published games often negate one form of a relation to define another, as in
+/// `(<= (goal robot 100) (not (goal robot 0)))`, which is stratified once arguments are taken
+/// into account. So the rules of each such cycle are checked again: a rule depends on another
+/// when one of its body sentences could match the other's head, and only negation inside a
+/// cycle of rules is reported.
+fn check_stratification(rules: &[Rule], graph: &DependencyGraph, out: &mut Vec<Diagnostic>) {
+    let stratum_of = graph.stratum_of();
+    let suspect: HashSet<usize> = graph
+        .negative_cycles()
+        .iter()
+        .filter_map(|(_, head)| stratum_of.get(head).copied())
+        .collect();
+    if suspect.is_empty() {
+        return;
+    }
+    let members: Vec<&Rule> = rules
+        .iter()
+        .filter(|r| stratum_of.get(&r.head.rel).is_some_and(|s| suspect.contains(s)))
+        .collect();
+    let rule_graph = RuleGraph::new(&members);
+    for (j, rule) in members.iter().enumerate() {
+        let negated = rule_graph.negated_in_cycle(j);
+        if negated.is_empty() {
+            continue;
+        }
+        let cycle = rule_graph.cycle_relations(j).join(", ");
+        for rel in negated {
+            let message = format!(
+                "unstratified negation: {} depends on (not {rel}) in the cycle {cycle}",
+                rule.head.rel
+            );
+            out.push(at_rule(Severity::Error, Check::Unstratified, rule, message));
+        }
+    }
+}
+
+/// Dependencies between rules: an edge from rule `i` to rule `j` when a body sentence of `j`
+/// could match the head of `i`, marked negative when that sentence is under a `not`.
+struct RuleGraph<'a> {
+    rules: &'a [&'a Rule],
+    /// The negative edges, `(i, j, relation of the negated sentence)`.
+    negative: Vec<(usize, usize, Sym)>,
+    /// Each rule's strongly connected component.
+    component: Vec<usize>,
+}
+
+impl<'a> RuleGraph<'a> {
+    /// Builds the graph of `rules` and its components.
+    fn new(rules: &'a [&'a Rule]) -> RuleGraph<'a> {
+        let mut graph = DiGraph::<(), ()>::new();
+        let nodes: Vec<NodeIndex> = rules.iter().map(|_| graph.add_node(())).collect();
+        let mut negative = Vec::new();
+        for (j, rule) in rules.iter().enumerate() {
+            for literal in &rule.body {
+                signed_atoms(literal, false, &mut |atom, negated| {
+                    for (i, other) in rules.iter().enumerate() {
+                        if atoms_may_match(&other.head, atom) {
+                            graph.add_edge(nodes[i], nodes[j], ());
+                            if negated {
+                                negative.push((i, j, atom.rel));
+                            }
+                        }
+                    }
+                });
+            }
+        }
+        let mut component = vec![0; rules.len()];
+        for (c, scc) in tarjan_scc(&graph).into_iter().enumerate() {
+            for n in scc {
+                component[n.index()] = c;
+            }
+        }
+        RuleGraph {
+            rules,
+            negative,
+            component,
+        }
+    }
+
+    /// The relations that rule `j` negates within its own cycle, without repeats.
+    fn negated_in_cycle(&self, j: usize) -> Vec<Sym> {
+        let mut out = Vec::new();
+        for &(i, k, rel) in &self.negative {
+            if k == j && self.component[i] == self.component[j] && !out.contains(&rel) {
+                out.push(rel);
+            }
+        }
+        out
+    }
+
+    /// The head relations of the rules in rule `j`'s cycle, sorted, without repeats.
+    fn cycle_relations(&self, j: usize) -> Vec<&'static str> {
+        let mut out: Vec<&str> = (0..self.rules.len())
+            .filter(|&i| self.component[i] == self.component[j])
+            .map(|i| self.rules[i].head.rel.name())
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+}
+
+/// Calls `visit(atom, negated)` for every sentence in a body literal.
+fn signed_atoms<'a>(literal: &'a Literal, negated: bool, visit: &mut impl FnMut(&'a Atom, bool)) {
+    match literal {
+        Literal::Atom(a) => visit(a, negated),
+        Literal::Not(inner) => signed_atoms(inner, !negated, visit),
+        Literal::Distinct(..) => {}
+        Literal::Or(ls) => ls.iter().for_each(|l| signed_atoms(l, negated, visit)),
+    }
+}
+
+/// Whether two sentences could have a common instance, taking each variable as matching
+/// anything (so a few sentences that cannot unify still match, which only adds dependencies).
+fn atoms_may_match(a: &Atom, b: &Atom) -> bool {
+    a.rel == b.rel
+        && a.args.len() == b.args.len()
+        && a.args.iter().zip(&b.args).all(|(s, t)| terms_may_match(s, t))
+}
+
+/// Whether two terms could have a common instance, taking each variable as matching anything.
+fn terms_may_match(s: &Term, t: &Term) -> bool {
+    match (s, t) {
+        (Term::Var(_), _) | (_, Term::Var(_)) => true,
+        (Term::Const(a), Term::Const(b)) => a == b,
+        (Term::App(f, xs), Term::App(g, ys)) => {
+            f == g && xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| terms_may_match(x, y))
+        }
+        _ => false,
+    }
+}
+
+/// Check 6 (a warning): GDL's recursion restriction. Each variable of a positive body sentence
+/// whose relation is recursive with the head must appear in the head or in a positive sentence
+/// whose relation is not.
+fn check_recursion(rules: &[Rule], graph: &DependencyGraph, out: &mut Vec<Diagnostic>) {
+    let stratum_of = graph.stratum_of();
+    for rule in rules.iter().filter(|r| !r.body.is_empty()) {
+        let Some(&own) = stratum_of.get(&rule.head.rel) else {
+            continue;
+        };
+        let recursive = |rel: Sym| stratum_of.get(&rel) == Some(&own);
+        let mut recursive_atoms = Vec::new();
+        for literal in &rule.body {
+            positive_atoms(literal, &mut |a| {
+                if recursive(a.rel) {
+                    recursive_atoms.push(a);
+                }
+            });
+        }
+        if recursive_atoms.is_empty() {
+            continue;
+        }
+        let mut allowed = Vec::new();
+        rule.head.vars_into(&mut allowed);
+        for literal in &rule.body {
+            bound_by(literal, &|rel| !recursive(rel), &mut allowed);
+        }
+        let mut bad = Vec::new();
+        for atom in recursive_atoms {
+            let mut vars = Vec::new();
+            atom.vars_into(&mut vars);
+            add_missing(&vars, &allowed, &mut bad);
+        }
+        if !bad.is_empty() {
+            let message = format!(
+                "recursion restriction: {} of a recursive literal not in the head or a non-recursive positive literal",
+                var_list(&bad)
+            );
+            out.push(at_rule(Severity::Warning, Check::Recursion, rule, message));
+        }
+    }
+}
+
+/// Check 7: `base`, `init` and `role` do not depend on `true` or `does`; `legal`, `goal` and
+/// `terminal` do not depend on `does`; `role` is given by facts only.
+fn check_dependencies(rules: &[Rule], graph: &DependencyGraph, out: &mut Vec<Diagnostic>) {
+    for rel in [Sym::BASE, Sym::INIT, Sym::ROLE] {
+        out.extend(forbidden_dependency(rules, graph, rel, &[Sym::TRUE, Sym::DOES]));
+    }
+    for rel in [Sym::LEGAL, Sym::GOAL, Sym::TERMINAL] {
+        out.extend(forbidden_dependency(rules, graph, rel, &[Sym::DOES]));
+    }
+    for rule in rules
+        .iter()
+        .filter(|r| r.head.rel == Sym::ROLE && !r.body.is_empty())
+    {
+        let message = "role must be given by facts, not by a rule".to_string();
+        out.push(at_rule(Severity::Error, Check::BadDependency, rule, message));
+    }
+}
+
+/// The diagnostic for `rel` depending on any of `forbidden`, naming the first rule for `rel`
+/// through which it does.
+fn forbidden_dependency(
+    rules: &[Rule],
+    graph: &DependencyGraph,
+    rel: Sym,
+    forbidden: &[Sym],
+) -> Option<Diagnostic> {
+    let found: Vec<Sym> = forbidden
+        .iter()
+        .copied()
+        .filter(|f| graph.depends_on_any(rel, &[*f]))
+        .collect();
+    if found.is_empty() {
+        return None;
+    }
+    let body_reaches = |rule: &Rule| {
+        let mut hit = false;
+        for literal in &rule.body {
+            literal_relations(literal, false, &mut |r, _| {
+                hit = hit || found.contains(&r) || graph.depends_on_any(r, &found);
+            });
+        }
+        hit
+    };
+    let rule = rules
+        .iter()
+        .find(|r| r.head.rel == rel && body_reaches(r))
+        .or_else(|| rules.iter().find(|r| r.head.rel == rel))?;
+    let names = |syms: &[Sym]| syms.iter().map(|s| s.name()).collect::<Vec<_>>();
+    let message = format!(
+        "{rel} depends on {}, but {rel} must not depend on {}",
+        names(&found).join(" and "),
+        names(forbidden).join(" or ")
+    );
+    Some(at_rule(Severity::Error, Check::BadDependency, rule, message))
+}
+
+/// Check 8: the program is a whole game. It has a role; rules for `legal`, `goal` and
+/// `terminal`; and a goal for every role. A game without `init` only gets a warning, since its
+/// initial state is simply empty.
+fn check_completeness(rules: &[Rule], out: &mut Vec<Diagnostic>) {
+    let defines = |rel: Sym| rules.iter().any(|r| r.head.rel == rel);
+    let roles: Vec<&Rule> = rules
+        .iter()
+        .filter(|r| r.head.rel == Sym::ROLE && r.body.is_empty() && r.head.args.len() == 1)
+        .collect();
+    if roles.is_empty() {
+        out.push(whole(Severity::Error, Check::Incomplete, "the game has no role".into()));
+    }
+    for rel in [Sym::LEGAL, Sym::GOAL, Sym::TERMINAL] {
+        if !defines(rel) {
+            let message = format!("the game has no {rel} rule");
+            out.push(whole(Severity::Error, Check::Incomplete, message));
+        }
+    }
+    if !defines(Sym::INIT) {
+        let message = "the game has no init fact, so its initial state is empty".into();
+        out.push(whole(Severity::Warning, Check::Incomplete, message));
+    }
+    if defines(Sym::GOAL) {
+        for rule in roles {
+            let role = &rule.head.args[0];
+            let has_goal = rules.iter().any(|g| {
+                g.head.rel == Sym::GOAL
+                    && g.head
+                        .args
+                        .first()
+                        .is_some_and(|a| a == role || matches!(a, Term::Var(_)))
+            });
+            if !has_goal {
+                let message = format!("role {role} has no goal rule");
+                out.push(at_rule(Severity::Error, Check::Incomplete, rule, message));
+            }
+        }
+    }
+}
+
+/// Check 8, continued (a warning): every relation used in a body is defined by some rule or
+/// fact, except `true` and `does`, which the game's state and moves supply.
+fn check_undefined(rules: &[Rule], out: &mut Vec<Diagnostic>) {
+    let defined: HashSet<Sym> = rules.iter().map(|r| r.head.rel).collect();
+    let mut reported = HashSet::new();
+    for rule in rules {
+        for literal in &rule.body {
+            literal_relations(literal, false, &mut |rel, _| {
+                let builtin = rel == Sym::TRUE || rel == Sym::DOES || CONNECTIVES.contains(&rel);
+                if !builtin && !defined.contains(&rel) && reported.insert(rel) {
+                    let message = format!("relation {rel} is never defined");
+                    out.push(at_rule(Severity::Warning, Check::Incomplete, rule, message));
+                }
+            });
+        }
+    }
 }

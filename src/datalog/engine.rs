@@ -1,0 +1,732 @@
+//! The bottom-up evaluator: rules over relations of ground terms, stratum by stratum.
+//!
+//! A rule's body is compiled once into a [`Plan`]: a join order chosen greedily from what is
+//! bound (filters first, then the positive literal whose index key covers the most bound
+//! places), with `not` as an anti-join against a completed lower stratum and `distinct` as a
+//! filter. A recursive stratum is evaluated semi-naively: after one full round, each rule is
+//! re-run once per recursive body literal with that literal reading only the rows the previous
+//! round added, until a round adds nothing.
+//!
+//! The engine knows nothing of GDL: `lower` turns a game into [`RuleSpec`]s and strata.
+
+use crate::gdl::{GTerm, Sym, TermPool};
+
+use super::relation::{IndexSpec, Path, Relation, key_hash};
+
+/// A relation's number in the engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RelId(pub u32);
+
+/// A pattern: a term with numbered variables.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Pat {
+    /// Variable slot `n` of the rule.
+    Var(u16),
+    /// A ground term.
+    Const(GTerm),
+    /// A function term with at least one variable inside.
+    App(Sym, Box<[Pat]>),
+}
+
+/// A body literal of a rule given to the engine.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum BodyLit {
+    /// The relation holds for these arguments.
+    Pos(RelId, Vec<Pat>),
+    /// The relation does not hold (all variables bound by positive literals).
+    Neg(RelId, Vec<Pat>),
+    /// The two terms differ (all variables bound by positive literals).
+    Distinct(Pat, Pat),
+}
+
+/// A safe rule: every variable of the head, of a `Neg` and of a `Distinct` occurs in a `Pos`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct RuleSpec {
+    /// The relation derived.
+    pub head_rel: RelId,
+    /// The head's arguments.
+    pub head: Vec<Pat>,
+    /// The conditions.
+    pub body: Vec<BodyLit>,
+    /// How many variable slots the rule uses.
+    pub n_vars: usize,
+}
+
+/// A set of relations defined together, evaluated as one unit.
+#[derive(Clone, Debug, Default)]
+pub struct Stratum {
+    /// The relations it defines.
+    pub rels: Vec<RelId>,
+    /// The rules (indices into the engine's rules) whose heads are in `rels`.
+    pub rules: Vec<usize>,
+}
+
+/// Why an evaluation stopped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EvalError {
+    /// A relation or the term store outgrew its limit: the program likely builds ever-larger
+    /// terms through recursion.
+    #[error("evaluation stopped: {what} exceeded {limit}")]
+    Budget {
+        /// What grew too large.
+        what: String,
+        /// The limit.
+        limit: usize,
+    },
+}
+
+/// Limits that keep a runaway program from exhausting memory.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Most rows in one relation.
+    pub max_rows: usize,
+    /// Most distinct ground terms.
+    pub max_terms: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_rows: 20_000_000,
+            max_terms: 20_000_000,
+        }
+    }
+}
+
+/// Where a scan step reads rows from.
+#[derive(Clone, Debug)]
+enum Source {
+    /// Every row.
+    All,
+    /// Only the rows the previous round added.
+    Delta,
+    /// The rows of an index chain, keyed by these patterns (ground when the step runs).
+    Index { index: usize, keys: Vec<Pat> },
+}
+
+#[derive(Clone, Debug)]
+enum Step {
+    Scan {
+        rel: RelId,
+        pats: Vec<Pat>,
+        source: Source,
+    },
+    Neg {
+        rel: RelId,
+        pats: Vec<Pat>,
+    },
+    Distinct(Pat, Pat),
+}
+
+/// A compiled rule body.
+#[derive(Clone, Debug)]
+struct Plan {
+    steps: Vec<Step>,
+}
+
+#[derive(Clone, Debug)]
+struct CompiledRule {
+    spec: RuleSpec,
+    /// The plan for a full evaluation.
+    full: Plan,
+    /// One plan per body literal on a relation of the rule's own stratum, reading the delta.
+    deltas: Vec<Plan>,
+}
+
+const UNBOUND: GTerm = GTerm::MAX;
+
+/// Relations, rules and strata, with the term store they share.
+#[derive(Clone)]
+pub struct Engine {
+    /// The term store.
+    pub pool: TermPool,
+    relations: Vec<Relation>,
+    rules: Vec<CompiledRule>,
+    strata: Vec<Stratum>,
+    /// For each relation, the row range that the current round reads as its delta.
+    delta: Vec<(usize, usize)>,
+    limits: Limits,
+    /// Head rows derived in the current round, flattened, with their relation.
+    pending: Vec<(RelId, usize)>,
+    pending_terms: Vec<GTerm>,
+    binds: Vec<GTerm>,
+    trail: Vec<u16>,
+    key_scratch: Vec<GTerm>,
+}
+
+impl Engine {
+    /// Builds an engine. `arities[i]` is the arity of relation `RelId(i)`. Each stratum lists
+    /// the rules defining its relations; strata must come in dependency order.
+    pub fn new(
+        pool: TermPool,
+        arities: &[usize],
+        rules: Vec<RuleSpec>,
+        strata: Vec<Stratum>,
+        limits: Limits,
+    ) -> Engine {
+        let mut engine = Engine {
+            pool,
+            relations: arities.iter().map(|&a| Relation::new(a)).collect(),
+            rules: Vec::new(),
+            strata: Vec::new(),
+            delta: vec![(0, 0); arities.len()],
+            limits,
+            pending: Vec::new(),
+            pending_terms: Vec::new(),
+            binds: Vec::new(),
+            trail: Vec::new(),
+            key_scratch: Vec::new(),
+        };
+        let mut stratum_of = vec![usize::MAX; arities.len()];
+        for (i, s) in strata.iter().enumerate() {
+            for r in &s.rels {
+                stratum_of[r.0 as usize] = i;
+            }
+        }
+        for spec in rules {
+            let own = stratum_of[spec.head_rel.0 as usize];
+            let full = engine.compile(&spec, None);
+            let deltas = spec
+                .body
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| matches!(l, BodyLit::Pos(r, _) if stratum_of[r.0 as usize] == own))
+                .map(|(i, _)| i)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .map(|i| engine.compile(&spec, Some(i)))
+                .collect();
+            let n = spec.n_vars;
+            engine.rules.push(CompiledRule { spec, full, deltas });
+            if engine.binds.len() < n {
+                engine.binds.resize(n, UNBOUND);
+            }
+        }
+        engine.strata = strata;
+        engine
+    }
+
+    /// The relation `rel`.
+    pub fn relation(&self, rel: RelId) -> &Relation {
+        &self.relations[rel.0 as usize]
+    }
+
+    /// The strata, in evaluation order.
+    pub fn strata(&self) -> &[Stratum] {
+        &self.strata
+    }
+
+    /// Empties `rel`.
+    pub fn clear(&mut self, rel: RelId) {
+        self.relations[rel.0 as usize].clear();
+    }
+
+    /// Adds a row to `rel`; returns whether it was new.
+    pub fn insert(&mut self, rel: RelId, row: &[GTerm]) -> bool {
+        self.relations[rel.0 as usize].insert(row, &self.pool)
+    }
+
+    /// Orders a rule body into a plan. With `delta = Some(i)`, body literal `i` goes first and
+    /// reads only the previous round's new rows.
+    fn compile(&mut self, spec: &RuleSpec, delta: Option<usize>) -> Plan {
+        let mut bound = vec![false; spec.n_vars];
+        let mut done = vec![false; spec.body.len()];
+        let mut steps = Vec::new();
+        if let Some(i) = delta {
+            let BodyLit::Pos(rel, pats) = &spec.body[i] else {
+                unreachable!("delta literals are positive");
+            };
+            steps.push(Step::Scan {
+                rel: *rel,
+                pats: pats.clone(),
+                source: Source::Delta,
+            });
+            pats.iter().for_each(|p| mark_bound(p, &mut bound));
+            done[i] = true;
+        }
+        loop {
+            // Filters whose variables are all bound go as early as possible.
+            for (i, lit) in spec.body.iter().enumerate() {
+                if done[i] {
+                    continue;
+                }
+                match lit {
+                    BodyLit::Neg(rel, pats) if pats.iter().all(|p| is_bound(p, &bound)) => {
+                        steps.push(Step::Neg {
+                            rel: *rel,
+                            pats: pats.clone(),
+                        });
+                        done[i] = true;
+                    }
+                    BodyLit::Distinct(a, b) if is_bound(a, &bound) && is_bound(b, &bound) => {
+                        steps.push(Step::Distinct(a.clone(), b.clone()));
+                        done[i] = true;
+                    }
+                    _ => {}
+                }
+            }
+            // Then the positive literal that is best keyed by what is bound.
+            let best = spec
+                .body
+                .iter()
+                .enumerate()
+                .filter(|(i, l)| !done[*i] && matches!(l, BodyLit::Pos(..)))
+                .max_by_key(|(i, l)| {
+                    let BodyLit::Pos(_, pats) = l else {
+                        unreachable!()
+                    };
+                    let mut spec = IndexSpec {
+                        shapes: Vec::new(),
+                        keys: Vec::new(),
+                    };
+                    let mut keys = Vec::new();
+                    index_of(pats, &bound, &mut spec, &mut keys);
+                    let mut vars = Vec::new();
+                    pats.iter().for_each(|p| unbound_vars(p, &bound, &mut vars));
+                    let all_bound = vars.is_empty() as i64;
+                    // Earlier literals win ties.
+                    (all_bound, spec.keys.len() as i64 * 4 - vars.len() as i64, -(*i as i64))
+                })
+                .map(|(i, _)| i);
+            let Some(i) = best else {
+                break;
+            };
+            let BodyLit::Pos(rel, pats) = &spec.body[i] else {
+                unreachable!()
+            };
+            let mut ispec = IndexSpec {
+                shapes: Vec::new(),
+                keys: Vec::new(),
+            };
+            let mut keys = Vec::new();
+            index_of(pats, &bound, &mut ispec, &mut keys);
+            let source = if ispec.keys.is_empty() && ispec.shapes.is_empty() {
+                Source::All
+            } else {
+                let index = self.relations[rel.0 as usize].add_index(ispec, &self.pool);
+                Source::Index { index, keys }
+            };
+            steps.push(Step::Scan {
+                rel: *rel,
+                pats: pats.clone(),
+                source,
+            });
+            pats.iter().for_each(|p| mark_bound(p, &mut bound));
+            done[i] = true;
+        }
+        debug_assert!(done.iter().all(|&d| d), "unsafe rule reached the engine");
+        Plan { steps }
+    }
+
+    /// Evaluates stratum `s` to its fixpoint, adding to whatever its relations already hold.
+    ///
+    /// # Errors
+    /// A relation or the term store outgrew the limits.
+    pub fn evaluate(&mut self, s: usize) -> Result<(), EvalError> {
+        let rule_ids = std::mem::take(&mut self.strata[s].rules);
+        let result = self.evaluate_rules(s, &rule_ids);
+        self.strata[s].rules = rule_ids;
+        result
+    }
+
+    fn evaluate_rules(&mut self, s: usize, rule_ids: &[usize]) -> Result<(), EvalError> {
+        let recursive = rule_ids.iter().any(|&r| !self.rules[r].deltas.is_empty());
+        let rels = self.strata[s].rels.clone();
+        let starts: Vec<usize> = rels.iter().map(|r| self.relation(*r).len()).collect();
+        for &r in rule_ids {
+            self.run_plan(r, None);
+        }
+        self.flush()?;
+        if !recursive {
+            return Ok(());
+        }
+        let mut from = starts;
+        loop {
+            let mut any = false;
+            for (k, rel) in rels.iter().enumerate() {
+                let len = self.relation(*rel).len();
+                self.delta[rel.0 as usize] = (from[k], len);
+                any |= len > from[k];
+                from[k] = len;
+            }
+            if !any {
+                return Ok(());
+            }
+            for &r in rule_ids {
+                for d in 0..self.rules[r].deltas.len() {
+                    self.run_plan(r, Some(d));
+                }
+            }
+            self.flush()?;
+        }
+    }
+
+    /// Inserts the rows derived in this round.
+    fn flush(&mut self) -> Result<(), EvalError> {
+        let mut at = 0;
+        for &(rel, width) in &self.pending {
+            let row = &self.pending_terms[at..at + width];
+            at += width;
+            let relation = &mut self.relations[rel.0 as usize];
+            relation.insert(row, &self.pool);
+            if relation.len() > self.limits.max_rows {
+                return Err(EvalError::Budget {
+                    what: "rows in one relation".into(),
+                    limit: self.limits.max_rows,
+                });
+            }
+        }
+        self.pending.clear();
+        self.pending_terms.clear();
+        if self.pool.len() > self.limits.max_terms {
+            return Err(EvalError::Budget {
+                what: "distinct ground terms".into(),
+                limit: self.limits.max_terms,
+            });
+        }
+        Ok(())
+    }
+
+    fn run_plan(&mut self, rule: usize, delta: Option<usize>) {
+        let compiled = &self.rules[rule];
+        let plan = match delta {
+            None => &compiled.full,
+            Some(d) => &compiled.deltas[d],
+        };
+        let mut ctx = Ctx {
+            relations: &self.relations,
+            pool: &mut self.pool,
+            delta: &self.delta,
+            binds: &mut self.binds,
+            trail: &mut self.trail,
+            key: &mut self.key_scratch,
+            pending: &mut self.pending,
+            pending_terms: &mut self.pending_terms,
+            spec: &compiled.spec,
+        };
+        ctx.solve(&plan.steps);
+    }
+}
+
+/// The working state of one plan run.
+struct Ctx<'a> {
+    relations: &'a [Relation],
+    pool: &'a mut TermPool,
+    delta: &'a [(usize, usize)],
+    binds: &'a mut Vec<GTerm>,
+    trail: &'a mut Vec<u16>,
+    key: &'a mut Vec<GTerm>,
+    pending: &'a mut Vec<(RelId, usize)>,
+    pending_terms: &'a mut Vec<GTerm>,
+    spec: &'a RuleSpec,
+}
+
+impl Ctx<'_> {
+    fn solve(&mut self, steps: &[Step]) {
+        let Some((step, rest)) = steps.split_first() else {
+            self.emit();
+            return;
+        };
+        match step {
+            Step::Scan { rel, pats, source } => {
+                let relation = &self.relations[rel.0 as usize];
+                match source {
+                    Source::All => {
+                        for i in 0..relation.len() {
+                            self.try_row(relation, i, pats, rest);
+                        }
+                    }
+                    Source::Delta => {
+                        let (from, to) = self.delta[rel.0 as usize];
+                        for i in from..to {
+                            self.try_row(relation, i, pats, rest);
+                        }
+                    }
+                    Source::Index { index, keys } => {
+                        self.key.clear();
+                        for k in keys {
+                            match find(k, self.binds, self.pool) {
+                                Some(t) => self.key.push(t),
+                                // The key term was never built, so no row can hold it.
+                                None => return,
+                            }
+                        }
+                        let hash = key_hash(self.key, relation.hasher());
+                        for i in relation.probe(*index, hash) {
+                            self.try_row(relation, i, pats, rest);
+                        }
+                    }
+                }
+            }
+            Step::Neg { rel, pats } => {
+                self.key.clear();
+                for p in pats {
+                    match find(p, self.binds, self.pool) {
+                        Some(t) => self.key.push(t),
+                        None => return self.solve(rest),
+                    }
+                }
+                if !self.relations[rel.0 as usize].contains(self.key) {
+                    self.solve(rest);
+                }
+            }
+            Step::Distinct(a, b) => {
+                if !pats_equal(a, b, self.binds, self.pool) {
+                    self.solve(rest);
+                }
+            }
+        }
+    }
+
+    fn try_row(&mut self, relation: &Relation, i: usize, pats: &[Pat], rest: &[Step]) {
+        let mark = self.trail.len();
+        let row = relation.row(i);
+        if pats
+            .iter()
+            .zip(row)
+            .all(|(p, &t)| unify(p, t, self.binds, self.trail, self.pool))
+        {
+            self.solve(rest);
+        }
+        for v in self.trail.drain(mark..) {
+            self.binds[v as usize] = UNBOUND;
+        }
+    }
+
+    fn emit(&mut self) {
+        let spec = self.spec;
+        for p in &spec.head {
+            let t = build(p, self.binds, self.pool);
+            self.pending_terms.push(t);
+        }
+        self.pending.push((spec.head_rel, spec.head.len()));
+    }
+}
+
+/// Matches a pattern against a ground term, binding variables (recorded on the trail).
+fn unify(pat: &Pat, t: GTerm, binds: &mut [GTerm], trail: &mut Vec<u16>, pool: &TermPool) -> bool {
+    match pat {
+        Pat::Const(c) => *c == t,
+        Pat::Var(v) => {
+            let b = &mut binds[*v as usize];
+            if *b == UNBOUND {
+                *b = t;
+                trail.push(*v);
+                true
+            } else {
+                *b == t
+            }
+        }
+        Pat::App(f, args) => {
+            pool.functor(t) == *f && {
+                let targs = pool.args(t);
+                targs.len() == args.len()
+                    && args
+                        .iter()
+                        .zip(targs)
+                        .all(|(p, &a)| unify(p, a, binds, trail, pool))
+            }
+        }
+    }
+}
+
+/// The stored term a bound pattern denotes, or `None` if it was never built.
+fn find(pat: &Pat, binds: &[GTerm], pool: &TermPool) -> Option<GTerm> {
+    match pat {
+        Pat::Const(c) => Some(*c),
+        Pat::Var(v) => Some(binds[*v as usize]),
+        Pat::App(f, args) => {
+            let mut vals = Vec::with_capacity(args.len());
+            for a in args.iter() {
+                vals.push(find(a, binds, pool)?);
+            }
+            pool.find_app(*f, &vals)
+        }
+    }
+}
+
+/// Builds (interning) the term a bound pattern denotes.
+fn build(pat: &Pat, binds: &[GTerm], pool: &mut TermPool) -> GTerm {
+    match pat {
+        Pat::Const(c) => *c,
+        Pat::Var(v) => binds[*v as usize],
+        Pat::App(f, args) => {
+            let vals: Vec<GTerm> = args.iter().map(|a| build(a, binds, pool)).collect();
+            pool.app(*f, &vals)
+        }
+    }
+}
+
+/// Whether two bound patterns denote the same term.
+fn pats_equal(a: &Pat, b: &Pat, binds: &[GTerm], pool: &TermPool) -> bool {
+    let ground = |p: &Pat| match p {
+        Pat::Const(c) => Some(*c),
+        Pat::Var(v) => Some(binds[*v as usize]),
+        Pat::App(..) => None,
+    };
+    match (ground(a), ground(b)) {
+        (Some(x), Some(y)) => x == y,
+        (Some(x), None) => term_equals_pat(x, b, binds, pool),
+        (None, Some(y)) => term_equals_pat(y, a, binds, pool),
+        (None, None) => {
+            let (Pat::App(f, xs), Pat::App(g, ys)) = (a, b) else {
+                unreachable!("non-ground patterns are applications")
+            };
+            f == g
+                && xs.len() == ys.len()
+                && xs
+                    .iter()
+                    .zip(ys.iter())
+                    .all(|(x, y)| pats_equal(x, y, binds, pool))
+        }
+    }
+}
+
+fn term_equals_pat(t: GTerm, p: &Pat, binds: &[GTerm], pool: &TermPool) -> bool {
+    match p {
+        Pat::Const(c) => *c == t,
+        Pat::Var(v) => binds[*v as usize] == t,
+        Pat::App(f, args) => {
+            pool.functor(t) == *f
+                && pool.args(t).len() == args.len()
+                && args
+                    .iter()
+                    .zip(pool.args(t))
+                    .all(|(a, &u)| term_equals_pat(u, a, binds, pool))
+        }
+    }
+}
+
+fn mark_bound(p: &Pat, bound: &mut [bool]) {
+    match p {
+        Pat::Const(_) => {}
+        Pat::Var(v) => bound[*v as usize] = true,
+        Pat::App(_, args) => args.iter().for_each(|a| mark_bound(a, bound)),
+    }
+}
+
+fn is_bound(p: &Pat, bound: &[bool]) -> bool {
+    match p {
+        Pat::Const(_) => true,
+        Pat::Var(v) => bound[*v as usize],
+        Pat::App(_, args) => args.iter().all(|a| is_bound(a, bound)),
+    }
+}
+
+fn unbound_vars(p: &Pat, bound: &[bool], out: &mut Vec<u16>) {
+    match p {
+        Pat::Const(_) => {}
+        Pat::Var(v) => {
+            if !bound[*v as usize] && !out.contains(v) {
+                out.push(*v);
+            }
+        }
+        Pat::App(_, args) => args.iter().for_each(|a| unbound_vars(a, bound, out)),
+    }
+}
+
+/// The index a literal's arguments call for, given which variables are bound: every function
+/// term's shape, and every maximal bound sub-pattern as a key (with the pattern that computes
+/// its value at run time).
+fn index_of(pats: &[Pat], bound: &[bool], spec: &mut IndexSpec, keys: &mut Vec<Pat>) {
+    fn go(p: &Pat, path: Path, bound: &[bool], spec: &mut IndexSpec, keys: &mut Vec<Pat>) {
+        if is_bound(p, bound) {
+            spec.keys.push(path);
+            keys.push(p.clone());
+            return;
+        }
+        if let Pat::App(f, args) = p {
+            spec.shapes.push((path.clone(), *f, args.len() as u8));
+            for (i, a) in args.iter().enumerate() {
+                let mut child = path.clone();
+                child.steps.push(i as u8);
+                go(a, child, bound, spec, keys);
+            }
+        }
+    }
+    for (c, p) in pats.iter().enumerate() {
+        let path = Path {
+            column: c as u8,
+            steps: Vec::new(),
+        };
+        go(p, path, bound, spec, keys);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Transitive closure, written by hand:
+    /// `(<= (path ?x ?y) (edge ?x ?y))`, `(<= (path ?x ?z) (path ?x ?y) (edge ?y ?z))`,
+    /// `(<= (unreached ?x ?y) (node ?x) (node ?y) (not (path ?x ?y)) (distinct ?x ?y))`.
+    #[test]
+    fn closure_negation_and_distinct() {
+        let mut pool = TermPool::default();
+        let n: Vec<GTerm> = (0..5).map(|i| pool.constant(Sym::new(&i.to_string()))).collect();
+        let (edge, node, path, unreached) = (RelId(0), RelId(1), RelId(2), RelId(3));
+        let v = Pat::Var;
+        let rules = vec![
+            RuleSpec {
+                head_rel: path,
+                head: vec![v(0), v(1)],
+                body: vec![BodyLit::Pos(edge, vec![v(0), v(1)])],
+                n_vars: 2,
+            },
+            RuleSpec {
+                head_rel: path,
+                head: vec![v(0), v(2)],
+                body: vec![
+                    BodyLit::Pos(path, vec![v(0), v(1)]),
+                    BodyLit::Pos(edge, vec![v(1), v(2)]),
+                ],
+                n_vars: 3,
+            },
+            RuleSpec {
+                head_rel: unreached,
+                head: vec![v(0), v(1)],
+                body: vec![
+                    BodyLit::Distinct(v(0), v(1)),
+                    BodyLit::Neg(path, vec![v(0), v(1)]),
+                    BodyLit::Pos(node, vec![v(0)]),
+                    BodyLit::Pos(node, vec![v(1)]),
+                ],
+                n_vars: 2,
+            },
+        ];
+        let strata = vec![
+            Stratum {
+                rels: vec![edge],
+                rules: vec![],
+            },
+            Stratum {
+                rels: vec![node],
+                rules: vec![],
+            },
+            Stratum {
+                rels: vec![path],
+                rules: vec![0, 1],
+            },
+            Stratum {
+                rels: vec![unreached],
+                rules: vec![2],
+            },
+        ];
+        let mut engine = Engine::new(pool, &[2, 1, 2, 2], rules, strata, Limits::default());
+        // A chain 0 -> 1 -> 2 -> 3 and an isolated node 4.
+        for i in 0..3 {
+            engine.insert(edge, &[n[i], n[i + 1]]);
+        }
+        for &x in &n {
+            engine.insert(node, &[x]);
+        }
+        for s in 0..4 {
+            engine.evaluate(s).unwrap();
+        }
+        assert_eq!(engine.relation(path).len(), 6);
+        assert!(engine.relation(path).contains(&[n[0], n[3]]));
+        // 5 * 4 ordered pairs of distinct nodes, minus the 6 reachable ones.
+        assert_eq!(engine.relation(unreached).len(), 14);
+        assert!(engine.relation(unreached).contains(&[n[3], n[0]]));
+    }
+}

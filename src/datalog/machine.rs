@@ -1,0 +1,330 @@
+//! The Datalog engine as a [`StateMachine`].
+//!
+//! Static relations are computed once, when the machine is built. For a state, the machine
+//! loads its facts into `true` and evaluates the strata that depend on `true` (legal, goal,
+//! terminal and their helpers); it remembers which state is loaded, so asking for terminal,
+//! legal moves and goals of one state costs one evaluation. For a joint move it loads `does`
+//! and evaluates only the strata that depend on `does`.
+//!
+//! **Invariant:** states and moves are ids in this machine's term store. They are meaningful
+//! only to this machine and to clones made from it before they were created.
+
+use crate::gdl::{Description, GTerm, Sym, Term};
+use crate::machine::{MachineError, StateMachine};
+
+use super::engine::{Engine, EvalError, Limits, RelId};
+use super::lower::{Layer, LowerError, lower};
+
+/// A state: the ids of its true facts, sorted and without repeats.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
+pub struct DatalogState(Vec<GTerm>);
+
+impl DatalogState {
+    /// The facts' ids.
+    pub fn facts(&self) -> &[GTerm] {
+        &self.0
+    }
+}
+
+/// Why a machine could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// The rules could not be lowered.
+    #[error(transparent)]
+    Lower(#[from] LowerError),
+    /// Computing the static relations failed.
+    #[error(transparent)]
+    Eval(#[from] EvalError),
+    /// A role is not a ground term.
+    #[error("role {0} is not a ground term")]
+    BadRole(String),
+}
+
+/// A game run by the bottom-up Datalog engine.
+#[derive(Clone)]
+pub struct DatalogMachine {
+    engine: Engine,
+    roles: Vec<Term>,
+    role_ids: Vec<GTerm>,
+    state_strata: Vec<usize>,
+    action_strata: Vec<usize>,
+    state_rels: Vec<RelId>,
+    action_rels: Vec<RelId>,
+    true_rel: RelId,
+    does_rel: RelId,
+    legal_rel: RelId,
+    goal_rel: RelId,
+    terminal_rel: RelId,
+    next_rel: RelId,
+    initial: DatalogState,
+    /// The state whose facts the state layer holds.
+    loaded: Option<DatalogState>,
+    /// Goal value of each term id, parsed once (`None`: not a number from 0 to 100).
+    goal_cache: Vec<Option<Option<u8>>>,
+    row_scratch: Vec<GTerm>,
+}
+
+impl DatalogMachine {
+    /// Builds the machine and computes the static relations and the initial state.
+    ///
+    /// # Errors
+    /// The rules cannot be lowered, or the static relations outgrow the engine's limits.
+    pub fn new(description: &Description) -> Result<DatalogMachine, BuildError> {
+        Self::with_limits(description, Limits::default())
+    }
+
+    /// As [`new`](Self::new), with explicit size limits.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    pub fn with_limits(description: &Description, limits: Limits) -> Result<DatalogMachine, BuildError> {
+        let mut lowered = lower(description.rules())?;
+        let rel = |l: &super::lower::Lowered, s, a| l.rel(s, a).expect("keyword relations always exist");
+        let true_rel = rel(&lowered, Sym::TRUE, 1);
+        let does_rel = rel(&lowered, Sym::DOES, 2);
+        let legal_rel = rel(&lowered, Sym::LEGAL, 2);
+        let goal_rel = rel(&lowered, Sym::GOAL, 2);
+        let terminal_rel = rel(&lowered, Sym::TERMINAL, 0);
+        let next_rel = rel(&lowered, Sym::NEXT, 1);
+        let init_rel = rel(&lowered, Sym::INIT, 1);
+        let mut role_ids = Vec::new();
+        for role in description.roles() {
+            let id = lowered
+                .pool
+                .intern(role)
+                .ok_or_else(|| BuildError::BadRole(role.to_string()))?;
+            role_ids.push(id);
+        }
+        let mut layers = Vec::new();
+        let mut strata = Vec::new();
+        for (stratum, layer) in lowered.strata.drain(..) {
+            strata.push(stratum);
+            layers.push(layer);
+        }
+        let mut engine = Engine::new(lowered.pool, &lowered.arities, lowered.rules, strata, limits);
+        let in_layer = |want: Layer| -> Vec<usize> {
+            (0..layers.len()).filter(|&i| layers[i] == want).collect()
+        };
+        for s in in_layer(Layer::Static) {
+            engine.evaluate(s)?;
+        }
+        let state_strata = in_layer(Layer::State);
+        let action_strata = in_layer(Layer::Action);
+        let rels_of = |ids: &[usize]| -> Vec<RelId> {
+            ids.iter()
+                .flat_map(|&s| engine.strata()[s].rels.iter().copied())
+                .collect()
+        };
+        let state_rels = rels_of(&state_strata);
+        let action_rels = rels_of(&action_strata);
+        let mut initial: Vec<GTerm> = engine.relation(init_rel).rows().map(|r| r[0]).collect();
+        initial.sort_unstable();
+        initial.dedup();
+        Ok(DatalogMachine {
+            engine,
+            roles: description.roles().to_vec(),
+            role_ids,
+            state_strata,
+            action_strata,
+            state_rels,
+            action_rels,
+            true_rel,
+            does_rel,
+            legal_rel,
+            goal_rel,
+            terminal_rel,
+            next_rel,
+            initial: DatalogState(initial),
+            loaded: None,
+            goal_cache: Vec::new(),
+            row_scratch: Vec::new(),
+        })
+    }
+
+    /// Makes the state layer hold `state`.
+    fn load(&mut self, state: &DatalogState) -> Result<(), MachineError> {
+        if self.loaded.as_ref() == Some(state) {
+            return Ok(());
+        }
+        self.loaded = None;
+        for &r in &self.state_rels {
+            self.engine.clear(r);
+        }
+        self.engine.clear(self.true_rel);
+        for &fact in &state.0 {
+            self.engine.insert(self.true_rel, &[fact]);
+        }
+        for &s in &self.state_strata {
+            self.engine.evaluate(s).map_err(engine_error)?;
+        }
+        self.loaded = Some(state.clone());
+        Ok(())
+    }
+
+    fn goal_value(&mut self, t: GTerm) -> Option<u8> {
+        if let Some(Some(v)) = self.goal_cache.get(t.index()) {
+            return *v;
+        }
+        let pool = &self.engine.pool;
+        let v = if pool.args(t).is_empty() {
+            pool.functor(t).name().parse::<u8>().ok().filter(|&v| v <= 100)
+        } else {
+            None
+        };
+        if self.goal_cache.len() <= t.index() {
+            self.goal_cache.resize(t.index() + 1, None);
+        }
+        self.goal_cache[t.index()] = Some(v);
+        v
+    }
+}
+
+fn engine_error(e: EvalError) -> MachineError {
+    MachineError::Engine(e.to_string())
+}
+
+impl StateMachine for DatalogMachine {
+    type State = DatalogState;
+    type Move = GTerm;
+
+    fn roles(&self) -> &[Term] {
+        &self.roles
+    }
+
+    fn initial_state(&self) -> DatalogState {
+        self.initial.clone()
+    }
+
+    fn legal_moves_into(
+        &mut self,
+        state: &DatalogState,
+        role: usize,
+        out: &mut Vec<GTerm>,
+    ) -> Result<(), MachineError> {
+        self.load(state)?;
+        let role_id = self.role_ids[role];
+        out.extend(
+            self.engine
+                .relation(self.legal_rel)
+                .rows()
+                .filter(|r| r[0] == role_id)
+                .map(|r| r[1]),
+        );
+        Ok(())
+    }
+
+    fn is_terminal(&mut self, state: &DatalogState) -> Result<bool, MachineError> {
+        self.load(state)?;
+        Ok(!self.engine.relation(self.terminal_rel).is_empty())
+    }
+
+    fn goal_values(&mut self, state: &DatalogState, role: usize) -> Result<Vec<u8>, MachineError> {
+        self.load(state)?;
+        let role_id = self.role_ids[role];
+        let terms: Vec<GTerm> = self
+            .engine
+            .relation(self.goal_rel)
+            .rows()
+            .filter(|r| r[0] == role_id)
+            .map(|r| r[1])
+            .collect();
+        let mut values: Vec<u8> = terms.into_iter().filter_map(|t| self.goal_value(t)).collect();
+        values.sort_unstable();
+        values.dedup();
+        Ok(values)
+    }
+
+    fn next_state_unchecked(
+        &mut self,
+        state: &DatalogState,
+        joint: &[GTerm],
+    ) -> Result<DatalogState, MachineError> {
+        if joint.len() != self.role_ids.len() {
+            return Err(MachineError::JointMoveSize {
+                expected: self.role_ids.len(),
+                found: joint.len(),
+            });
+        }
+        self.load(state)?;
+        for &r in &self.action_rels {
+            self.engine.clear(r);
+        }
+        self.engine.clear(self.does_rel);
+        for (i, &mv) in joint.iter().enumerate() {
+            let role = self.role_ids[i];
+            self.engine.insert(self.does_rel, &[role, mv]);
+        }
+        for &s in &self.action_strata {
+            self.engine.evaluate(s).map_err(engine_error)?;
+        }
+        let mut next = std::mem::take(&mut self.row_scratch);
+        next.clear();
+        next.extend(self.engine.relation(self.next_rel).rows().map(|r| r[0]));
+        next.sort_unstable();
+        next.dedup();
+        let state = DatalogState(next.clone());
+        self.row_scratch = next;
+        Ok(state)
+    }
+
+    fn move_term(&self, mv: GTerm) -> Term {
+        self.engine.pool.term(mv)
+    }
+
+    fn find_move(&self, term: &Term) -> Option<GTerm> {
+        self.engine.pool.find(term)
+    }
+
+    fn state_terms(&self, state: &DatalogState) -> Vec<Term> {
+        state.0.iter().map(|&t| self.engine.pool.term(t)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TICTACTOE: &str = include_str!("../../rules/ticTacToe.kif");
+
+    fn machine(text: &str) -> DatalogMachine {
+        let description = Description::from_text(text).unwrap();
+        DatalogMachine::new(&description).unwrap()
+    }
+
+    fn printed(m: &DatalogMachine, moves: &[GTerm]) -> Vec<String> {
+        let mut v: Vec<String> = moves.iter().map(|&t| m.move_term(t).to_string()).collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn tictactoe_first_moves() {
+        let mut m = machine(TICTACTOE);
+        let s0 = m.initial_state();
+        assert_eq!(m.state_terms(&s0).len(), 10);
+        assert!(!m.is_terminal(&s0).unwrap());
+        let x = m.legal_moves(&s0, 0).unwrap();
+        assert_eq!(x.len(), 9);
+        let o = m.legal_moves(&s0, 1).unwrap();
+        assert_eq!(printed(&m, &o), ["noop"]);
+        let mark = m.find_move(&crate::gdl::parse_term("(mark 2 2)").unwrap()).unwrap();
+        let noop = m.legal_moves(&s0, 1).unwrap()[0];
+        let s1 = m.next_state(&s0, &[mark, noop]).unwrap();
+        assert_eq!(m.legal_moves(&s1, 1).unwrap().len(), 8);
+        assert!(m.next_state(&s1, &[mark, noop]).is_err());
+    }
+
+    #[test]
+    fn recursion_a_top_down_prover_loops_on() {
+        // From the corpus's nim-recursive1.kif: a self-recursive rule over a cyclic relation.
+        let text = "(role a) (init (p 1)) (succ 1 2) (succ 2 1)
+            (<= (reach ?x ?y) (succ ?x ?y)) (<= (reach ?x ?z) (reach ?x ?y) (reach ?y ?z))
+            (<= (legal a (go ?y)) (true (p ?x)) (reach ?x ?y))
+            (<= (next (p ?y)) (does a (go ?y)))
+            (<= terminal (true (p 2))) (goal a 100)";
+        let mut m = machine(text);
+        let s0 = m.initial_state();
+        let moves = m.legal_moves(&s0, 0).unwrap();
+        assert_eq!(printed(&m, &moves), ["(go 1)", "(go 2)"]);
+    }
+}

@@ -1,0 +1,15 @@
+//! The bottom-up Datalog reasoner: the reference engine, and the fallback for games too big
+//! to ground.
+//!
+//! `relation` holds tables and indexes, `engine` evaluates rules over them and knows nothing
+//! of GDL, `lower` turns GDL rules into engine rules, and `machine` runs a game with them.
+
+mod engine;
+mod lower;
+mod machine;
+mod relation;
+
+pub use engine::{BodyLit, Engine, EvalError, Limits, Pat, RelId, RuleSpec, Stratum};
+pub use lower::{Layer, LowerError, Lowered, lower};
+pub use machine::{BuildError, DatalogMachine, DatalogState};
+pub use relation::{IndexSpec, Path, Relation};

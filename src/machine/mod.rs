@@ -1,0 +1,227 @@
+//! The `StateMachine` trait: the one interface every engine implements and every player uses.
+//!
+//! Seven required operations give the game's rules (roles, initial state, legal moves, next
+//! state, terminal, goals, and conversion of moves to and from terms); everything else
+//! (checked transitions, joint moves, random playouts) is built on them here, once.
+//! States and moves are each engine's own compact types; [`Term`] is the common currency at the
+//! edges (printing, the match protocol, traces).
+
+use std::fmt::Debug;
+use std::hash::Hash;
+
+use rand::Rng;
+
+use crate::gdl::Term;
+
+/// Why a machine could not answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MachineError {
+    /// A move that is not legal for its role in the state.
+    #[error("illegal move {mv} for role {role}")]
+    IllegalMove {
+        /// The role.
+        role: String,
+        /// The move, printed.
+        mv: String,
+    },
+    /// A joint move with the wrong number of moves.
+    #[error("a joint move needs {expected} moves, found {found}")]
+    JointMoveSize {
+        /// The number of roles.
+        expected: usize,
+        /// The number of moves given.
+        found: usize,
+    },
+    /// A role with no legal move in a non-terminal state: a bug in the rule sheet.
+    #[error("role {role} has no legal move")]
+    NoLegalMoves {
+        /// The role.
+        role: String,
+    },
+    /// A role whose goal, in a terminal state, is undefined or defined more than once.
+    #[error("goal of role {role} is {}", describe_goals(.values))]
+    BadGoal {
+        /// The role.
+        role: String,
+        /// Every value the rules give.
+        values: Vec<u8>,
+    },
+    /// The engine gave up (for example a runaway recursion hit a size limit).
+    #[error("engine failure: {0}")]
+    Engine(String),
+}
+
+fn describe_goals(values: &[u8]) -> String {
+    if values.is_empty() {
+        "undefined".into()
+    } else {
+        format!("defined more than once: {values:?}")
+    }
+}
+
+/// A game's rules, as an engine runs them.
+///
+/// Methods take `&mut self` so that engines can keep scratch space and caches; a search that
+/// runs on several threads gives each thread its own machine.
+pub trait StateMachine {
+    /// A game state.
+    type State: Clone + Eq + Hash + Debug + Send + Sync;
+    /// One role's move.
+    type Move: Copy + Eq + Hash + Debug + Send + Sync;
+
+    /// The roles, in the order of the `(role ...)` facts.
+    fn roles(&self) -> &[Term];
+
+    /// The initial state.
+    fn initial_state(&self) -> Self::State;
+
+    /// Appends the legal moves of role number `role` in `state` to `out`.
+    ///
+    /// # Errors
+    /// The engine failed.
+    fn legal_moves_into(
+        &mut self,
+        state: &Self::State,
+        role: usize,
+        out: &mut Vec<Self::Move>,
+    ) -> Result<(), MachineError>;
+
+    /// Whether `state` is terminal.
+    ///
+    /// # Errors
+    /// The engine failed.
+    fn is_terminal(&mut self, state: &Self::State) -> Result<bool, MachineError>;
+
+    /// Every goal value the rules give role number `role` in `state`, without repeats, in
+    /// ascending order. A valid game gives exactly one in a terminal state. Values that are
+    /// not integers from 0 to 100 are left out.
+    ///
+    /// # Errors
+    /// The engine failed.
+    fn goal_values(&mut self, state: &Self::State, role: usize) -> Result<Vec<u8>, MachineError>;
+
+    /// The state after `joint` (one move per role, in role order), without checking legality.
+    ///
+    /// # Errors
+    /// The engine failed. An illegal move gives an unspecified state, not an error.
+    fn next_state_unchecked(
+        &mut self,
+        state: &Self::State,
+        joint: &[Self::Move],
+    ) -> Result<Self::State, MachineError>;
+
+    /// A move as a term.
+    fn move_term(&self, mv: Self::Move) -> Term;
+
+    /// The move a term names, if the engine knows it (an unknown term cannot be legal).
+    fn find_move(&self, term: &Term) -> Option<Self::Move>;
+
+    /// The facts true in `state`.
+    fn state_terms(&self, state: &Self::State) -> Vec<Term>;
+
+    /// The legal moves of role number `role` in `state`.
+    ///
+    /// # Errors
+    /// The engine failed.
+    fn legal_moves(&mut self, state: &Self::State, role: usize) -> Result<Vec<Self::Move>, MachineError> {
+        let mut out = Vec::new();
+        self.legal_moves_into(state, role, &mut out)?;
+        Ok(out)
+    }
+
+    /// The single goal value of role number `role`.
+    ///
+    /// # Errors
+    /// [`MachineError::BadGoal`] when the rules give no value or several.
+    fn goal(&mut self, state: &Self::State, role: usize) -> Result<u8, MachineError> {
+        let values = self.goal_values(state, role)?;
+        match values[..] {
+            [v] => Ok(v),
+            _ => Err(MachineError::BadGoal {
+                role: self.roles()[role].to_string(),
+                values,
+            }),
+        }
+    }
+
+    /// The goal value of every role, in role order.
+    ///
+    /// # Errors
+    /// As [`goal`](Self::goal), for the first role that fails.
+    fn goals(&mut self, state: &Self::State) -> Result<Vec<u8>, MachineError> {
+        (0..self.roles().len()).map(|r| self.goal(state, r)).collect()
+    }
+
+    /// The state after `joint`, checking that each move is legal for its role.
+    ///
+    /// # Errors
+    /// [`MachineError::JointMoveSize`] or [`MachineError::IllegalMove`]; the state is untouched.
+    fn next_state(&mut self, state: &Self::State, joint: &[Self::Move]) -> Result<Self::State, MachineError> {
+        let n_roles = self.roles().len();
+        if joint.len() != n_roles {
+            return Err(MachineError::JointMoveSize {
+                expected: n_roles,
+                found: joint.len(),
+            });
+        }
+        for (role, mv) in joint.iter().enumerate() {
+            if !self.legal_moves(state, role)?.contains(mv) {
+                return Err(MachineError::IllegalMove {
+                    role: self.roles()[role].to_string(),
+                    mv: self.move_term(*mv).to_string(),
+                });
+            }
+        }
+        self.next_state_unchecked(state, joint)
+    }
+
+    /// A uniformly random legal joint move, written into `joint` (cleared first); `scratch`
+    /// is reused for the legal lists.
+    ///
+    /// # Errors
+    /// [`MachineError::NoLegalMoves`] when a role has none.
+    fn random_joint_move_into(
+        &mut self,
+        state: &Self::State,
+        rng: &mut impl Rng,
+        joint: &mut Vec<Self::Move>,
+        scratch: &mut Vec<Self::Move>,
+    ) -> Result<(), MachineError> {
+        joint.clear();
+        for role in 0..self.roles().len() {
+            scratch.clear();
+            self.legal_moves_into(state, role, scratch)?;
+            if scratch.is_empty() {
+                return Err(MachineError::NoLegalMoves {
+                    role: self.roles()[role].to_string(),
+                });
+            }
+            joint.push(scratch[rng.random_range(0..scratch.len())]);
+        }
+        Ok(())
+    }
+
+    /// Plays uniformly random joint moves from `state` until a terminal state or `max_steps`
+    /// moves; returns the last state and the number of moves made.
+    ///
+    /// # Errors
+    /// As [`random_joint_move_into`](Self::random_joint_move_into) and the engine's errors.
+    fn playout(
+        &mut self,
+        state: &Self::State,
+        rng: &mut impl Rng,
+        max_steps: usize,
+    ) -> Result<(Self::State, usize), MachineError> {
+        let mut state = state.clone();
+        let mut joint = Vec::new();
+        let mut scratch = Vec::new();
+        for steps in 0..max_steps {
+            if self.is_terminal(&state)? {
+                return Ok((state, steps));
+            }
+            self.random_joint_move_into(&state, rng, &mut joint, &mut scratch)?;
+            state = self.next_state_unchecked(&state, &joint)?;
+        }
+        Ok((state, max_steps))
+    }
+}

@@ -1,0 +1,84 @@
+//! The validator against the shared corpus: the verdicts of the test sheets in `EXPECTED.tsv`,
+//! and every published game in `base/` accepted as valid.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use ggp::gdl::validate::{Verdict, check_text};
+
+/// The shared game corpus.
+const GAMES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/games/");
+
+/// Published sheets in `base/` that are genuinely broken, with the reason; none so far.
+const BROKEN_BASE_SHEETS: &[(&str, &str)] = &[];
+
+/// Reads a sheet, failing the test with the path if it cannot be read.
+fn read(path: &Path) -> String {
+    fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+}
+
+/// The diagnostics of a sheet, one per line, for failure messages.
+fn explain(text: &str) -> String {
+    check_text(text)
+        .1
+        .iter()
+        .map(|d| format!("    {}", d.to_string().replace('\n', "\n    ")))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn test_sheets_get_their_expected_verdicts() {
+    let dir = Path::new(GAMES).join("test");
+    let table = read(&dir.join("EXPECTED.tsv"));
+    let mut checked = 0;
+    let mut mismatches = Vec::new();
+    for line in table.lines().skip(1).filter(|l| !l.trim().is_empty()) {
+        let mut fields = line.split('\t');
+        let (Some(file), Some(expected)) = (fields.next(), fields.next()) else {
+            panic!("malformed line in EXPECTED.tsv: {line:?}");
+        };
+        let why = fields.next().unwrap_or("");
+        let text = read(&dir.join(file));
+        let (verdict, _) = check_text(&text);
+        checked += 1;
+        if verdict.name() != expected {
+            mismatches.push(format!(
+                "{file}: expected {expected} ({why}), got {}\n{}",
+                verdict.name(),
+                explain(&text)
+            ));
+        }
+    }
+    for m in &mismatches {
+        eprintln!("{m}");
+    }
+    assert_eq!(checked, 48, "EXPECTED.tsv should list 48 sheets");
+    assert!(mismatches.is_empty(), "{} of {checked} verdicts differ", mismatches.len());
+}
+
+#[test]
+fn published_games_are_valid() {
+    let dir = Path::new(GAMES).join("base");
+    let mut sheets: Vec<PathBuf> = fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+        .map(|entry| entry.expect("directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "kif"))
+        .collect();
+    sheets.sort();
+    let mut mismatches = Vec::new();
+    for path in &sheets {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let text = read(path);
+        let (verdict, _) = check_text(&text);
+        let broken = BROKEN_BASE_SHEETS.iter().any(|(n, _)| *n == name);
+        if (verdict == Verdict::Valid) == broken {
+            mismatches.push(format!("{name}: got {}\n{}", verdict.name(), explain(&text)));
+        }
+    }
+    for m in &mismatches {
+        eprintln!("{m}");
+    }
+    assert_eq!(sheets.len(), 314, "base/ should hold 314 sheets");
+    assert!(mismatches.is_empty(), "{} of {} sheets misjudged", mismatches.len(), sheets.len());
+}
