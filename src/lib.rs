@@ -9,3 +9,5 @@ pub mod kif;
 pub mod gdl;
 pub mod machine;
 pub mod datalog;
+pub mod trace;
+pub mod cli;

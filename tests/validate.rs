@@ -54,7 +54,11 @@ fn test_sheets_get_their_expected_verdicts() {
         eprintln!("{m}");
     }
     assert_eq!(checked, 48, "EXPECTED.tsv should list 48 sheets");
-    assert!(mismatches.is_empty(), "{} of {checked} verdicts differ", mismatches.len());
+    assert!(
+        mismatches.is_empty(),
+        "{} of {checked} verdicts differ",
+        mismatches.len()
+    );
 }
 
 #[test]
@@ -68,17 +72,29 @@ fn published_games_are_valid() {
     sheets.sort();
     let mut mismatches = Vec::new();
     for path in &sheets {
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
         let text = read(path);
         let (verdict, _) = check_text(&text);
         let broken = BROKEN_BASE_SHEETS.iter().any(|(n, _)| *n == name);
         if (verdict == Verdict::Valid) == broken {
-            mismatches.push(format!("{name}: got {}\n{}", verdict.name(), explain(&text)));
+            mismatches.push(format!(
+                "{name}: got {}\n{}",
+                verdict.name(),
+                explain(&text)
+            ));
         }
     }
     for m in &mismatches {
         eprintln!("{m}");
     }
     assert_eq!(sheets.len(), 314, "base/ should hold 314 sheets");
-    assert!(mismatches.is_empty(), "{} of {} sheets misjudged", mismatches.len(), sheets.len());
+    assert!(
+        mismatches.is_empty(),
+        "{} of {} sheets misjudged",
+        mismatches.len(),
+        sheets.len()
+    );
 }

@@ -122,6 +122,10 @@ impl Verdict {
 }
 
 /// The verdict on a whole sheet, with its diagnostics.
+///
+/// Unbalanced brackets, and a list that is empty or starts with a list (`(())`), are syntax
+/// errors; other text that is not GDL sentences (`(?x a)`, `(<=)`) is invalid. A sheet whose
+/// only errors say it is not a whole game is a fragment.
 pub fn check_text(text: &str) -> (Verdict, Vec<Diagnostic>) {
     let rules = match super::parse_rules(text) {
         Ok(rules) => rules,
@@ -153,7 +157,8 @@ pub fn check_text(text: &str) -> (Verdict, Vec<Diagnostic>) {
 /// A syntax error for the first list, in sheet order, that is empty or starts with a list: no
 /// KIF term or sentence has that form, though its brackets balance, as in `(())`.
 fn headless_list(text: &str) -> Option<Diagnostic> {
-    let mut stack: Vec<&Sexp> = kif::parse(text).ok()?.iter().rev().collect();
+    let sexps = kif::parse(text).ok()?;
+    let mut stack: Vec<&Sexp> = sexps.iter().rev().collect();
     while let Some(sexp) = stack.pop() {
         let Sexp::List { items, pos } = sexp else {
             continue;
@@ -265,7 +270,11 @@ fn report_each(
 /// `variable ?x` or `variables ?x, ?y`.
 fn var_list(vars: &[Sym]) -> String {
     let names: Vec<&str> = vars.iter().map(|v| v.name()).collect();
-    let noun = if vars.len() == 1 { "variable" } else { "variables" };
+    let noun = if vars.len() == 1 {
+        "variable"
+    } else {
+        "variables"
+    };
     format!("{noun} {}", names.join(", "))
 }
 
@@ -345,7 +354,13 @@ fn check_arities(rules: &[Rule], out: &mut Vec<Diagnostic>) {
         for term in rule_terms(rule) {
             subterms(term, &mut |t| {
                 if let Term::App(f, args) = t {
-                    messages.extend(arity_conflict("function", *f, args.len(), rule.pos, &mut functions));
+                    messages.extend(arity_conflict(
+                        "function",
+                        *f,
+                        args.len(),
+                        rule.pos,
+                        &mut functions,
+                    ));
                 }
             });
         }
@@ -366,8 +381,15 @@ fn relation_arity_problem(
     }
     match keyword_arity(atom.rel) {
         Some(expected) if expected != arity => {
-            let noun = if expected == 1 { "argument" } else { "arguments" };
-            Some(format!("{} takes {expected} {noun}, found {arity}", atom.rel))
+            let noun = if expected == 1 {
+                "argument"
+            } else {
+                "arguments"
+            };
+            Some(format!(
+                "{} takes {expected} {noun}, found {arity}",
+                atom.rel
+            ))
         }
         Some(_) => None,
         None => arity_conflict("relation", atom.rel, arity, pos, seen),
@@ -409,8 +431,18 @@ fn check_keywords(rules: &[Rule], out: &mut Vec<Diagnostic>) {
                 }
             });
         }
-        report_each(out, (Severity::Error, Check::MisplacedKeyword), rule, errors);
-        report_each(out, (Severity::Warning, Check::MisplacedKeyword), rule, warnings);
+        report_each(
+            out,
+            (Severity::Error, Check::MisplacedKeyword),
+            rule,
+            errors,
+        );
+        report_each(
+            out,
+            (Severity::Warning, Check::MisplacedKeyword),
+            rule,
+            warnings,
+        );
     }
 }
 
@@ -427,10 +459,17 @@ fn head_keyword_problem(rule: &Rule) -> Option<String> {
 }
 
 /// Adds the keyword problems of a body literal to `errors` and `warnings`.
-fn literal_keyword_problems(literal: &Literal, errors: &mut Vec<String>, warnings: &mut Vec<String>) {
+fn literal_keyword_problems(
+    literal: &Literal,
+    errors: &mut Vec<String>,
+    warnings: &mut Vec<String>,
+) {
     match literal {
         Literal::Atom(a) if a.rel == Sym::DISTINCT => {
-            errors.push(format!("distinct takes 2 arguments, found {}", a.args.len()));
+            errors.push(format!(
+                "distinct takes 2 arguments, found {}",
+                a.args.len()
+            ));
         }
         Literal::Atom(a) if CONNECTIVES.contains(&a.rel) => {
             errors.push(format!("{} used as a sentence", a.rel));
@@ -459,7 +498,12 @@ fn check_facts(rules: &[Rule], out: &mut Vec<Diagnostic>) {
         rule.head.vars_into(&mut vars);
         if !vars.is_empty() {
             let message = format!("{} in a fact", var_list(&vars));
-            out.push(at_rule(Severity::Error, Check::VariableInFact, rule, message));
+            out.push(at_rule(
+                Severity::Error,
+                Check::VariableInFact,
+                rule,
+                message,
+            ));
         }
     }
 }
@@ -498,6 +542,8 @@ fn check_safety(rules: &[Rule], out: &mut Vec<Diagnostic>) {
         let mut head_vars = Vec::new();
         rule.head.vars_into(&mut head_vars);
         add_missing(&head_vars, &bound, &mut unbound);
+        let order = rule.vars();
+        unbound.sort_by_key(|v| order.iter().position(|o| o == v));
         if !unbound.is_empty() {
             let verb = if unbound.len() == 1 { "is" } else { "are" };
             let message = format!(
@@ -512,7 +558,11 @@ fn check_safety(rules: &[Rule], out: &mut Vec<Diagnostic>) {
 /// Adds to `unbound` each variable of a negated literal or `distinct` in `conjunction` that is
 /// bound neither by `outer` nor by a positive literal of the conjunction, looking into each
 /// disjunct of an `or` as a conjunction of its own; returns the variables bound.
-fn unbound_in_conjunction(conjunction: &[Literal], outer: &[Sym], unbound: &mut Vec<Sym>) -> Vec<Sym> {
+fn unbound_in_conjunction(
+    conjunction: &[Literal],
+    outer: &[Sym],
+    unbound: &mut Vec<Sym>,
+) -> Vec<Sym> {
     let mut bound = outer.to_vec();
     for literal in conjunction {
         bound_by(literal, &|_| true, &mut bound);
@@ -555,7 +605,11 @@ fn check_stratification(rules: &[Rule], graph: &DependencyGraph, out: &mut Vec<D
     }
     let members: Vec<&Rule> = rules
         .iter()
-        .filter(|r| stratum_of.get(&r.head.rel).is_some_and(|s| suspect.contains(s)))
+        .filter(|r| {
+            stratum_of
+                .get(&r.head.rel)
+                .is_some_and(|s| suspect.contains(s))
+        })
         .collect();
     let rule_graph = RuleGraph::new(&members);
     for (j, rule) in members.iter().enumerate() {
@@ -655,7 +709,10 @@ fn signed_atoms<'a>(literal: &'a Literal, negated: bool, visit: &mut impl FnMut(
 fn atoms_may_match(a: &Atom, b: &Atom) -> bool {
     a.rel == b.rel
         && a.args.len() == b.args.len()
-        && a.args.iter().zip(&b.args).all(|(s, t)| terms_may_match(s, t))
+        && a.args
+            .iter()
+            .zip(&b.args)
+            .all(|(s, t)| terms_may_match(s, t))
 }
 
 /// Whether two terms could have a common instance, taking each variable as matching anything.
@@ -716,7 +773,12 @@ fn check_recursion(rules: &[Rule], graph: &DependencyGraph, out: &mut Vec<Diagno
 /// `terminal` do not depend on `does`; `role` is given by facts only.
 fn check_dependencies(rules: &[Rule], graph: &DependencyGraph, out: &mut Vec<Diagnostic>) {
     for rel in [Sym::BASE, Sym::INIT, Sym::ROLE] {
-        out.extend(forbidden_dependency(rules, graph, rel, &[Sym::TRUE, Sym::DOES]));
+        out.extend(forbidden_dependency(
+            rules,
+            graph,
+            rel,
+            &[Sym::TRUE, Sym::DOES],
+        ));
     }
     for rel in [Sym::LEGAL, Sym::GOAL, Sym::TERMINAL] {
         out.extend(forbidden_dependency(rules, graph, rel, &[Sym::DOES]));
@@ -726,7 +788,12 @@ fn check_dependencies(rules: &[Rule], graph: &DependencyGraph, out: &mut Vec<Dia
         .filter(|r| r.head.rel == Sym::ROLE && !r.body.is_empty())
     {
         let message = "role must be given by facts, not by a rule".to_string();
-        out.push(at_rule(Severity::Error, Check::BadDependency, rule, message));
+        out.push(at_rule(
+            Severity::Error,
+            Check::BadDependency,
+            rule,
+            message,
+        ));
     }
 }
 
@@ -765,7 +832,12 @@ fn forbidden_dependency(
         names(&found).join(" and "),
         names(forbidden).join(" or ")
     );
-    Some(at_rule(Severity::Error, Check::BadDependency, rule, message))
+    Some(at_rule(
+        Severity::Error,
+        Check::BadDependency,
+        rule,
+        message,
+    ))
 }
 
 /// Check 8: the program is a whole game. It has a role; rules for `legal`, `goal` and
@@ -778,7 +850,11 @@ fn check_completeness(rules: &[Rule], out: &mut Vec<Diagnostic>) {
         .filter(|r| r.head.rel == Sym::ROLE && r.body.is_empty() && r.head.args.len() == 1)
         .collect();
     if roles.is_empty() {
-        out.push(whole(Severity::Error, Check::Incomplete, "the game has no role".into()));
+        out.push(whole(
+            Severity::Error,
+            Check::Incomplete,
+            "the game has no role".into(),
+        ));
     }
     for rel in [Sym::LEGAL, Sym::GOAL, Sym::TERMINAL] {
         if !defines(rel) {
@@ -822,6 +898,464 @@ fn check_undefined(rules: &[Rule], out: &mut Vec<Diagnostic>) {
                     out.push(at_rule(Severity::Warning, Check::Incomplete, rule, message));
                 }
             });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gdl::parse_rules;
+    use proptest::prelude::*;
+
+    /// A small complete game, so that only the problems under test are reported.
+    const GAME: &str = "(role r) (init s) (legal r m) (<= (next s) (does r m)) \
+                        (<= terminal (true s)) (goal r 100)\n";
+
+    /// The diagnostics of `GAME` followed by `extra`.
+    fn diagnostics(extra: &str) -> Vec<Diagnostic> {
+        validate(&parse_rules(&format!("{GAME}{extra}")).unwrap())
+    }
+
+    /// The `(check, message)` of each diagnostic of `GAME` and `extra` with the given severity.
+    fn found(severity: Severity, extra: &str) -> Vec<(Check, String)> {
+        diagnostics(extra)
+            .into_iter()
+            .filter(|d| d.severity == severity)
+            .map(|d| (d.check, d.message))
+            .collect()
+    }
+
+    fn errors(extra: &str) -> Vec<(Check, String)> {
+        found(Severity::Error, extra)
+    }
+
+    fn warnings(extra: &str) -> Vec<(Check, String)> {
+        found(Severity::Warning, extra)
+    }
+
+    /// The checks of the errors, for when the messages do not matter.
+    fn error_checks(extra: &str) -> Vec<Check> {
+        errors(extra).into_iter().map(|(c, _)| c).collect()
+    }
+
+    #[test]
+    fn a_complete_game_is_clean() {
+        assert_eq!(diagnostics(""), []);
+        assert_eq!(check_text(GAME).0, Verdict::Valid);
+    }
+
+    #[test]
+    fn relations_keep_one_arity() {
+        assert_eq!(
+            errors("(p a)\n(<= (q ?x) (p ?x ?x))"),
+            [(
+                Check::Arity,
+                "relation p used with arity 2, but with arity 1 at 2:1".to_string()
+            )]
+        );
+        // Inside `not` and `or` too.
+        assert_eq!(
+            error_checks("(p a) (<= q (p a) (not (p a b)))"),
+            [Check::Arity]
+        );
+        assert_eq!(error_checks("(p a) (<= q (or (p a) (p)))"), [Check::Arity]);
+    }
+
+    #[test]
+    fn functions_keep_one_arity_at_any_depth() {
+        assert_eq!(
+            errors("(p (f a)) (p (g (h (f a b))))"),
+            [(
+                Check::Arity,
+                "function f used with arity 2, but with arity 1 at 2:1".to_string()
+            )]
+        );
+        assert_eq!(
+            error_checks("(p (f a)) (<= q (p ?x) (distinct ?x (f a b)))"),
+            [Check::Arity]
+        );
+    }
+
+    #[test]
+    fn constants_functions_and_relations_may_share_names() {
+        assert_eq!(errors("(cell a) (p cell) (p (cell 1 2)) (q (p 1 2 3))"), []);
+    }
+
+    #[test]
+    fn keyword_relations_have_fixed_arities() {
+        assert_eq!(
+            errors("(legal r m n)"),
+            [(Check::Arity, "legal takes 2 arguments, found 3".to_string())]
+        );
+        assert_eq!(
+            errors("(<= (next s) (true s t))"),
+            [(Check::Arity, "true takes 1 argument, found 2".to_string())]
+        );
+        assert_eq!(error_checks("(<= (terminal s) (true s))"), [Check::Arity]);
+        assert_eq!(error_checks("(<= (next s) (does r))"), [Check::Arity]);
+        assert_eq!(error_checks("(sees r)"), [Check::Arity]);
+        assert_eq!(errors("(sees r m) (base s) (input r m)"), []);
+    }
+
+    #[test]
+    fn connectives_are_not_sentences_or_terms() {
+        let misplaced = |extra| error_checks(extra) == [Check::MisplacedKeyword];
+        assert!(misplaced("(distinct a b)"));
+        assert!(misplaced("(<= (not p) (true s))"));
+        assert!(misplaced("(<= (or p) (true s))"));
+        assert!(misplaced("(foo not bar)"));
+        assert!(misplaced("(foo (not bar))"));
+        assert!(misplaced("(foo (or a b))"));
+        assert!(misplaced("(foo (<= a b))"));
+        assert!(misplaced("(foo (bar (distinct a b)))"));
+        assert!(misplaced("(<= p (true s) (distinct ?x))"));
+        assert!(misplaced("(<= p (true s) (distinct a b c))"));
+        assert!(misplaced("(<= p (true s) or)"));
+        assert_eq!(
+            errors("(foo (not bar))"),
+            [(Check::MisplacedKeyword, "not used in a term".to_string())]
+        );
+    }
+
+    #[test]
+    fn true_and_does_are_never_concluded() {
+        assert_eq!(
+            errors("(<= (true t) (true s))"),
+            [(
+                Check::MisplacedKeyword,
+                "true cannot be the head of a rule".to_string()
+            )]
+        );
+        assert_eq!(
+            errors("(does r m)"),
+            [(Check::MisplacedKeyword, "does cannot be a fact".to_string())]
+        );
+    }
+
+    #[test]
+    fn not_negates_only_a_sentence() {
+        assert_eq!(
+            errors("(<= p (true s) (not (distinct a b)))"),
+            [(
+                Check::MisplacedKeyword,
+                "not applied to (distinct a b), which is not a sentence".to_string()
+            )]
+        );
+        assert_eq!(
+            error_checks("(<= p (true s) (not (not (true s))))"),
+            [Check::MisplacedKeyword]
+        );
+        // Negating a disjunction is only suspicious.
+        let extra = "(<= p (true s) (not (or (true s) (does r m))))";
+        assert_eq!(errors(extra), []);
+        assert_eq!(
+            warnings(extra),
+            [(
+                Check::MisplacedKeyword,
+                "not applied to a disjunction (or (true s) (does r m))".to_string()
+            )]
+        );
+    }
+
+    #[test]
+    fn facts_are_ground() {
+        assert_eq!(
+            errors("(p ?x a ?y)"),
+            [(
+                Check::VariableInFact,
+                "variables ?x, ?y in a fact".to_string()
+            )]
+        );
+    }
+
+    #[test]
+    fn head_negated_and_distinct_variables_must_be_bound() {
+        assert_eq!(
+            errors("(<= (p ?x ?y) (true ?y))"),
+            [(
+                Check::Unsafe,
+                "unsafe rule: variable ?x is not bound by a positive literal".to_string()
+            )]
+        );
+        assert_eq!(
+            errors("(<= p (true s) (not (true ?x)) (distinct ?y a))"),
+            [(
+                Check::Unsafe,
+                "unsafe rule: variables ?x, ?y are not bound by a positive literal".to_string()
+            )]
+        );
+        // Order does not matter: `distinct` may come before the literal that binds.
+        assert_eq!(
+            errors("(<= (p ?x) (distinct ?x a) (not (true ?x)) (true ?x))"),
+            []
+        );
+    }
+
+    #[test]
+    fn an_or_binds_what_every_disjunct_binds() {
+        assert_eq!(errors("(<= (p ?x) (or (true ?x) (does r ?x)))"), []);
+        assert_eq!(
+            error_checks("(<= (p ?x) (or (true ?x) (true s)))"),
+            [Check::Unsafe]
+        );
+        assert_eq!(error_checks("(<= (p ?x) (or))"), [Check::Unsafe]);
+        // A variable of one positive disjunct needs no other binding.
+        assert_eq!(errors("(<= p (or (true ?x) (true s)))"), []);
+        // A negated disjunct needs its variables bound outside the `or`.
+        assert_eq!(errors("(<= p (true ?x) (or (not (true ?x)) (true s)))"), []);
+        assert_eq!(
+            error_checks("(<= p (or (true s) (not (true ?x))))"),
+            [Check::Unsafe]
+        );
+        assert_eq!(
+            errors("(<= (p ?x) (true ?x) (or (distinct ?x a) (true s)))"),
+            []
+        );
+    }
+
+    #[test]
+    fn negation_through_recursion_is_refused() {
+        let extra = "(<= (p ?x) (true ?x) (not (q ?x)))\n(<= (q ?x) (p ?x))";
+        assert_eq!(
+            errors(extra),
+            [(
+                Check::Unstratified,
+                "unstratified negation: p depends on (not q) in the cycle p, q".to_string()
+            )]
+        );
+        assert_eq!(
+            error_checks("(<= p (true s) (not p))"),
+            [Check::Unstratified]
+        );
+    }
+
+    #[test]
+    fn negating_another_form_of_a_relation_is_stratified() {
+        // As in futoshiki, hexPie and the queens puzzles.
+        let extra = "(<= (goal r 0) (true s)) (<= (goal r 100) (not (goal r 0)))";
+        assert_eq!(errors(extra), []);
+        let extra = "(<= (goal ?p 0) (role ?p) (not (goal ?p 100)))";
+        assert_eq!(errors(extra), []);
+        // A variable could be either form, so this one is a cycle.
+        let extra = "(<= (goal ?p 0) (role ?p) (not (goal ?p ?v)) (true ?v))";
+        assert_eq!(error_checks(extra), [Check::Unstratified]);
+    }
+
+    #[test]
+    fn the_recursion_restriction_is_a_warning() {
+        let extra = "(<= (p ?x) (true ?x)) (<= (p ?x) (p ?y) (true ?x))";
+        assert_eq!(errors(extra), []);
+        assert_eq!(
+            warnings(extra),
+            [(
+                Check::Recursion,
+                "recursion restriction: variable ?y of a recursive literal not in the head \
+                 or a non-recursive positive literal"
+                    .to_string()
+            )]
+        );
+        // Bound by a non-recursive sentence, or appearing in the head: fine.
+        let ok = "(<= (p ?x) (true ?x)) (<= (p ?x) (succ ?y ?x) (p ?y)) (succ 1 2) \
+                  (<= (p ?x) (p ?x) (true s))";
+        assert_eq!(warnings(ok), []);
+    }
+
+    #[test]
+    fn state_independent_relations_do_not_depend_on_state_or_moves() {
+        assert_eq!(
+            errors("(<= (base t) (true s))"),
+            [(
+                Check::BadDependency,
+                "base depends on true, but base must not depend on true or does".to_string()
+            )]
+        );
+        // Through a helper, reported once, on the first rule that reaches it.
+        let extra = "(<= h (does r m)) (<= (legal r n) (true s)) (<= (legal r k) h) \
+                     (<= (legal r j) h)";
+        let diags = diagnostics(extra);
+        assert_eq!(diags.len(), 1, "{diags:?}");
+        assert_eq!(diags[0].check, Check::BadDependency);
+        assert_eq!(diags[0].rule.as_deref(), Some("(<= (legal r k) h)"));
+        assert_eq!(
+            error_checks("(<= (init t) (role ?r) (does ?r m))"),
+            [Check::BadDependency]
+        );
+        assert_eq!(
+            error_checks("(<= terminal (does r m))"),
+            [Check::BadDependency]
+        );
+        // `next` and helpers used only by `next` may depend on moves.
+        assert_eq!(errors("(<= h (does r m)) (<= (next t) h)"), []);
+    }
+
+    #[test]
+    fn roles_are_facts() {
+        assert_eq!(
+            errors("(<= (role q) (p q)) (p q) (goal q 0)"),
+            [(
+                Check::BadDependency,
+                "role must be given by facts, not by a rule".to_string()
+            )]
+        );
+    }
+
+    #[test]
+    fn a_game_needs_roles_moves_goals_and_an_end() {
+        let messages = |text: &str| -> Vec<String> {
+            validate(&parse_rules(text).unwrap())
+                .into_iter()
+                .map(|d| d.message)
+                .collect()
+        };
+        assert_eq!(
+            messages(""),
+            [
+                "the game has no role",
+                "the game has no legal rule",
+                "the game has no goal rule",
+                "the game has no terminal rule",
+                "the game has no init fact, so its initial state is empty",
+            ]
+        );
+        assert_eq!(
+            messages(
+                "(role a) (role b) (role c) (init s) (legal a m) terminal (goal a 1) (<= (goal ?r 0) (role ?r))"
+            ),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            messages("(role a) (role b) (init s) (legal a m) terminal (goal a 1)"),
+            ["role b has no goal rule"]
+        );
+        let (verdict, _) = check_text("(role a) (role b) (init s) (legal a m) terminal (goal a 1)");
+        assert_eq!(verdict, Verdict::Fragment);
+    }
+
+    #[test]
+    fn undefined_relations_are_only_warned_about() {
+        let extra = "(<= (legal r n) squee (not squee) (true s) (does r m))";
+        let diags = diagnostics(extra);
+        let warned: Vec<_> = diags
+            .iter()
+            .filter(|d| d.severity == Severity::Warning)
+            .map(|d| (d.check, d.message.as_str()))
+            .collect();
+        assert_eq!(
+            warned,
+            [(Check::Incomplete, "relation squee is never defined")]
+        );
+    }
+
+    #[test]
+    fn errors_come_first_then_sheet_order() {
+        let text = "(role r) (<= (p ?x) (p ?y) (true ?x))\n(<= (p ?x) (true ?x))\n(q ?z)\n(legal r m) \
+                    (<= terminal undefined) (goal r 1) (init s) (<= (next ?w) (true s))";
+        let diags = validate(&parse_rules(text).unwrap());
+        let summary: Vec<(Severity, Check, String)> = diags
+            .iter()
+            .map(|d| (d.severity, d.check, d.pos.to_string()))
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                (Severity::Error, Check::VariableInFact, "3:1".to_string()),
+                (Severity::Error, Check::Unsafe, "4:57".to_string()),
+                (Severity::Warning, Check::Recursion, "1:10".to_string()),
+                (Severity::Warning, Check::Incomplete, "4:13".to_string()),
+            ]
+        );
+        assert_eq!(diags[0].rule.as_deref(), Some("(q ?z)"));
+    }
+
+    #[test]
+    fn verdicts_of_texts() {
+        assert_eq!(check_text("(role").0, Verdict::SyntaxError);
+        let (verdict, diags) = check_text("0( ())6");
+        assert_eq!(verdict, Verdict::SyntaxError);
+        assert_eq!(diags[0].check, Check::Syntax);
+        assert_eq!(
+            diags[0].to_string(),
+            "1:2: error: expected a word after '(', found '('"
+        );
+        assert_eq!(check_text("((a) b)").0, Verdict::SyntaxError);
+        assert_eq!(check_text("(role r) (p ())").0, Verdict::SyntaxError);
+        // Balanced, well-formed KIF that is not GDL: invalid rather than a syntax error.
+        assert_eq!(check_text("(?x a)").0, Verdict::Invalid);
+        assert_eq!(check_text("(<=)").0, Verdict::Invalid);
+        assert_eq!(check_text("(role r)").0, Verdict::Fragment);
+        assert_eq!(check_text("(role r) (distinct r r)").0, Verdict::Invalid);
+    }
+
+    /// The pieces of random rule sheets.
+    const TOKENS: &[&str] = &[
+        "(", "(", "(", ")", ")", ")", "a", "b", "f", "1", "?x", "?y", "?z", "<=", "not", "or",
+        "distinct", "true", "does", "next", "role", "init", "legal", "goal", "terminal", "base",
+        "input", "sees",
+    ];
+
+    /// Joins tokens into text, dropping unmatched `)` and closing what is left open, so that
+    /// most soups get past the bracket parser.
+    fn balanced(tokens: &[usize]) -> String {
+        let mut text = String::new();
+        let mut depth = 0usize;
+        for &i in tokens {
+            let token = TOKENS[i % TOKENS.len()];
+            match token {
+                "(" => depth += 1,
+                ")" if depth == 0 => continue,
+                ")" => depth -= 1,
+                _ => {}
+            }
+            text.push_str(token);
+            text.push(' ');
+        }
+        text.push_str(&")".repeat(depth));
+        text
+    }
+
+    /// Words that may start a list in a random rule sheet.
+    const WORDS: &[&str] = &[
+        "p", "q", "f", "<=", "not", "or", "distinct", "true", "does", "next", "role", "init",
+        "legal", "goal", "terminal", "base",
+    ];
+
+    /// Random well-bracketed expressions whose lists start with a word, so that most of them
+    /// read as rules and reach the validator.
+    fn arb_expr() -> impl Strategy<Value = String> {
+        let leaf = prop::sample::select(&TOKENS[6..]).prop_map(String::from);
+        leaf.prop_recursive(5, 64, 5, |inner| {
+            (
+                prop::sample::select(WORDS),
+                prop::collection::vec(inner, 0..5),
+            )
+                .prop_map(|(head, items)| format!("({head} {})", items.join(" ")))
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn random_sheets_never_panic(exprs in prop::collection::vec(arb_expr(), 0..8)) {
+            let text = exprs.join("\n");
+            if let Ok(rules) = parse_rules(&text) {
+                let diags = validate(&rules);
+                let severities: Vec<Severity> = diags.iter().map(|d| d.severity).collect();
+                prop_assert!(severities.is_sorted());
+            }
+            let _ = check_text(&text);
+        }
+
+        #[test]
+        fn token_soup_never_panics(tokens in prop::collection::vec(0..TOKENS.len(), 0..120)) {
+            let raw: Vec<&str> = tokens.iter().map(|&i| TOKENS[i]).collect();
+            let _ = check_text(&raw.join(" "));
+            let text = balanced(&tokens);
+            if let Ok(rules) = parse_rules(&text) {
+                let diags = validate(&rules);
+                let severities: Vec<Severity> = diags.iter().map(|d| d.severity).collect();
+                prop_assert!(severities.is_sorted());
+            }
+            let _ = check_text(&text);
         }
     }
 }

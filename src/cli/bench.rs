@@ -1,0 +1,77 @@
+//! `ggp bench`: random playouts per second, measured the way gdl-perf does.
+//!
+//! Each playout starts at the initial state and, until a terminal state, asks for every role's
+//! legal moves, picks a uniformly random joint move and computes the next state; the goals
+//! are read at the end. Building the engine is not timed.
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use rand::SeedableRng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+use crate::machine::{MachineError, StateMachine};
+
+/// What a benchmark measured.
+pub struct Report {
+    /// Completed playouts.
+    pub playouts: u64,
+    /// State changes (moves made) in those playouts.
+    pub states: u64,
+    /// Time spent.
+    pub elapsed: Duration,
+    /// Peak resident memory of the process, in bytes, if known.
+    pub peak_memory: Option<u64>,
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let secs = self.elapsed.as_secs_f64();
+        writeln!(f, "playouts: {} in {secs:.2} s", self.playouts)?;
+        writeln!(f, "playouts/s: {:.1}", self.playouts as f64 / secs)?;
+        write!(f, "states/s: {:.0}", self.states as f64 / secs)?;
+        if let Some(bytes) = self.peak_memory {
+            write!(f, "\npeak memory: {:.1} MB", bytes as f64 / 1e6)?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs playouts for about `seconds` (at least one playout).
+///
+/// # Errors
+/// The engine failed.
+pub fn run<M: StateMachine>(machine: &mut M, seconds: f64, seed: u64) -> Result<Report, MachineError> {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let initial = machine.initial_state();
+    let budget = Duration::from_secs_f64(seconds.max(0.0));
+    let start = Instant::now();
+    let (mut playouts, mut states) = (0u64, 0u64);
+    let mut goal_sum = 0u64;
+    loop {
+        let (last, steps) = machine.playout(&initial, &mut rng, usize::MAX)?;
+        for r in 0..machine.roles().len() {
+            goal_sum += machine.goal_values(&last, r)?.iter().map(|&g| g as u64).sum::<u64>();
+        }
+        playouts += 1;
+        states += steps as u64;
+        if start.elapsed() >= budget {
+            break;
+        }
+    }
+    std::hint::black_box(goal_sum);
+    Ok(Report {
+        playouts,
+        states,
+        elapsed: start.elapsed(),
+        peak_memory: peak_memory(),
+    })
+}
+
+/// The process's peak resident set size, from `/proc/self/status` (Linux only).
+pub fn peak_memory() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
