@@ -52,12 +52,12 @@ pub struct RuleSpec {
     pub n_vars: usize,
 }
 
-/// A set of relations defined together, evaluated as one unit.
+/// A set of rules evaluated together to a fixpoint; a relation may be spread over several.
 #[derive(Clone, Debug, Default)]
 pub struct Stratum {
-    /// The relations it defines.
+    /// The relations its rules derive.
     pub rels: Vec<RelId>,
-    /// The rules (indices into the engine's rules) whose heads are in `rels`.
+    /// The rules, as indices into the engine's rules.
     pub rules: Vec<usize>,
 }
 
@@ -177,21 +177,16 @@ impl Engine {
             trail: Vec::new(),
             key_scratch: Vec::new(),
         };
-        let mut stratum_of = vec![usize::MAX; arities.len()];
-        for (i, s) in strata.iter().enumerate() {
-            for r in &s.rels {
-                stratum_of[r.0 as usize] = i;
+        let mut own_rels: Vec<&[RelId]> = vec![&[]; rules.len()];
+        for s in &strata {
+            for &r in &s.rules {
+                own_rels[r] = &s.rels;
             }
         }
-        for spec in rules {
-            let own = stratum_of[spec.head_rel.0 as usize];
+        for (r, spec) in rules.into_iter().enumerate() {
             let full = engine.compile(&spec, None);
-            let deltas = spec
-                .body
-                .iter()
-                .enumerate()
-                .filter(|(_, l)| matches!(l, BodyLit::Pos(r, _) if stratum_of[r.0 as usize] == own))
-                .map(|(i, _)| i)
+            let deltas = (0..spec.body.len())
+                .filter(|&i| matches!(&spec.body[i], BodyLit::Pos(rel, _) if own_rels[r].contains(rel)))
                 .collect::<Vec<_>>()
                 .into_iter()
                 .map(|i| engine.compile(&spec, Some(i)))

@@ -8,7 +8,7 @@
 
 use hashbrown::HashMap;
 
-use crate::gdl::{Atom, DependencyGraph, Literal, Rule, Sym, Term, TermPool};
+use crate::gdl::{Atom, DependencyGraph, Literal, Rule, RuleGraph, Sym, Term, TermPool};
 
 use super::engine::{BodyLit, Pat, RelId, RuleSpec, Stratum};
 
@@ -44,7 +44,7 @@ pub enum LowerError {
 }
 
 /// When a stratum must be evaluated.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Layer {
     /// Once, for the whole game.
     Static,
@@ -111,55 +111,50 @@ pub fn lower(rules: &[Rule]) -> Result<Lowered, LowerError> {
     ] {
         rel_id(&mut lowered, name, arity);
     }
-    let mut heads = Vec::new();
-    for rule in rules {
+    // `origin[i]` is the GDL rule that engine rule `i` comes from.
+    let mut origin = Vec::new();
+    for (k, rule) in rules.iter().enumerate() {
         for body in expand(rule)? {
             let spec = lower_rule(&mut lowered, rule, &body)?;
-            heads.push(rule.head.rel);
+            origin.push(k);
             lowered.rules.push(spec);
         }
     }
     let graph = DependencyGraph::new(rules);
-    let mut by_sym: HashMap<Sym, Vec<RelId>> = HashMap::new();
-    for (&(sym, _), &id) in &lowered.rels {
-        by_sym.entry(sym).or_default().push(id);
-    }
-    let mut placed = vec![false; lowered.arities.len()];
-    for scc in graph.strata() {
-        let mut rels: Vec<RelId> = scc
-            .iter()
-            .flat_map(|s| by_sym.get(s).cloned().unwrap_or_default())
-            .collect();
-        rels.sort();
-        rels.iter().for_each(|r| placed[r.0 as usize] = true);
-        let rules = (0..lowered.rules.len())
-            .filter(|&i| scc.contains(&heads[i]))
-            .collect();
-        let layer = if scc.contains(&Sym::DOES) || scc.iter().any(|&s| graph.depends_on_any(s, &[Sym::DOES])) {
+    let layer_of = |rel: Sym| {
+        if rel == Sym::DOES || graph.depends_on_any(rel, &[Sym::DOES]) {
             Layer::Action
-        } else if scc.contains(&Sym::TRUE) || scc.iter().any(|&s| graph.depends_on_any(s, &[Sym::TRUE])) {
+        } else if rel == Sym::TRUE || graph.depends_on_any(rel, &[Sym::TRUE]) {
             Layer::State
         } else {
             Layer::Static
-        };
-        lowered.strata.push((Stratum { rels, rules }, layer));
+        }
+    };
+    let refs: Vec<&Rule> = rules.iter().collect();
+    let mut engine_rules_of: Vec<Vec<usize>> = vec![Vec::new(); rules.len()];
+    for (i, &k) in origin.iter().enumerate() {
+        engine_rules_of[k].push(i);
     }
-    // Relations no rule mentions as a head or body (the keyword ones) get an empty stratum.
-    let unplaced: Vec<RelId> = (0..placed.len())
-        .filter(|&i| !placed[i])
-        .map(|i| RelId(i as u32))
-        .collect();
-    if !unplaced.is_empty() {
-        lowered.strata.insert(
-            0,
-            (
-                Stratum {
-                    rels: unplaced,
-                    rules: Vec::new(),
-                },
-                Layer::Static,
-            ),
-        );
+    for component in RuleGraph::new(&refs).components() {
+        let layer = component
+            .iter()
+            .map(|&k| layer_of(rules[k].head.rel))
+            .max()
+            .unwrap_or(Layer::Static);
+        let rule_ids: Vec<usize> = component
+            .iter()
+            .flat_map(|&k| engine_rules_of[k].iter().copied())
+            .collect();
+        let mut rels: Vec<RelId> = rule_ids.iter().map(|&i| lowered.rules[i].head_rel).collect();
+        rels.sort();
+        rels.dedup();
+        lowered.strata.push((
+            Stratum {
+                rels,
+                rules: rule_ids,
+            },
+            layer,
+        ));
     }
     Ok(lowered)
 }

@@ -10,7 +10,7 @@ use petgraph::algo::tarjan_scc;
 use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::visit::EdgeRef;
 
-use super::{Literal, Rule, Sym};
+use super::{Atom, Literal, Rule, Sym, Term};
 
 /// Relations and which depend on which.
 pub struct DependencyGraph {
@@ -119,6 +119,130 @@ impl DependencyGraph {
     }
 }
 
+/// Dependencies between rules: an edge from rule `i` to rule `j` when a body sentence of `j`
+/// could match the head of `i`, marked negative when that sentence is under a `not`.
+///
+/// This is finer than [`DependencyGraph`]: `(<= (goal r 100) (not (goal r 0)))` negates one
+/// form of `goal` to define another, which is stratified once arguments are considered. Its
+/// components, in topological order, are the strata the engine evaluates.
+pub struct RuleGraph<'a> {
+    rules: &'a [&'a Rule],
+    /// The negative edges, `(i, j, relation of the negated sentence)`.
+    negative: Vec<(usize, usize, Sym)>,
+    /// Each rule's strongly connected component, numbered in topological order.
+    component: Vec<usize>,
+    n_components: usize,
+}
+
+impl<'a> RuleGraph<'a> {
+    /// Builds the graph of `rules` and its components.
+    pub fn new(rules: &'a [&'a Rule]) -> RuleGraph<'a> {
+        let mut graph = DiGraph::<(), ()>::new();
+        let nodes: Vec<NodeIndex> = rules.iter().map(|_| graph.add_node(())).collect();
+        let mut by_head: HashMap<(Sym, usize), Vec<usize>> = HashMap::new();
+        for (i, rule) in rules.iter().enumerate() {
+            by_head.entry((rule.head.rel, rule.head.args.len())).or_default().push(i);
+        }
+        let mut negative = Vec::new();
+        for (j, rule) in rules.iter().enumerate() {
+            for literal in &rule.body {
+                signed_atoms(literal, false, &mut |atom, negated| {
+                    let Some(heads) = by_head.get(&(atom.rel, atom.args.len())) else {
+                        return;
+                    };
+                    for &i in heads {
+                        if atoms_may_match(&rules[i].head, atom) {
+                            graph.add_edge(nodes[i], nodes[j], ());
+                            if negated {
+                                negative.push((i, j, atom.rel));
+                            }
+                        }
+                    }
+                });
+            }
+        }
+        let mut component = vec![0; rules.len()];
+        // tarjan_scc yields components in reverse topological order.
+        let sccs = tarjan_scc(&graph);
+        let n_components = sccs.len();
+        for (c, scc) in sccs.into_iter().rev().enumerate() {
+            for n in scc {
+                component[n.index()] = c;
+            }
+        }
+        RuleGraph {
+            rules,
+            negative,
+            component,
+            n_components,
+        }
+    }
+
+    /// The rules (as indices) of each component, dependencies first.
+    pub fn components(&self) -> Vec<Vec<usize>> {
+        let mut out = vec![Vec::new(); self.n_components];
+        for (i, &c) in self.component.iter().enumerate() {
+            out[c].push(i);
+        }
+        out
+    }
+
+    /// The relations that rule `j` negates within its own cycle, without repeats.
+    pub fn negated_in_cycle(&self, j: usize) -> Vec<Sym> {
+        let mut out = Vec::new();
+        for &(i, k, rel) in &self.negative {
+            if k == j && self.component[i] == self.component[j] && !out.contains(&rel) {
+                out.push(rel);
+            }
+        }
+        out
+    }
+
+    /// The head relations of the rules in rule `j`'s cycle, sorted, without repeats.
+    pub fn cycle_relations(&self, j: usize) -> Vec<&'static str> {
+        let mut out: Vec<&str> = (0..self.rules.len())
+            .filter(|&i| self.component[i] == self.component[j])
+            .map(|i| self.rules[i].head.rel.name())
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+}
+
+/// Calls `visit(atom, negated)` for every sentence in a body literal.
+fn signed_atoms<'a>(literal: &'a Literal, negated: bool, visit: &mut impl FnMut(&'a Atom, bool)) {
+    match literal {
+        Literal::Atom(a) => visit(a, negated),
+        Literal::Not(inner) => signed_atoms(inner, !negated, visit),
+        Literal::Distinct(..) => {}
+        Literal::Or(ls) => ls.iter().for_each(|l| signed_atoms(l, negated, visit)),
+    }
+}
+
+/// Whether two sentences could have a common instance, taking each variable as matching
+/// anything (so a few sentences that cannot unify still match, which only adds dependencies).
+pub fn atoms_may_match(a: &Atom, b: &Atom) -> bool {
+    a.rel == b.rel
+        && a.args.len() == b.args.len()
+        && a.args
+            .iter()
+            .zip(&b.args)
+            .all(|(s, t)| terms_may_match(s, t))
+}
+
+/// Whether two terms could have a common instance, taking each variable as matching anything.
+fn terms_may_match(s: &Term, t: &Term) -> bool {
+    match (s, t) {
+        (Term::Var(_), _) | (_, Term::Var(_)) => true,
+        (Term::Const(a), Term::Const(b)) => a == b,
+        (Term::App(f, xs), Term::App(g, ys)) => {
+            f == g && xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| terms_may_match(x, y))
+        }
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,5 +266,14 @@ mod tests {
 
         let bad = parse_rules("(<= (p ?x) (r ?x) (not (q ?x))) (<= (q ?x) (p ?x))").unwrap();
         assert_eq!(DependencyGraph::new(&bad).negative_cycles(), vec![(q, p)]);
+    }
+
+    #[test]
+    fn rules_negating_another_form_of_their_relation_are_ordered() {
+        let rules = parse_rules("(<= (goal r 100) (not (goal r 0))) (<= (goal r 0) (true x))").unwrap();
+        let refs: Vec<&Rule> = rules.iter().collect();
+        let rg = RuleGraph::new(&refs);
+        assert_eq!(rg.components(), vec![vec![1], vec![0]]);
+        assert!(rg.negated_in_cycle(0).is_empty());
     }
 }

@@ -11,7 +11,7 @@ pub mod validate;
 
 use std::fmt;
 
-pub use deps::{DependencyGraph, literal_relations};
+pub use deps::{DependencyGraph, RuleGraph, atoms_may_match, literal_relations};
 pub use pool::{GTerm, TermPool};
 pub use symbol::Sym;
 pub use validate::{Diagnostic, Severity, Verdict};
@@ -359,8 +359,8 @@ pub fn literal_from_sexp(sexp: &Sexp) -> Result<Literal, LoadError> {
 /// Reads one expression as a term.
 ///
 /// # Errors
-/// A list that does not start with a symbol. A zero-argument function `(f)` reads as the
-/// constant `f`.
+/// A list that does not start with a symbol. A zero-argument function `(f)` stays a function
+/// term, different from the constant `f`, as in the established reasoners.
 pub fn term_from_sexp(sexp: &Sexp) -> Result<Term, LoadError> {
     match sexp {
         Sexp::Atom { text, .. } => {
@@ -382,12 +382,7 @@ pub fn term_from_sexp(sexp: &Sexp) -> Result<Term, LoadError> {
                 .iter()
                 .map(term_from_sexp)
                 .collect::<Result<_, _>>()?;
-            let sym = Sym::new(text);
-            Ok(if args.is_empty() {
-                Term::Const(sym)
-            } else {
-                Term::App(sym, args)
-            })
+            Ok(Term::App(Sym::new(text), args))
         }
     }
 }
@@ -462,7 +457,7 @@ mod tests {
     #[test]
     fn reads_rules_and_facts() {
         let rules = parse_rules(
-            "(role x) (<= (legal x (mark ?a)) (true (cell ?a b)) (not (true done)) (distinct ?a 1) (or p (q)))\n(<= terminal)",
+            "(role x) (<= (legal x (mark ?a)) (true (cell ?a b)) (not (true done)) (distinct ?a 1) (or p (q)) (r (f)))\n(<= terminal)",
         )
         .unwrap();
         let printed: Vec<String> = rules.iter().map(|r| r.to_string()).collect();
@@ -470,7 +465,7 @@ mod tests {
             printed,
             [
                 "(role x)",
-                "(<= (legal x (mark ?a)) (true (cell ?a b)) (not (true done)) (distinct ?a 1) (or p q))",
+                "(<= (legal x (mark ?a)) (true (cell ?a b)) (not (true done)) (distinct ?a 1) (or p q) (r (f)))",
                 "terminal",
             ]
         );
@@ -481,7 +476,7 @@ mod tests {
     #[test]
     fn keywords_any_case() {
         let rules = parse_rules("(<= (LEGAL ?r NOOP) (ROLE ?r) (NOT (TRUE (Done))))").unwrap();
-        assert_eq!(rules[0].to_string(), "(<= (legal ?r NOOP) (role ?r) (not (true Done)))");
+        assert_eq!(rules[0].to_string(), "(<= (legal ?r NOOP) (role ?r) (not (true (Done))))");
     }
 
     #[test]

@@ -28,6 +28,8 @@ impl GTerm {
 #[derive(Clone, Default)]
 pub struct TermPool {
     functors: Vec<Sym>,
+    /// Whether each term is a function applied to no arguments, `(f)`, rather than `f`.
+    nullary: Vec<bool>,
     /// Start of each term's arguments in `args`; the end is the next term's start.
     starts: Vec<u32>,
     args: Vec<GTerm>,
@@ -46,37 +48,53 @@ impl TermPool {
         self.functors.is_empty()
     }
 
-    fn hash_of(&self, functor: Sym, args: &[GTerm]) -> u64 {
-        self.hasher.hash_one((functor, args))
+    fn hash_of(&self, functor: Sym, args: &[GTerm], nullary: bool) -> u64 {
+        self.hasher.hash_one((functor, args, nullary))
     }
 
-    fn same(&self, t: GTerm, functor: Sym, args: &[GTerm]) -> bool {
-        self.functors[t.index()] == functor && self.args(t) == args
+    fn same(&self, t: GTerm, functor: Sym, args: &[GTerm], nullary: bool) -> bool {
+        self.functors[t.index()] == functor && self.args(t) == args && self.nullary[t.index()] == nullary
     }
 
     /// The term `functor(args...)`, or the constant `functor` when `args` is empty, interning it.
     pub fn app(&mut self, functor: Sym, args: &[GTerm]) -> GTerm {
-        let hash = self.hash_of(functor, args);
-        if let Some(&t) = self.table.find(hash, |&t| self.same(t, functor, args)) {
+        self.intern_parts(functor, args, false)
+    }
+
+    /// The function term `(functor)` with no arguments, which GDL keeps apart from the
+    /// constant `functor`.
+    pub fn nullary(&mut self, functor: Sym) -> GTerm {
+        self.intern_parts(functor, &[], true)
+    }
+
+    /// Whether `t` is a function applied to no arguments, `(f)`.
+    pub fn is_nullary(&self, t: GTerm) -> bool {
+        self.nullary[t.index()]
+    }
+
+    fn intern_parts(&mut self, functor: Sym, args: &[GTerm], nullary: bool) -> GTerm {
+        let hash = self.hash_of(functor, args, nullary);
+        if let Some(&t) = self.table.find(hash, |&t| self.same(t, functor, args, nullary)) {
             return t;
         }
         let t = GTerm(self.functors.len() as u32);
         self.functors.push(functor);
+        self.nullary.push(nullary);
         self.starts.push(self.args.len() as u32);
         self.args.extend_from_slice(args);
         let Self {
             table,
             functors,
+            nullary: nullaries,
             starts,
             args: all_args,
             hasher,
-            ..
         } = self;
         table.insert_unique(hash, t, |&u| {
             let i = u.index();
             let start = starts[i] as usize;
             let end = starts.get(i + 1).map_or(all_args.len(), |&e| e as usize);
-            hasher.hash_one((functors[i], &all_args[start..end]))
+            hasher.hash_one((functors[i], &all_args[start..end], nullaries[i]))
         });
         t
     }
@@ -88,9 +106,13 @@ impl TermPool {
 
     /// The term `functor(args...)` if it is already stored.
     pub fn find_app(&self, functor: Sym, args: &[GTerm]) -> Option<GTerm> {
-        let hash = self.hash_of(functor, args);
+        self.find_parts(functor, args, false)
+    }
+
+    fn find_parts(&self, functor: Sym, args: &[GTerm], nullary: bool) -> Option<GTerm> {
+        let hash = self.hash_of(functor, args, nullary);
         self.table
-            .find(hash, |&t| self.same(t, functor, args))
+            .find(hash, |&t| self.same(t, functor, args, nullary))
             .copied()
     }
 
@@ -115,6 +137,7 @@ impl TermPool {
         match term {
             Term::Const(s) => Some(self.constant(*s)),
             Term::Var(_) => None,
+            Term::App(f, args) if args.is_empty() => Some(self.nullary(*f)),
             Term::App(f, args) => {
                 let args: Option<Vec<GTerm>> = args.iter().map(|a| self.intern(a)).collect();
                 Some(self.app(*f, &args?))
@@ -128,6 +151,7 @@ impl TermPool {
         match term {
             Term::Const(s) => self.find_app(*s, &[]),
             Term::Var(_) => None,
+            Term::App(f, args) if args.is_empty() => self.find_parts(*f, &[], true),
             Term::App(f, args) => {
                 let args: Option<Vec<GTerm>> = args.iter().map(|a| self.find(a)).collect();
                 self.find_app(*f, &args?)
@@ -138,7 +162,7 @@ impl TermPool {
     /// The term named by `t`, as an owned tree.
     pub fn term(&self, t: GTerm) -> Term {
         let args = self.args(t);
-        if args.is_empty() {
+        if args.is_empty() && !self.is_nullary(t) {
             Term::Const(self.functor(t))
         } else {
             Term::App(self.functor(t), args.iter().map(|&a| self.term(a)).collect())
@@ -159,7 +183,7 @@ struct Shown<'a> {
 impl fmt::Display for Shown<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let args = self.pool.args(self.t);
-        if args.is_empty() {
+        if args.is_empty() && !self.pool.is_nullary(self.t) {
             return write!(f, "{}", self.pool.functor(self.t));
         }
         write!(f, "({}", self.pool.functor(self.t))?;
@@ -188,5 +212,11 @@ mod tests {
         assert_eq!(pool.find(&parse_term("(pos 3 3)").unwrap()), None);
         assert_eq!(pool.intern(&parse_term("(cell ?x)").unwrap()), None);
         assert_eq!(pool.term(a), parse_term("(cell (pos 1 2) b)").unwrap());
+        // `(f)` and `f` are different terms.
+        let f = pool.intern(&parse_term("f").unwrap()).unwrap();
+        let paren_f = pool.intern(&parse_term("(f)").unwrap()).unwrap();
+        assert_ne!(f, paren_f);
+        assert_eq!(pool.display(paren_f).to_string(), "(f)");
+        assert_eq!(pool.find(&parse_term("(f)").unwrap()), Some(paren_f));
     }
 }

@@ -5,12 +5,10 @@
 use std::fmt;
 
 use hashbrown::{HashMap, HashSet};
-use petgraph::algo::tarjan_scc;
-use petgraph::graph::{DiGraph, NodeIndex};
 
 use crate::kif::{self, Pos, Sexp};
 
-use super::{Atom, DependencyGraph, Literal, LoadError, Rule, Sym, Term, literal_relations};
+use super::{Atom, DependencyGraph, Literal, LoadError, Rule, RuleGraph, Sym, Term, literal_relations};
 
 /// How serious a problem is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -625,105 +623,6 @@ fn check_stratification(rules: &[Rule], graph: &DependencyGraph, out: &mut Vec<D
             );
             out.push(at_rule(Severity::Error, Check::Unstratified, rule, message));
         }
-    }
-}
-
-/// Dependencies between rules: an edge from rule `i` to rule `j` when a body sentence of `j`
-/// could match the head of `i`, marked negative when that sentence is under a `not`.
-struct RuleGraph<'a> {
-    rules: &'a [&'a Rule],
-    /// The negative edges, `(i, j, relation of the negated sentence)`.
-    negative: Vec<(usize, usize, Sym)>,
-    /// Each rule's strongly connected component.
-    component: Vec<usize>,
-}
-
-impl<'a> RuleGraph<'a> {
-    /// Builds the graph of `rules` and its components.
-    fn new(rules: &'a [&'a Rule]) -> RuleGraph<'a> {
-        let mut graph = DiGraph::<(), ()>::new();
-        let nodes: Vec<NodeIndex> = rules.iter().map(|_| graph.add_node(())).collect();
-        let mut negative = Vec::new();
-        for (j, rule) in rules.iter().enumerate() {
-            for literal in &rule.body {
-                signed_atoms(literal, false, &mut |atom, negated| {
-                    for (i, other) in rules.iter().enumerate() {
-                        if atoms_may_match(&other.head, atom) {
-                            graph.add_edge(nodes[i], nodes[j], ());
-                            if negated {
-                                negative.push((i, j, atom.rel));
-                            }
-                        }
-                    }
-                });
-            }
-        }
-        let mut component = vec![0; rules.len()];
-        for (c, scc) in tarjan_scc(&graph).into_iter().enumerate() {
-            for n in scc {
-                component[n.index()] = c;
-            }
-        }
-        RuleGraph {
-            rules,
-            negative,
-            component,
-        }
-    }
-
-    /// The relations that rule `j` negates within its own cycle, without repeats.
-    fn negated_in_cycle(&self, j: usize) -> Vec<Sym> {
-        let mut out = Vec::new();
-        for &(i, k, rel) in &self.negative {
-            if k == j && self.component[i] == self.component[j] && !out.contains(&rel) {
-                out.push(rel);
-            }
-        }
-        out
-    }
-
-    /// The head relations of the rules in rule `j`'s cycle, sorted, without repeats.
-    fn cycle_relations(&self, j: usize) -> Vec<&'static str> {
-        let mut out: Vec<&str> = (0..self.rules.len())
-            .filter(|&i| self.component[i] == self.component[j])
-            .map(|i| self.rules[i].head.rel.name())
-            .collect();
-        out.sort_unstable();
-        out.dedup();
-        out
-    }
-}
-
-/// Calls `visit(atom, negated)` for every sentence in a body literal.
-fn signed_atoms<'a>(literal: &'a Literal, negated: bool, visit: &mut impl FnMut(&'a Atom, bool)) {
-    match literal {
-        Literal::Atom(a) => visit(a, negated),
-        Literal::Not(inner) => signed_atoms(inner, !negated, visit),
-        Literal::Distinct(..) => {}
-        Literal::Or(ls) => ls.iter().for_each(|l| signed_atoms(l, negated, visit)),
-    }
-}
-
-/// Whether two sentences could have a common instance, taking each variable as matching
-/// anything (so a few sentences that cannot unify still match, which only adds dependencies).
-fn atoms_may_match(a: &Atom, b: &Atom) -> bool {
-    a.rel == b.rel
-        && a.args.len() == b.args.len()
-        && a.args
-            .iter()
-            .zip(&b.args)
-            .all(|(s, t)| terms_may_match(s, t))
-}
-
-/// Whether two terms could have a common instance, taking each variable as matching anything.
-fn terms_may_match(s: &Term, t: &Term) -> bool {
-    match (s, t) {
-        (Term::Var(_), _) | (_, Term::Var(_)) => true,
-        (Term::Const(a), Term::Const(b)) => a == b,
-        (Term::App(f, xs), Term::App(g, ys)) => {
-            f == g && xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| terms_may_match(x, y))
-        }
-        _ => false,
     }
 }
 
