@@ -124,16 +124,25 @@ struct Plan {
     steps: Vec<Step>,
 }
 
+/// A rule and its plans. Plans are made the first time they are needed, when the relations
+/// they read hold typical contents, so that join order can follow relation sizes.
 #[derive(Clone, Debug)]
 struct CompiledRule {
     spec: RuleSpec,
+    /// The relations of the rule's stratum.
+    own: Vec<RelId>,
     /// The plan for a full evaluation.
-    full: Plan,
-    /// One plan per body literal on a relation of the rule's own stratum, reading the delta.
-    deltas: Vec<Plan>,
+    full: Option<Plan>,
+    /// For each body literal on a relation of the rule's own stratum: its position, and the
+    /// plan that reads only that literal's delta.
+    deltas: Vec<(usize, Option<Plan>)>,
 }
 
 const UNBOUND: GTerm = GTerm::MAX;
+
+/// The least number of matching rows assumed per probe of a volatile relation when ordering
+/// joins: enough that a static relation keyed down to a row or two goes first.
+const VOLATILE_MIN_ESTIMATE: f64 = 8.0;
 
 /// Relations, rules and strata, with the term store they share.
 #[derive(Clone)]
@@ -141,6 +150,8 @@ pub struct Engine {
     /// The term store.
     pub pool: TermPool,
     relations: Vec<Relation>,
+    /// Relations whose contents change between evaluations (see [`Engine::mark_volatile`]).
+    volatile: Vec<bool>,
     rules: Vec<CompiledRule>,
     strata: Vec<Stratum>,
     /// For each relation, the row range that the current round reads as its delta.
@@ -167,6 +178,7 @@ impl Engine {
         let mut engine = Engine {
             pool,
             relations: arities.iter().map(|&a| Relation::new(a)).collect(),
+            volatile: vec![false; arities.len()],
             rules: Vec::new(),
             strata: Vec::new(),
             delta: vec![(0, 0); arities.len()],
@@ -184,15 +196,17 @@ impl Engine {
             }
         }
         for (r, spec) in rules.into_iter().enumerate() {
-            let full = engine.compile(&spec, None);
             let deltas = (0..spec.body.len())
                 .filter(|&i| matches!(&spec.body[i], BodyLit::Pos(rel, _) if own_rels[r].contains(rel)))
-                .collect::<Vec<_>>()
-                .into_iter()
-                .map(|i| engine.compile(&spec, Some(i)))
+                .map(|i| (i, None))
                 .collect();
             let n = spec.n_vars;
-            engine.rules.push(CompiledRule { spec, full, deltas });
+            engine.rules.push(CompiledRule {
+                spec,
+                own: own_rels[r].to_vec(),
+                full: None,
+                deltas,
+            });
             if engine.binds.len() < n {
                 engine.binds.resize(n, UNBOUND);
             }
@@ -211,6 +225,12 @@ impl Engine {
         &self.strata
     }
 
+    /// Says that `rel` is refilled between evaluations (a game state's facts and what depends
+    /// on them), so its size when a plan is made says little about its size later.
+    pub fn mark_volatile(&mut self, rel: RelId) {
+        self.volatile[rel.0 as usize] = true;
+    }
+
     /// Empties `rel`.
     pub fn clear(&mut self, rel: RelId) {
         self.relations[rel.0 as usize].clear();
@@ -223,7 +243,7 @@ impl Engine {
 
     /// Orders a rule body into a plan. With `delta = Some(i)`, body literal `i` goes first and
     /// reads only the previous round's new rows.
-    fn compile(&mut self, spec: &RuleSpec, delta: Option<usize>) -> Plan {
+    fn compile(&mut self, spec: &RuleSpec, own: &[RelId], delta: Option<usize>) -> Plan {
         let mut bound = vec![false; spec.n_vars];
         let mut done = vec![false; spec.body.len()];
         let mut steps = Vec::new();
@@ -260,29 +280,21 @@ impl Engine {
                     _ => {}
                 }
             }
-            // Then the positive literal that is best keyed by what is bound.
-            let best = spec
-                .body
-                .iter()
-                .enumerate()
-                .filter(|(i, l)| !done[*i] && matches!(l, BodyLit::Pos(..)))
-                .max_by_key(|(i, l)| {
-                    let BodyLit::Pos(_, pats) = l else {
-                        unreachable!()
-                    };
-                    let mut spec = IndexSpec {
-                        shapes: Vec::new(),
-                        keys: Vec::new(),
-                    };
-                    let mut keys = Vec::new();
-                    index_of(pats, &bound, &mut spec, &mut keys);
-                    let mut vars = Vec::new();
-                    pats.iter().for_each(|p| unbound_vars(p, &bound, &mut vars));
-                    let all_bound = vars.is_empty() as i64;
-                    // Earlier literals win ties.
-                    (all_bound, spec.keys.len() as i64 * 4 - vars.len() as i64, -(*i as i64))
-                })
-                .map(|(i, _)| i);
+            // Then the positive literal expected to match the fewest rows per probe.
+            let mut best: Option<(usize, f64)> = None;
+            for (i, lit) in spec.body.iter().enumerate() {
+                let BodyLit::Pos(rel, pats) = lit else {
+                    continue;
+                };
+                if done[i] {
+                    continue;
+                }
+                let estimate = self.estimate(*rel, pats, &bound, own.contains(rel));
+                if best.is_none_or(|(_, e)| estimate < e) {
+                    best = Some((i, estimate));
+                }
+            }
+            let best = best.map(|(i, _)| i);
             let Some(i) = best else {
                 break;
             };
@@ -311,6 +323,29 @@ impl Engine {
         }
         debug_assert!(done.iter().all(|&d| d), "unsafe rule reached the engine");
         Plan { steps }
+    }
+
+    /// The expected number of rows of `rel` that match `pats` per probe, given which variables
+    /// are bound: rows with the right shapes divided by the number of distinct keys. A volatile
+    /// relation, or one still being filled, may be nearly empty when the plan is made, so its
+    /// estimate is at least [`VOLATILE_MIN_ESTIMATE`].
+    fn estimate(&self, rel: RelId, pats: &[Pat], bound: &[bool], growing: bool) -> f64 {
+        let relation = &self.relations[rel.0 as usize];
+        let floor = if growing || self.volatile[rel.0 as usize] {
+            VOLATILE_MIN_ESTIMATE
+        } else {
+            0.0
+        };
+        let mut spec = IndexSpec {
+            shapes: Vec::new(),
+            keys: Vec::new(),
+        };
+        index_of(pats, bound, &mut spec, &mut Vec::new());
+        if spec.shapes.is_empty() && spec.keys.is_empty() {
+            return (relation.len() as f64).max(floor);
+        }
+        let (matching, distinct) = relation.selectivity(&spec, &self.pool);
+        (matching as f64 / distinct.max(1) as f64).max(floor)
     }
 
     /// Evaluates stratum `s` to its fixpoint, adding to whatever its relations already hold.
@@ -383,11 +418,27 @@ impl Engine {
     }
 
     fn run_plan(&mut self, rule: usize, delta: Option<usize>) {
+        let missing = match delta {
+            None => self.rules[rule].full.is_none(),
+            Some(d) => self.rules[rule].deltas[d].1.is_none(),
+        };
+        if missing {
+            let spec = self.rules[rule].spec.clone();
+            let own = self.rules[rule].own.clone();
+            match delta {
+                None => self.rules[rule].full = Some(self.compile(&spec, &own, None)),
+                Some(d) => {
+                    let literal = self.rules[rule].deltas[d].0;
+                    self.rules[rule].deltas[d].1 = Some(self.compile(&spec, &own, Some(literal)));
+                }
+            }
+        }
         let compiled = &self.rules[rule];
         let plan = match delta {
-            None => &compiled.full,
-            Some(d) => &compiled.deltas[d],
-        };
+            None => compiled.full.as_ref(),
+            Some(d) => compiled.deltas[d].1.as_ref(),
+        }
+        .expect("plan compiled above");
         let mut ctx = Ctx {
             relations: &self.relations,
             pool: &mut self.pool,
@@ -605,18 +656,6 @@ fn is_bound(p: &Pat, bound: &[bool]) -> bool {
         Pat::Const(_) => true,
         Pat::Var(v) => bound[*v as usize],
         Pat::App(_, args) => args.iter().all(|a| is_bound(a, bound)),
-    }
-}
-
-fn unbound_vars(p: &Pat, bound: &[bool], out: &mut Vec<u16>) {
-    match p {
-        Pat::Const(_) => {}
-        Pat::Var(v) => {
-            if !bound[*v as usize] && !out.contains(v) {
-                out.push(*v);
-            }
-        }
-        Pat::App(_, args) => args.iter().for_each(|a| unbound_vars(a, bound, out)),
     }
 }
 

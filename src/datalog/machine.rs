@@ -117,6 +117,9 @@ impl DatalogMachine {
         };
         let state_rels = rels_of(&state_strata);
         let action_rels = rels_of(&action_strata);
+        for &r in state_rels.iter().chain(&action_rels).chain([&true_rel, &does_rel]) {
+            engine.mark_volatile(r);
+        }
         let mut initial: Vec<GTerm> = engine.relation(init_rel).rows().map(|r| r[0]).collect();
         initial.sort_unstable();
         initial.dedup();

@@ -151,6 +151,20 @@ impl Relation {
         self.indexes.len() - 1
     }
 
+    /// How well an index with `spec` would narrow a probe: the number of rows with the required
+    /// shapes, and the number of distinct keys among them.
+    pub fn selectivity(&self, spec: &IndexSpec, pool: &TermPool) -> (usize, usize) {
+        let mut keys = hashbrown::HashSet::new();
+        let mut matching = 0;
+        for row in self.rows() {
+            if let Some(key) = spec.row_key(row, pool, &self.hasher) {
+                matching += 1;
+                keys.insert(key);
+            }
+        }
+        (matching, keys.len())
+    }
+
     /// Whether the relation holds `row`.
     pub fn contains(&self, row: &[GTerm]) -> bool {
         let hash = self.hasher.hash_one(row);
