@@ -5,9 +5,9 @@
 //! [`datalog`] reasoner.
 #![warn(missing_docs)]
 
-pub mod kif;
-pub mod gdl;
-pub mod machine;
-pub mod datalog;
-pub mod trace;
 pub mod cli;
+pub mod datalog;
+pub mod gdl;
+pub mod kif;
+pub mod machine;
+pub mod trace;

@@ -57,7 +57,10 @@ pub struct TraceError {
 pub fn parse(text: &str) -> Result<Vec<Playout>, TraceError> {
     let mut playouts: Vec<Playout> = Vec::new();
     for (i, line) in text.lines().enumerate() {
-        let err = |message: String| TraceError { line: i + 1, message };
+        let err = |message: String| TraceError {
+            line: i + 1,
+            message,
+        };
         let line = line.trim();
         if line.is_empty() {
             continue;
@@ -76,7 +79,9 @@ pub fn parse(text: &str) -> Result<Vec<Playout>, TraceError> {
             .last_mut()
             .ok_or_else(|| err("a record before the first PLAYOUT".into()))?;
         if keyword == "STEP" {
-            let number = rest.parse().map_err(|_| err(format!("bad step number {rest:?}")))?;
+            let number = rest
+                .parse()
+                .map_err(|_| err(format!("bad step number {rest:?}")))?;
             playout.steps.push(Step {
                 number,
                 ..Step::default()
@@ -106,7 +111,10 @@ pub fn parse(text: &str) -> Result<Vec<Playout>, TraceError> {
                     .split_whitespace()
                     .map(|g| match g {
                         "ERR" => Ok(None),
-                        _ => g.parse().map(Some).map_err(|_| err(format!("bad goal {g:?}"))),
+                        _ => g
+                            .parse()
+                            .map(Some)
+                            .map_err(|_| err(format!("bad goal {g:?}"))),
                     })
                     .collect::<Result<_, _>>()?;
                 step.goals = Some(goals);
@@ -136,11 +144,19 @@ pub struct Disagreement {
 
 impl fmt::Display for Disagreement {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "playout {} step {}: {}", self.playout, self.step, self.what)?;
+        write!(
+            f,
+            "playout {} step {}: {}",
+            self.playout, self.step, self.what
+        )?;
         if let Some(role) = &self.role {
             write!(f, " of role {role}")?;
         }
-        write!(f, "\n  expected: {}\n  found:    {}", self.expected, self.found)
+        write!(
+            f,
+            "\n  expected: {}\n  found:    {}",
+            self.expected, self.found
+        )
     }
 }
 
@@ -154,7 +170,10 @@ pub enum Replay {
 }
 
 /// The machine's goal values, as a trace writes them: `None` unless exactly one value.
-fn goal_vector<M: StateMachine>(machine: &mut M, state: &M::State) -> Result<Vec<Option<u8>>, MachineError> {
+fn goal_vector<M: StateMachine>(
+    machine: &mut M,
+    state: &M::State,
+) -> Result<Vec<Option<u8>>, MachineError> {
     (0..machine.roles().len())
         .map(|r| {
             let v = machine.goal_values(state, r)?;
@@ -180,8 +199,16 @@ fn show_diff(expected: &BTreeSet<String>, found: &BTreeSet<String>) -> (String, 
     let missing: BTreeSet<String> = expected.difference(found).cloned().collect();
     let extra: BTreeSet<String> = found.difference(expected).cloned().collect();
     (
-        format!("{} (missing from the engine: {})", expected.len(), show_set(&missing)),
-        format!("{} (extra in the engine: {})", found.len(), show_set(&extra)),
+        format!(
+            "{} (missing from the engine: {})",
+            expected.len(),
+            show_set(&missing)
+        ),
+        format!(
+            "{} (extra in the engine: {})",
+            found.len(),
+            show_set(&extra)
+        ),
     )
 }
 
@@ -190,7 +217,10 @@ fn show_diff(expected: &BTreeSet<String>, found: &BTreeSet<String>) -> (String, 
 ///
 /// # Errors
 /// The engine failed in a way the trace does not record.
-pub fn replay<M: StateMachine>(machine: &mut M, playouts: &[Playout]) -> Result<Replay, MachineError> {
+pub fn replay<M: StateMachine>(
+    machine: &mut M,
+    playouts: &[Playout],
+) -> Result<Replay, MachineError> {
     let mut compared = 0;
     let roles: Vec<String> = machine.roles().iter().map(|r| r.to_string()).collect();
     for (p, playout) in playouts.iter().enumerate() {
@@ -206,14 +236,23 @@ pub fn replay<M: StateMachine>(machine: &mut M, playouts: &[Playout]) -> Result<
                     found,
                 })))
             };
-            let facts: BTreeSet<String> = machine.state_terms(&state).iter().map(|t| t.to_string()).collect();
+            let facts: BTreeSet<String> = machine
+                .state_terms(&state)
+                .iter()
+                .map(|t| t.to_string())
+                .collect();
             if facts != step.state {
                 let (e, f) = show_diff(&step.state, &facts);
                 return differ(None, "state", e, f);
             }
             let terminal = machine.is_terminal(&state)?;
             if terminal != step.terminal {
-                return differ(None, "terminal", step.terminal.to_string(), terminal.to_string());
+                return differ(
+                    None,
+                    "terminal",
+                    step.terminal.to_string(),
+                    terminal.to_string(),
+                );
             }
             if let Some(expected) = &step.goals {
                 let found = goal_vector(machine, &state)?;
@@ -248,7 +287,8 @@ pub fn replay<M: StateMachine>(machine: &mut M, playouts: &[Playout]) -> Result<
             };
             let mut joint = Vec::new();
             for (r, text) in does.iter().enumerate() {
-                let term = crate::gdl::parse_term(text).map_err(|e| MachineError::Engine(e.to_string()))?;
+                let term = crate::gdl::parse_term(text)
+                    .map_err(|e| MachineError::Engine(e.to_string()))?;
                 match machine.find_move(&term) {
                     Some(m) => joint.push(m),
                     None => {
@@ -281,7 +321,11 @@ pub fn write_playouts<M: StateMachine>(
         let mut state = machine.initial_state();
         for step in 0..=max_steps {
             let _ = writeln!(out, "STEP {step}");
-            let mut facts: Vec<String> = machine.state_terms(&state).iter().map(|t| t.to_string()).collect();
+            let mut facts: Vec<String> = machine
+                .state_terms(&state)
+                .iter()
+                .map(|t| t.to_string())
+                .collect();
             facts.sort();
             let _ = writeln!(out, "STATE {}", facts.join(" "));
             if machine.is_terminal(&state)? {
@@ -306,7 +350,10 @@ pub fn write_playouts<M: StateMachine>(
                 let _ = writeln!(out, "LEGAL {name} {}", moves.join(" "));
             }
             machine.random_joint_move_into(&state, rng, &mut joint, &mut scratch)?;
-            let printed: Vec<String> = joint.iter().map(|&m| machine.move_term(m).to_string()).collect();
+            let printed: Vec<String> = joint
+                .iter()
+                .map(|&m| machine.move_term(m).to_string())
+                .collect();
             let _ = writeln!(out, "DOES {}", printed.join(" "));
             state = machine.next_state_unchecked(&state, &joint)?;
         }
@@ -344,7 +391,10 @@ mod tests {
         let Replay::Differ(d) = replay(&mut m, &parse(&broken).unwrap()).unwrap() else {
             panic!("expected a disagreement");
         };
-        assert_eq!((d.step, d.what.as_str(), d.role.as_deref()), (0, "legal moves", Some("x")));
+        assert_eq!(
+            (d.step, d.what.as_str(), d.role.as_deref()),
+            (0, "legal moves", Some("x"))
+        );
         assert!(parse("STEP 1").is_err());
     }
 }

@@ -41,7 +41,11 @@ impl fmt::Display for Report {
 ///
 /// # Errors
 /// The engine failed.
-pub fn run<M: StateMachine>(machine: &mut M, seconds: f64, seed: u64) -> Result<Report, MachineError> {
+pub fn run<M: StateMachine>(
+    machine: &mut M,
+    seconds: f64,
+    seed: u64,
+) -> Result<Report, MachineError> {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
     let initial = machine.initial_state();
     let budget = Duration::from_secs_f64(seconds.max(0.0));
@@ -51,7 +55,11 @@ pub fn run<M: StateMachine>(machine: &mut M, seconds: f64, seed: u64) -> Result<
     loop {
         let (last, steps) = machine.playout(&initial, &mut rng, usize::MAX)?;
         for r in 0..machine.roles().len() {
-            goal_sum += machine.goal_values(&last, r)?.iter().map(|&g| g as u64).sum::<u64>();
+            goal_sum += machine
+                .goal_values(&last, r)?
+                .iter()
+                .map(|&g| g as u64)
+                .sum::<u64>();
         }
         playouts += 1;
         states += steps as u64;

@@ -63,6 +63,9 @@ enum Command {
         /// Seed of the random number generator.
         #[arg(long, default_value_t = 0)]
         seed: u64,
+        /// Time each rule and print the slowest with their join plans.
+        #[arg(long)]
+        profile: bool,
     },
 }
 
@@ -90,7 +93,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Replay { game, trace: path } => {
             let mut machine = datalog_machine(&game)?;
             let text = read(&path)?;
-            let playouts = trace::parse(&text).with_context(|| format!("reading {}", path.display()))?;
+            let playouts =
+                trace::parse(&text).with_context(|| format!("reading {}", path.display()))?;
             match trace::replay(&mut machine, &playouts)? {
                 Replay::Agree(n) => {
                     println!("agree: {n} steps");
@@ -102,11 +106,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 }
             }
         }
-        Command::Bench { game, seconds, seed } => {
+        Command::Bench {
+            game,
+            seconds,
+            seed,
+            profile,
+        } => {
             let mut machine = datalog_machine(&game)?;
+            if profile {
+                machine.engine_mut().enable_profile();
+            }
             let report = bench::run(&mut machine, seconds, seed)?;
             println!("engine: datalog");
             println!("{report}");
+            for (time, plan) in machine.engine_mut().profile_report(10) {
+                println!("{:>10.3} s  {plan}", time.as_secs_f64());
+            }
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -127,10 +142,21 @@ fn check(path: &Path) -> anyhow::Result<ExitCode> {
     let text = read(path)?;
     let (verdict, diagnostics) = gdl::validate::check_text(&text);
     print_diagnostics(path, &diagnostics);
-    let errors = diagnostics.iter().filter(|d| d.severity == Severity::Error).count();
+    let errors = diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .count();
     let warnings = diagnostics.len() - errors;
-    println!("{}: {} ({errors} errors, {warnings} warnings)", path.display(), verdict.name());
-    Ok(if errors > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    println!(
+        "{}: {} ({errors} errors, {warnings} warnings)",
+        path.display(),
+        verdict.name()
+    );
+    Ok(if errors > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// Reads and validates a rule sheet, printing its warnings.
@@ -153,5 +179,6 @@ pub fn load_description(path: &Path) -> anyhow::Result<Description> {
 
 fn datalog_machine(path: &Path) -> anyhow::Result<DatalogMachine> {
     let description = load_description(path)?;
-    DatalogMachine::new(&description).with_context(|| format!("building the engine for {}", path.display()))
+    DatalogMachine::new(&description)
+        .with_context(|| format!("building the engine for {}", path.display()))
 }

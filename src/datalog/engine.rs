@@ -157,6 +157,8 @@ pub struct Engine {
     /// For each relation, the row range that the current round reads as its delta.
     delta: Vec<(usize, usize)>,
     limits: Limits,
+    /// Time spent in each rule's plans, when profiling is on.
+    profile: Option<Vec<std::time::Duration>>,
     /// Head rows derived in the current round, flattened, with their relation.
     pending: Vec<(RelId, usize)>,
     pending_terms: Vec<GTerm>,
@@ -183,6 +185,7 @@ impl Engine {
             strata: Vec::new(),
             delta: vec![(0, 0); arities.len()],
             limits,
+            profile: None,
             pending: Vec::new(),
             pending_terms: Vec::new(),
             binds: Vec::new(),
@@ -197,7 +200,9 @@ impl Engine {
         }
         for (r, spec) in rules.into_iter().enumerate() {
             let deltas = (0..spec.body.len())
-                .filter(|&i| matches!(&spec.body[i], BodyLit::Pos(rel, _) if own_rels[r].contains(rel)))
+                .filter(
+                    |&i| matches!(&spec.body[i], BodyLit::Pos(rel, _) if own_rels[r].contains(rel)),
+                )
                 .map(|i| (i, None))
                 .collect();
             let n = spec.n_vars;
@@ -417,7 +422,39 @@ impl Engine {
         Ok(())
     }
 
+    /// Starts timing each rule (a little overhead per rule evaluation).
+    pub fn enable_profile(&mut self) {
+        self.profile = Some(vec![std::time::Duration::ZERO; self.rules.len()]);
+    }
+
+    /// The rules that took longest, slowest first, with their time and their plan, printed.
+    pub fn profile_report(&self, top: usize) -> Vec<(std::time::Duration, String)> {
+        let Some(times) = &self.profile else {
+            return Vec::new();
+        };
+        let mut order: Vec<usize> = (0..times.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(times[i]));
+        order
+            .into_iter()
+            .take(top)
+            .map(|i| (times[i], format!("{:?}", self.rules[i].full)))
+            .collect()
+    }
+
     fn run_plan(&mut self, rule: usize, delta: Option<usize>) {
+        match self.profile.is_some() {
+            false => self.run_plan_untimed(rule, delta),
+            true => {
+                let start = std::time::Instant::now();
+                self.run_plan_untimed(rule, delta);
+                if let Some(times) = &mut self.profile {
+                    times[rule] += start.elapsed();
+                }
+            }
+        }
+    }
+
+    fn run_plan_untimed(&mut self, rule: usize, delta: Option<usize>) {
         let missing = match delta {
             None => self.rules[rule].full.is_none(),
             Some(d) => self.rules[rule].deltas[d].1.is_none(),
@@ -697,7 +734,9 @@ mod tests {
     #[test]
     fn closure_negation_and_distinct() {
         let mut pool = TermPool::default();
-        let n: Vec<GTerm> = (0..5).map(|i| pool.constant(Sym::new(&i.to_string()))).collect();
+        let n: Vec<GTerm> = (0..5)
+            .map(|i| pool.constant(Sym::new(&i.to_string())))
+            .collect();
         let (edge, node, path, unreached) = (RelId(0), RelId(1), RelId(2), RelId(3));
         let v = Pat::Var;
         let rules = vec![

@@ -145,7 +145,10 @@ pub fn lower(rules: &[Rule]) -> Result<Lowered, LowerError> {
             .iter()
             .flat_map(|&k| engine_rules_of[k].iter().copied())
             .collect();
-        let mut rels: Vec<RelId> = rule_ids.iter().map(|&i| lowered.rules[i].head_rel).collect();
+        let mut rels: Vec<RelId> = rule_ids
+            .iter()
+            .map(|&i| lowered.rules[i].head_rel)
+            .collect();
         rels.sort();
         rels.dedup();
         lowered.strata.push((
@@ -263,9 +266,17 @@ fn lower_rule(lowered: &mut Lowered, rule: &Rule, body: &[Flat]) -> Result<RuleS
     let mut lits = Vec::new();
     for l in body {
         lits.push(match l {
-            Flat::Pos(a) => BodyLit::Pos(rel_id(lowered, a.rel, a.args.len()), pats(lowered, &a.args, &mut vars)),
-            Flat::Neg(a) => BodyLit::Neg(rel_id(lowered, a.rel, a.args.len()), pats(lowered, &a.args, &mut vars)),
-            Flat::Distinct(s, t) => BodyLit::Distinct(pat(lowered, s, &mut vars), pat(lowered, t, &mut vars)),
+            Flat::Pos(a) => BodyLit::Pos(
+                rel_id(lowered, a.rel, a.args.len()),
+                pats(lowered, &a.args, &mut vars),
+            ),
+            Flat::Neg(a) => BodyLit::Neg(
+                rel_id(lowered, a.rel, a.args.len()),
+                pats(lowered, &a.args, &mut vars),
+            ),
+            Flat::Distinct(s, t) => {
+                BodyLit::Distinct(pat(lowered, s, &mut vars), pat(lowered, t, &mut vars))
+            }
         });
     }
     Ok(RuleSpec {

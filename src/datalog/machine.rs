@@ -77,9 +77,13 @@ impl DatalogMachine {
     ///
     /// # Errors
     /// As [`new`](Self::new).
-    pub fn with_limits(description: &Description, limits: Limits) -> Result<DatalogMachine, BuildError> {
+    pub fn with_limits(
+        description: &Description,
+        limits: Limits,
+    ) -> Result<DatalogMachine, BuildError> {
         let mut lowered = lower(description.rules())?;
-        let rel = |l: &super::lower::Lowered, s, a| l.rel(s, a).expect("keyword relations always exist");
+        let rel =
+            |l: &super::lower::Lowered, s, a| l.rel(s, a).expect("keyword relations always exist");
         let true_rel = rel(&lowered, Sym::TRUE, 1);
         let does_rel = rel(&lowered, Sym::DOES, 2);
         let legal_rel = rel(&lowered, Sym::LEGAL, 2);
@@ -101,7 +105,13 @@ impl DatalogMachine {
             strata.push(stratum);
             layers.push(layer);
         }
-        let mut engine = Engine::new(lowered.pool, &lowered.arities, lowered.rules, strata, limits);
+        let mut engine = Engine::new(
+            lowered.pool,
+            &lowered.arities,
+            lowered.rules,
+            strata,
+            limits,
+        );
         let in_layer = |want: Layer| -> Vec<usize> {
             (0..layers.len()).filter(|&i| layers[i] == want).collect()
         };
@@ -117,7 +127,11 @@ impl DatalogMachine {
         };
         let state_rels = rels_of(&state_strata);
         let action_rels = rels_of(&action_strata);
-        for &r in state_rels.iter().chain(&action_rels).chain([&true_rel, &does_rel]) {
+        for &r in state_rels
+            .iter()
+            .chain(&action_rels)
+            .chain([&true_rel, &does_rel])
+        {
             engine.mark_volatile(r);
         }
         let mut initial: Vec<GTerm> = engine.relation(init_rel).rows().map(|r| r[0]).collect();
@@ -142,6 +156,11 @@ impl DatalogMachine {
             goal_cache: Vec::new(),
             row_scratch: Vec::new(),
         })
+    }
+
+    /// The underlying engine, for profiling.
+    pub fn engine_mut(&mut self) -> &mut Engine {
+        &mut self.engine
     }
 
     /// Makes the state layer hold `state`.
@@ -170,7 +189,11 @@ impl DatalogMachine {
         }
         let pool = &self.engine.pool;
         let v = if pool.args(t).is_empty() {
-            pool.functor(t).name().parse::<u8>().ok().filter(|&v| v <= 100)
+            pool.functor(t)
+                .name()
+                .parse::<u8>()
+                .ok()
+                .filter(|&v| v <= 100)
         } else {
             None
         };
@@ -231,7 +254,10 @@ impl StateMachine for DatalogMachine {
             .filter(|r| r[0] == role_id)
             .map(|r| r[1])
             .collect();
-        let mut values: Vec<u8> = terms.into_iter().filter_map(|t| self.goal_value(t)).collect();
+        let mut values: Vec<u8> = terms
+            .into_iter()
+            .filter_map(|t| self.goal_value(t))
+            .collect();
         values.sort_unstable();
         values.dedup();
         Ok(values)
@@ -310,7 +336,9 @@ mod tests {
         assert_eq!(x.len(), 9);
         let o = m.legal_moves(&s0, 1).unwrap();
         assert_eq!(printed(&m, &o), ["noop"]);
-        let mark = m.find_move(&crate::gdl::parse_term("(mark 2 2)").unwrap()).unwrap();
+        let mark = m
+            .find_move(&crate::gdl::parse_term("(mark 2 2)").unwrap())
+            .unwrap();
         let noop = m.legal_moves(&s0, 1).unwrap()[0];
         let s1 = m.next_state(&s0, &[mark, noop]).unwrap();
         assert_eq!(m.legal_moves(&s1, 1).unwrap().len(), 8);

@@ -181,7 +181,9 @@ impl Relation {
         let rows = &self.rows;
         if self
             .dedup
-            .find(hash, |&i| &rows[i as usize * arity..(i as usize + 1) * arity] == row)
+            .find(hash, |&i| {
+                &rows[i as usize * arity..(i as usize + 1) * arity] == row
+            })
             .is_some()
         {
             return false;

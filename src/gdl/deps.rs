@@ -24,9 +24,7 @@ pub fn literal_relations(literal: &Literal, negated: bool, visit: &mut impl FnMu
         Literal::Atom(a) => visit(a.rel, negated),
         Literal::Not(inner) => literal_relations(inner, !negated, visit),
         Literal::Distinct(..) => {}
-        Literal::Or(ls) => ls
-            .iter()
-            .for_each(|l| literal_relations(l, negated, visit)),
+        Literal::Or(ls) => ls.iter().for_each(|l| literal_relations(l, negated, visit)),
     }
 }
 
@@ -98,10 +96,7 @@ impl DependencyGraph {
         let mut stack = vec![start];
         let mut out = Vec::new();
         while let Some(n) = stack.pop() {
-            for e in self
-                .graph
-                .edges_directed(n, petgraph::Direction::Incoming)
-            {
+            for e in self.graph.edges_directed(n, petgraph::Direction::Incoming) {
                 let s = e.source();
                 if !seen[s.index()] {
                     seen[s.index()] = true;
@@ -141,7 +136,10 @@ impl<'a> RuleGraph<'a> {
         let nodes: Vec<NodeIndex> = rules.iter().map(|_| graph.add_node(())).collect();
         let mut by_head: HashMap<(Sym, usize), Vec<usize>> = HashMap::new();
         for (i, rule) in rules.iter().enumerate() {
-            by_head.entry((rule.head.rel, rule.head.args.len())).or_default().push(i);
+            by_head
+                .entry((rule.head.rel, rule.head.args.len()))
+                .or_default()
+                .push(i);
         }
         let mut negative = Vec::new();
         for (j, rule) in rules.iter().enumerate() {
@@ -270,7 +268,8 @@ mod tests {
 
     #[test]
     fn rules_negating_another_form_of_their_relation_are_ordered() {
-        let rules = parse_rules("(<= (goal r 100) (not (goal r 0))) (<= (goal r 0) (true x))").unwrap();
+        let rules =
+            parse_rules("(<= (goal r 100) (not (goal r 0))) (<= (goal r 0) (true x))").unwrap();
         let refs: Vec<&Rule> = rules.iter().collect();
         let rg = RuleGraph::new(&refs);
         assert_eq!(rg.components(), vec![vec![1], vec![0]]);

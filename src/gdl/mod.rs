@@ -298,7 +298,10 @@ pub fn atom_from_sexp(sexp: &Sexp) -> Result<Atom, LoadError> {
     match sexp {
         Sexp::Atom { text, pos } => {
             if text.starts_with('?') {
-                return Err(shape(*pos, format!("expected a sentence, found the variable {text}")));
+                return Err(shape(
+                    *pos,
+                    format!("expected a sentence, found the variable {text}"),
+                ));
             }
             Ok(Atom {
                 rel: Sym::new(text),
@@ -313,7 +316,10 @@ pub fn atom_from_sexp(sexp: &Sexp) -> Result<Atom, LoadError> {
                 return Err(shape(*pos, "expected a relation name, found a list"));
             };
             if text.starts_with('?') {
-                return Err(shape(*pos, format!("expected a relation name, found the variable {text}")));
+                return Err(shape(
+                    *pos,
+                    format!("expected a relation name, found the variable {text}"),
+                ));
             }
             let args = items[1..]
                 .iter()
@@ -338,12 +344,18 @@ pub fn literal_from_sexp(sexp: &Sexp) -> Result<Literal, LoadError> {
         let sym = Sym::new(text);
         if sym == Sym::NOT {
             if items.len() != 2 {
-                return Err(shape(*pos, format!("`not` takes one literal, found {}", items.len() - 1)));
+                return Err(shape(
+                    *pos,
+                    format!("`not` takes one literal, found {}", items.len() - 1),
+                ));
             }
             return Ok(Literal::Not(Box::new(literal_from_sexp(&items[1])?)));
         }
         if sym == Sym::DISTINCT && items.len() == 3 {
-            return Ok(Literal::Distinct(term_from_sexp(&items[1])?, term_from_sexp(&items[2])?));
+            return Ok(Literal::Distinct(
+                term_from_sexp(&items[1])?,
+                term_from_sexp(&items[2])?,
+            ));
         }
         if sym == Sym::OR {
             let ls = items[1..]
@@ -373,10 +385,16 @@ pub fn term_from_sexp(sexp: &Sexp) -> Result<Term, LoadError> {
         }
         Sexp::List { items, pos } => {
             let Some(Sexp::Atom { text, .. }) = items.first() else {
-                return Err(shape(*pos, "expected a function name at the start of a term"));
+                return Err(shape(
+                    *pos,
+                    "expected a function name at the start of a term",
+                ));
             };
             if text.starts_with('?') {
-                return Err(shape(*pos, format!("expected a function name, found the variable {text}")));
+                return Err(shape(
+                    *pos,
+                    format!("expected a function name, found the variable {text}"),
+                ));
             }
             let args: Vec<Term> = items[1..]
                 .iter()
@@ -476,13 +494,19 @@ mod tests {
     #[test]
     fn keywords_any_case() {
         let rules = parse_rules("(<= (LEGAL ?r NOOP) (ROLE ?r) (NOT (TRUE (Done))))").unwrap();
-        assert_eq!(rules[0].to_string(), "(<= (legal ?r NOOP) (role ?r) (not (true (Done))))");
+        assert_eq!(
+            rules[0].to_string(),
+            "(<= (legal ?r NOOP) (role ?r) (not (true (Done))))"
+        );
     }
 
     #[test]
     fn shape_errors_have_positions() {
         let e = parse_rules("(role x)\n(<= (p ?x) (?y a))").unwrap_err();
-        assert_eq!(e.to_string(), "2:12: expected a relation name, found the variable ?y");
+        assert_eq!(
+            e.to_string(),
+            "2:12: expected a relation name, found the variable ?y"
+        );
         let e = parse_rules("(<=)").unwrap_err();
         assert_eq!(e.to_string(), "1:1: a rule `(<= ...)` needs a head");
     }

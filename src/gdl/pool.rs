@@ -53,7 +53,9 @@ impl TermPool {
     }
 
     fn same(&self, t: GTerm, functor: Sym, args: &[GTerm], nullary: bool) -> bool {
-        self.functors[t.index()] == functor && self.args(t) == args && self.nullary[t.index()] == nullary
+        self.functors[t.index()] == functor
+            && self.args(t) == args
+            && self.nullary[t.index()] == nullary
     }
 
     /// The term `functor(args...)`, or the constant `functor` when `args` is empty, interning it.
@@ -74,7 +76,10 @@ impl TermPool {
 
     fn intern_parts(&mut self, functor: Sym, args: &[GTerm], nullary: bool) -> GTerm {
         let hash = self.hash_of(functor, args, nullary);
-        if let Some(&t) = self.table.find(hash, |&t| self.same(t, functor, args, nullary)) {
+        if let Some(&t) = self
+            .table
+            .find(hash, |&t| self.same(t, functor, args, nullary))
+        {
             return t;
         }
         let t = GTerm(self.functors.len() as u32);
@@ -165,7 +170,10 @@ impl TermPool {
         if args.is_empty() && !self.is_nullary(t) {
             Term::Const(self.functor(t))
         } else {
-            Term::App(self.functor(t), args.iter().map(|&a| self.term(a)).collect())
+            Term::App(
+                self.functor(t),
+                args.iter().map(|&a| self.term(a)).collect(),
+            )
         }
     }
 
@@ -202,13 +210,22 @@ mod tests {
     #[test]
     fn same_term_same_id() {
         let mut pool = TermPool::default();
-        let a = pool.intern(&parse_term("(cell (pos 1 2) b)").unwrap()).unwrap();
-        let b = pool.intern(&parse_term("(cell (pos 1 2) b)").unwrap()).unwrap();
-        let c = pool.intern(&parse_term("(cell (pos 2 1) b)").unwrap()).unwrap();
+        let a = pool
+            .intern(&parse_term("(cell (pos 1 2) b)").unwrap())
+            .unwrap();
+        let b = pool
+            .intern(&parse_term("(cell (pos 1 2) b)").unwrap())
+            .unwrap();
+        let c = pool
+            .intern(&parse_term("(cell (pos 2 1) b)").unwrap())
+            .unwrap();
         assert_eq!(a, b);
         assert_ne!(a, c);
         assert_eq!(pool.display(c).to_string(), "(cell (pos 2 1) b)");
-        assert_eq!(pool.find(&parse_term("(pos 1 2)").unwrap()), Some(pool.args(a)[0]));
+        assert_eq!(
+            pool.find(&parse_term("(pos 1 2)").unwrap()),
+            Some(pool.args(a)[0])
+        );
         assert_eq!(pool.find(&parse_term("(pos 3 3)").unwrap()), None);
         assert_eq!(pool.intern(&parse_term("(cell ?x)").unwrap()), None);
         assert_eq!(pool.term(a), parse_term("(cell (pos 1 2) b)").unwrap());

@@ -79,7 +79,12 @@ impl Sym {
         if let Some(i) = KEYWORDS.iter().position(|k| k.eq_ignore_ascii_case(text)) {
             return Some(Sym(i as u32));
         }
-        TABLE.read().expect("symbol table lock").ids.get(text).copied()
+        TABLE
+            .read()
+            .expect("symbol table lock")
+            .ids
+            .get(text)
+            .copied()
     }
 
     /// The spelling of this symbol.

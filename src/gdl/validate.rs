@@ -8,7 +8,9 @@ use hashbrown::{HashMap, HashSet};
 
 use crate::kif::{self, Pos, Sexp};
 
-use super::{Atom, DependencyGraph, Literal, LoadError, Rule, RuleGraph, Sym, Term, literal_relations};
+use super::{
+    Atom, DependencyGraph, Literal, LoadError, Rule, RuleGraph, Sym, Term, literal_relations,
+};
 
 /// How serious a problem is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -116,7 +116,8 @@ fn skip_blank(mut input: &str) -> &str {
             input = rest;
             continue;
         }
-        let comment: IResult<&str, (char, &str)> = (char(';'), take_till(|c| c == '\n')).parse(input);
+        let comment: IResult<&str, (char, &str)> =
+            (char(';'), take_till(|c| c == '\n')).parse(input);
         match comment {
             Ok((rest, _)) => input = rest,
             Err(_) => return input,
@@ -202,10 +203,14 @@ pub fn parse(text: &str) -> Result<Vec<Sexp>, ParseError> {
             _ => {
                 let atom: IResult<&str, &str> = take_while1(is_atom_char).parse(input);
                 let (rest, word) = atom.expect("a non-blank, non-paren char starts an atom");
-                stack.last_mut().expect("file entry remains").1.push(Sexp::Atom {
-                    text: word.to_string(),
-                    pos,
-                });
+                stack
+                    .last_mut()
+                    .expect("file entry remains")
+                    .1
+                    .push(Sexp::Atom {
+                        text: word.to_string(),
+                        pos,
+                    });
                 input = rest;
             }
         }
@@ -258,7 +263,10 @@ mod tests {
 
     #[test]
     fn parses_lists_atoms_and_comments() {
-        check("(cell 1 1 b) ; comment\n(<= (p ?x) (q ?x))", "(cell 1 1 b) (<= (p ?x) (q ?x))");
+        check(
+            "(cell 1 1 b) ; comment\n(<= (p ?x) (q ?x))",
+            "(cell 1 1 b) (<= (p ?x) (q ?x))",
+        );
         check("( sentence  baz )\n\t(x)", "(sentence baz) (x)");
         check("; only a comment", "");
         check("(a) ; comment at end of file without newline", "(a)");
@@ -267,9 +275,18 @@ mod tests {
 
     #[test]
     fn reports_positions_of_errors() {
-        check_err("(a\n (b c)", "2:7: expected ')' to close the '(' at 1:1, found end of file");
-        check_err("(a))", "1:4: expected '(' or an atom, found ')' with no list open");
-        check_err("0123(5;(8\n01)345)", "2:7: expected '(' or an atom, found ')' with no list open");
+        check_err(
+            "(a\n (b c)",
+            "2:7: expected ')' to close the '(' at 1:1, found end of file",
+        );
+        check_err(
+            "(a))",
+            "1:4: expected '(' or an atom, found ')' with no list open",
+        );
+        check_err(
+            "0123(5;(8\n01)345)",
+            "2:7: expected '(' or an atom, found ')' with no list open",
+        );
     }
 
     #[test]

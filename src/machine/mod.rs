@@ -123,7 +123,11 @@ pub trait StateMachine {
     ///
     /// # Errors
     /// The engine failed.
-    fn legal_moves(&mut self, state: &Self::State, role: usize) -> Result<Vec<Self::Move>, MachineError> {
+    fn legal_moves(
+        &mut self,
+        state: &Self::State,
+        role: usize,
+    ) -> Result<Vec<Self::Move>, MachineError> {
         let mut out = Vec::new();
         self.legal_moves_into(state, role, &mut out)?;
         Ok(out)
@@ -149,14 +153,20 @@ pub trait StateMachine {
     /// # Errors
     /// As [`goal`](Self::goal), for the first role that fails.
     fn goals(&mut self, state: &Self::State) -> Result<Vec<u8>, MachineError> {
-        (0..self.roles().len()).map(|r| self.goal(state, r)).collect()
+        (0..self.roles().len())
+            .map(|r| self.goal(state, r))
+            .collect()
     }
 
     /// The state after `joint`, checking that each move is legal for its role.
     ///
     /// # Errors
     /// [`MachineError::JointMoveSize`] or [`MachineError::IllegalMove`]; the state is untouched.
-    fn next_state(&mut self, state: &Self::State, joint: &[Self::Move]) -> Result<Self::State, MachineError> {
+    fn next_state(
+        &mut self,
+        state: &Self::State,
+        joint: &[Self::Move],
+    ) -> Result<Self::State, MachineError> {
         let n_roles = self.roles().len();
         if joint.len() != n_roles {
             return Err(MachineError::JointMoveSize {
