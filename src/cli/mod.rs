@@ -134,7 +134,7 @@ fn read(path: &Path) -> anyhow::Result<String> {
 /// Prints each diagnostic as `file:line:col: level: message`.
 fn print_diagnostics(path: &Path, diagnostics: &[gdl::Diagnostic]) {
     for d in diagnostics {
-        eprintln!("{}:{d}", path.display());
+        eprintln!("{}", d.in_file(&path.display().to_string()));
     }
 }
 

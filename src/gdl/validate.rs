@@ -82,17 +82,28 @@ impl Diagnostic {
 }
 
 impl fmt::Display for Diagnostic {
-    /// `line:col: error: message`, then the rule on the next line when there is one.
+    /// `line:col: error: message` (no position for a problem of the whole game), then the rule
+    /// on the next line when there is one.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let level = match self.severity {
             Severity::Error => "error",
             Severity::Warning => "warning",
         };
-        write!(f, "{}: {level}: {}", self.pos, self.message)?;
+        if self.pos.line > 0 {
+            write!(f, "{}: ", self.pos)?;
+        }
+        write!(f, "{level}: {}", self.message)?;
         if let Some(rule) = &self.rule {
             write!(f, "\n    in {rule}")?;
         }
         Ok(())
+    }
+}
+
+impl Diagnostic {
+    /// The diagnostic prefixed by the file it is about: `file:line:col: error: message`.
+    pub fn in_file(&self, path: &str) -> String {
+        format!("{path}:{}{self}", if self.pos.line > 0 { "" } else { " " })
     }
 }
 

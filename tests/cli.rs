@@ -1,0 +1,101 @@
+//! The `ggp` binary end to end: exit codes and the first lines users see.
+
+use std::process::Command;
+
+fn ggp(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_ggp"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("the binary runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const TEST: &str = "../shared/games/test";
+
+#[test]
+fn check_accepts_a_valid_sheet() {
+    let (code, out, err) = ggp(&["check", "rules/ticTacToe.kif"]);
+    assert_eq!(
+        (code, out.trim(), err.as_str()),
+        (0, "rules/ticTacToe.kif: valid (0 errors, 0 warnings)", "")
+    );
+}
+
+#[test]
+fn check_names_file_line_and_column_of_a_syntax_error() {
+    let path = format!("{TEST}/badparens3.kif");
+    let (code, _, err) = ggp(&["check", &path]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        err.lines().next().unwrap(),
+        format!("{path}:2:7: error: expected '(' or an atom, found ')' with no list open")
+    );
+}
+
+#[test]
+fn check_names_the_rule_of_an_invalid_sheet() {
+    let path = format!("{TEST}/test_case_3b.kif");
+    let (code, _, err) = ggp(&["check", &path]);
+    assert_eq!(code, 1);
+    let mut lines = err.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        format!(
+            "{path}:13:1: error: unsafe rule: variables ?x, ?y, ?m, ?n are not bound by a positive literal"
+        )
+    );
+    assert_eq!(
+        lines.next().unwrap(),
+        "    in (<= (distinctCell ?x ?y ?m ?n) (distinct ?y ?n))"
+    );
+}
+
+#[test]
+fn playout_then_replay_agrees() {
+    let (code, trace, _) = ggp(&[
+        "playout",
+        "rules/ticTacToe.kif",
+        "--count",
+        "2",
+        "--seed",
+        "3",
+    ]);
+    assert_eq!(code, 0);
+    assert!(trace.starts_with("PLAYOUT 0\nSTEP 0\nSTATE (cell 1 1 b)"));
+    let path = std::env::temp_dir().join(format!("ggp-cli-test-{}.trace", std::process::id()));
+    std::fs::write(&path, &trace).unwrap();
+    let (code, out, _) = ggp(&["replay", "rules/ticTacToe.kif", path.to_str().unwrap()]);
+    std::fs::remove_file(&path).ok();
+    let steps = trace.lines().filter(|l| l.starts_with("STEP")).count();
+    assert_eq!(
+        (code, out.trim().to_string()),
+        (0, format!("agree: {steps} steps"))
+    );
+}
+
+#[test]
+fn replay_reports_the_first_difference() {
+    let (_, trace, _) = ggp(&["playout", "rules/ticTacToe.kif", "--seed", "3"]);
+    let broken = trace.replacen("(control x)", "(control o)", 1);
+    let path = std::env::temp_dir().join(format!("ggp-cli-broken-{}.trace", std::process::id()));
+    std::fs::write(&path, &broken).unwrap();
+    let (code, out, _) = ggp(&["replay", "rules/ticTacToe.kif", path.to_str().unwrap()]);
+    std::fs::remove_file(&path).ok();
+    assert_eq!(code, 1);
+    assert!(out.starts_with("playout 0 step 0: state\n"), "{out}");
+}
+
+#[test]
+fn a_missing_file_is_an_error_not_a_panic() {
+    let (code, _, err) = ggp(&["check", "no/such/file.kif"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.starts_with("error: cannot read no/such/file.kif"),
+        "{err}"
+    );
+}
