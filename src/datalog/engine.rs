@@ -87,8 +87,8 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits {
-            max_rows: 20_000_000,
-            max_terms: 20_000_000,
+            max_rows: 5_000_000,
+            max_terms: 10_000_000,
         }
     }
 }
@@ -398,6 +398,14 @@ impl Engine {
 
     /// Inserts the rows derived in this round.
     fn flush(&mut self) -> Result<(), EvalError> {
+        if self.pending.len() > self.limits.max_rows {
+            self.pending.clear();
+            self.pending_terms.clear();
+            return Err(EvalError::Budget {
+                what: "rows derived in one round".into(),
+                limit: self.limits.max_rows,
+            });
+        }
         let mut at = 0;
         for &(rel, width) in &self.pending {
             let row = &self.pending_terms[at..at + width];
@@ -485,6 +493,7 @@ impl Engine {
             key: &mut self.key_scratch,
             pending: &mut self.pending,
             pending_terms: &mut self.pending_terms,
+            max_pending: self.limits.max_rows,
             spec: &compiled.spec,
         };
         ctx.solve(&plan.steps);
@@ -501,11 +510,16 @@ struct Ctx<'a> {
     key: &'a mut Vec<GTerm>,
     pending: &'a mut Vec<(RelId, usize)>,
     pending_terms: &'a mut Vec<GTerm>,
+    /// Past this many derived rows the run stops; `flush` then reports the overflow.
+    max_pending: usize,
     spec: &'a RuleSpec,
 }
 
 impl Ctx<'_> {
     fn solve(&mut self, steps: &[Step]) {
+        if self.pending.len() > self.max_pending {
+            return;
+        }
         let Some((step, rest)) = steps.split_first() else {
             self.emit();
             return;

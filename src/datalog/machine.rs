@@ -358,4 +358,17 @@ mod tests {
         let moves = m.legal_moves(&s0, 0).unwrap();
         assert_eq!(printed(&m, &moves), ["(go 1)", "(go 2)"]);
     }
+
+    #[test]
+    fn runaway_recursion_stops_at_the_limit() {
+        let text = "(role a) (num 0) (<= (num (s ?x)) (num ?x)) (init p)
+            (<= (legal a go) (true p)) (<= (next p) (does a go)) (<= terminal (not (true p))) (goal a 0)";
+        let description = Description::from_text(text).unwrap();
+        let limits = Limits {
+            max_rows: 1000,
+            max_terms: 100_000,
+        };
+        let err = DatalogMachine::with_limits(&description, limits).err().unwrap();
+        assert_eq!(err.to_string(), "evaluation stopped: rows in one relation exceeded 1000");
+    }
 }
