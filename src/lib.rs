@@ -10,4 +10,5 @@ pub mod datalog;
 pub mod gdl;
 pub mod kif;
 pub mod machine;
+pub mod propnet;
 pub mod trace;

@@ -87,8 +87,8 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits {
-            max_rows: 5_000_000,
-            max_terms: 10_000_000,
+            max_rows: 20_000_000,
+            max_terms: 20_000_000,
         }
     }
 }

@@ -368,7 +368,12 @@ mod tests {
             max_rows: 1000,
             max_terms: 100_000,
         };
-        let err = DatalogMachine::with_limits(&description, limits).err().unwrap();
-        assert_eq!(err.to_string(), "evaluation stopped: rows in one relation exceeded 1000");
+        let err = DatalogMachine::with_limits(&description, limits)
+            .err()
+            .unwrap();
+        assert_eq!(
+            err.to_string(),
+            "evaluation stopped: rows in one relation exceeded 1000"
+        );
     }
 }

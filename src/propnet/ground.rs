@@ -1,0 +1,689 @@
+//! Grounding: every rule instance that can ever fire, computed with the Datalog engine.
+//!
+//! The game is lowered as for the Datalog machine (`or` multiplied out, variables numbered).
+//! A relaxed copy of the program drops negative literals and adds
+//! `(<= (true ?x) (init ?x))`, `(<= (true ?x) (next ?x))` and `(<= (does ?r ?m) (legal ?r ?m))`;
+//! it is monotone, and its least model (evaluated once, stratum by stratum in the order of
+//! the relation dependency graph) holds every atom that can hold in any reachable state.
+//!
+//! Each original rule is then instantiated by one more engine rule whose head lists all the
+//! rule's variables and whose body keeps its positive literals and `distinct`s over the
+//! relaxed relations: every row is a binding whose positive literals lie in the model. For
+//! each binding, a negative literal whose atom is outside the model is true and dropped;
+//! any other becomes a negative literal of the ground rule.
+//!
+//! The [`Budget`] bounds the number of rows and terms (through the engine's limits), the
+//! number of ground literals, and the time, checked between strata and while instances are
+//! read. One stratum's evaluation is not interrupted, so the time limit can be overrun by the
+//! cost of one stratum (the row limits still bound memory).
+
+use std::time::{Duration, Instant};
+
+use hashbrown::HashMap;
+use petgraph::graph::{DiGraph, NodeIndex};
+
+use crate::datalog::{
+    BodyLit, Engine, EvalError, Limits, LowerError, Pat, RelId, RuleSpec, Stratum, lower,
+};
+use crate::gdl::{Description, GTerm, Sym, TermPool};
+
+/// How much work grounding and network building may do before giving up.
+#[derive(Clone, Copy, Debug)]
+pub struct Budget {
+    /// Wall-clock seconds for grounding and building together.
+    pub max_seconds: f64,
+    /// Most rows in one relation of the relaxed model or of one rule's instances (and a
+    /// quarter of the most distinct terms).
+    pub max_atoms: usize,
+    /// Most ground literals, and most network nodes.
+    pub max_gates: usize,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget {
+            max_seconds: 30.0,
+            max_atoms: 2_000_000,
+            max_gates: 10_000_000,
+        }
+    }
+}
+
+/// Why a game could not be grounded into a network.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GroundError {
+    /// The rules could not be lowered.
+    #[error(transparent)]
+    Lower(#[from] LowerError),
+    /// The game is too large for the budget.
+    #[error("grounding exceeded its budget: {0}")]
+    Budget(String),
+    /// The game uses something the network cannot represent (for example a cycle of gates
+    /// through negation, which a valid, stratified game never has).
+    #[error("cannot build a network: {0}")]
+    Unsupported(String),
+}
+
+impl From<EvalError> for GroundError {
+    fn from(e: EvalError) -> Self {
+        GroundError::Budget(e.to_string())
+    }
+}
+
+/// A ground atom's number in a [`GroundProgram`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AtomId(pub u32);
+
+impl AtomId {
+    /// The id as an index.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// A literal of a ground rule body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct GroundLit {
+    /// The atom.
+    pub atom: AtomId,
+    /// Whether the atom must hold (`false`: must not hold).
+    pub positive: bool,
+}
+
+/// A ground rule: its head, and its body as a range of [`GroundProgram::lits`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GroundRule {
+    /// The conclusion.
+    pub head: AtomId,
+    /// Start of the body in the literal array.
+    pub start: u32,
+    /// End (exclusive) of the body.
+    pub end: u32,
+}
+
+/// The keyword relations' ids.
+#[derive(Clone, Copy, Debug)]
+pub struct Keywords {
+    /// `init/1`.
+    pub init: RelId,
+    /// `true/1`.
+    pub true_: RelId,
+    /// `does/2`.
+    pub does: RelId,
+    /// `next/1`.
+    pub next: RelId,
+    /// `legal/2`.
+    pub legal: RelId,
+    /// `goal/2`.
+    pub goal: RelId,
+    /// `terminal/0`.
+    pub terminal: RelId,
+}
+
+/// A game's ground rules over numbered atoms.
+pub struct GroundProgram {
+    /// The term store; each atom is kept as the term `(rel args...)` (or `rel`).
+    pub pool: TermPool,
+    /// Each atom's relation and term.
+    pub atoms: Vec<(RelId, GTerm)>,
+    /// The arity of each relation.
+    pub arities: Vec<usize>,
+    /// The keyword relations.
+    pub keywords: Keywords,
+    /// The ground rules.
+    pub rules: Vec<GroundRule>,
+    /// The rule bodies' literals.
+    pub lits: Vec<GroundLit>,
+    /// The `true` atoms of the relaxed model: the base propositions.
+    pub bases: Vec<AtomId>,
+    /// The `does` atoms of the relaxed model: the input propositions.
+    pub inputs: Vec<AtomId>,
+    ids: HashMap<(RelId, GTerm), AtomId>,
+}
+
+impl GroundProgram {
+    /// The arguments of an atom.
+    pub fn args(&self, atom: AtomId) -> &[GTerm] {
+        let (rel, t) = self.atoms[atom.index()];
+        if self.arities[rel.0 as usize] == 0 {
+            &[]
+        } else {
+            self.pool.args(t)
+        }
+    }
+
+    /// The atom of `rel` with term `t`, if it is in the program.
+    pub fn find(&self, rel: RelId, t: GTerm) -> Option<AtomId> {
+        self.ids.get(&(rel, t)).copied()
+    }
+
+    /// The atom `(true fact)`, if it is in the program.
+    pub fn find_true(&self, fact: GTerm) -> Option<AtomId> {
+        let t = self.pool.find_app(Sym::TRUE, &[fact])?;
+        self.find(self.keywords.true_, t)
+    }
+
+    fn intern(&mut self, rel: RelId, name: Sym, args: &[GTerm]) -> AtomId {
+        let t = self.pool.app(name, args);
+        let next = AtomId(self.atoms.len() as u32);
+        let id = *self.ids.entry((rel, t)).or_insert(next);
+        if id == next {
+            self.atoms.push((rel, t));
+        }
+        id
+    }
+}
+
+/// Checks the time budget.
+pub(crate) struct Clock {
+    start: Instant,
+    limit: Duration,
+}
+
+impl Clock {
+    /// A clock started now.
+    pub(crate) fn new(budget: &Budget) -> Clock {
+        let limit = Duration::try_from_secs_f64(budget.max_seconds.max(0.0))
+            .unwrap_or(Duration::from_secs(u64::MAX / 4));
+        Clock {
+            start: Instant::now(),
+            limit,
+        }
+    }
+
+    /// `Err` once the time is up.
+    pub(crate) fn check(&self, what: &str) -> Result<(), GroundError> {
+        if self.start.elapsed() > self.limit {
+            return Err(GroundError::Budget(format!(
+                "{what}: more than {:.1} s",
+                self.limit.as_secs_f64()
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Grounds a game within `budget`.
+///
+/// # Errors
+/// The rules cannot be lowered, or grounding exceeds the budget.
+pub fn ground(description: &Description, budget: &Budget) -> Result<GroundProgram, GroundError> {
+    ground_with_clock(description, budget, &Clock::new(budget))
+}
+
+pub(crate) fn ground_with_clock(
+    description: &Description,
+    budget: &Budget,
+    clock: &Clock,
+) -> Result<GroundProgram, GroundError> {
+    let lowered = lower(description.rules())?;
+    let n_rels = lowered.arities.len();
+    let mut names = vec![Sym::ROLE; n_rels];
+    for (&(name, _), id) in &lowered.rels {
+        names[id.0 as usize] = name;
+    }
+    let keyword = |name: Sym, arity: usize| {
+        lowered
+            .rel(name, arity)
+            .ok_or_else(|| GroundError::Unsupported(format!("no relation {name}/{arity}")))
+    };
+    let keywords = Keywords {
+        init: keyword(Sym::INIT, 1)?,
+        true_: keyword(Sym::TRUE, 1)?,
+        does: keyword(Sym::DOES, 2)?,
+        next: keyword(Sym::NEXT, 1)?,
+        legal: keyword(Sym::LEGAL, 2)?,
+        goal: keyword(Sym::GOAL, 2)?,
+        terminal: keyword(Sym::TERMINAL, 0)?,
+    };
+    let mut arities = lowered.arities.clone();
+    let original = condense(lowered.rules.clone(), &mut arities, &mut names);
+    let n_rels = arities.len();
+
+    // The relaxed program.
+    let mut rules: Vec<RuleSpec> = original.iter().map(relax).collect();
+    let copy = |head_rel: RelId, from: RelId, arity: usize| RuleSpec {
+        head_rel,
+        head: (0..arity as u16).map(Pat::Var).collect(),
+        body: vec![BodyLit::Pos(
+            from,
+            (0..arity as u16).map(Pat::Var).collect(),
+        )],
+        n_vars: arity,
+    };
+    rules.push(copy(keywords.true_, keywords.init, 1));
+    rules.push(copy(keywords.true_, keywords.next, 1));
+    rules.push(copy(keywords.does, keywords.legal, 2));
+    let mut strata = relation_strata(&rules, n_rels);
+    let n_relaxed = strata.len();
+
+    // One instance relation per original rule: its rows are the bindings of its variables.
+    for spec in &original {
+        let inst = RelId(arities.len() as u32);
+        arities.push(spec.n_vars);
+        rules.push(RuleSpec {
+            head_rel: inst,
+            head: (0..spec.n_vars as u16).map(Pat::Var).collect(),
+            body: spec
+                .body
+                .iter()
+                .filter(|l| !matches!(l, BodyLit::Neg(..)))
+                .cloned()
+                .collect(),
+            n_vars: spec.n_vars,
+        });
+        strata.push(Stratum {
+            rels: vec![inst],
+            rules: vec![rules.len() - 1],
+        });
+    }
+    let limits = Limits {
+        max_rows: budget.max_atoms,
+        max_terms: budget.max_atoms.saturating_mul(4),
+    };
+    let mut engine = Engine::new(lowered.pool, &arities, rules, strata, limits);
+    for s in 0..n_relaxed {
+        engine.evaluate(s)?;
+        clock.check("relaxed model")?;
+    }
+
+    let mut prog = GroundProgram {
+        pool: TermPool::default(),
+        atoms: Vec::new(),
+        arities: arities[..n_rels].to_vec(),
+        keywords,
+        rules: Vec::new(),
+        lits: Vec::new(),
+        bases: Vec::new(),
+        inputs: Vec::new(),
+        ids: HashMap::new(),
+    };
+    // The pool moves into the program; the engine keeps an empty one while instances are
+    // read, and gets it back for each evaluation.
+    prog.pool = std::mem::take(&mut engine.pool);
+    let facts: Vec<GTerm> = engine
+        .relation(keywords.true_)
+        .rows()
+        .map(|r| r[0])
+        .collect();
+    for f in facts {
+        let a = prog.intern(keywords.true_, Sym::TRUE, &[f]);
+        prog.bases.push(a);
+    }
+    let moves: Vec<[GTerm; 2]> = engine
+        .relation(keywords.does)
+        .rows()
+        .map(|r| [r[0], r[1]])
+        .collect();
+    for m in moves {
+        let a = prog.intern(keywords.does, Sym::DOES, &m);
+        prog.inputs.push(a);
+    }
+
+    let mut binds: Vec<GTerm> = Vec::new();
+    let mut row: Vec<GTerm> = Vec::new();
+    for (k, spec) in original.iter().enumerate() {
+        std::mem::swap(&mut engine.pool, &mut prog.pool);
+        let result = engine.evaluate(n_relaxed + k);
+        std::mem::swap(&mut engine.pool, &mut prog.pool);
+        result?;
+        clock.check("instantiating rules")?;
+        let inst = RelId((n_rels + k) as u32);
+        let n = engine.relation(inst).len();
+        for i in 0..n {
+            if i % 4096 == 4095 {
+                clock.check("instantiating rules")?;
+            }
+            binds.clear();
+            binds.extend_from_slice(engine.relation(inst).row(i));
+            let head_rel = spec.head_rel;
+            build_all(&spec.head, &binds, &mut prog.pool, &mut row);
+            let head = prog.intern(head_rel, names[head_rel.0 as usize], &row);
+            let start = prog.lits.len() as u32;
+            for lit in &spec.body {
+                match lit {
+                    BodyLit::Pos(rel, pats) => {
+                        build_all(pats, &binds, &mut prog.pool, &mut row);
+                        let atom = prog.intern(*rel, names[rel.0 as usize], &row);
+                        prog.lits.push(GroundLit {
+                            atom,
+                            positive: true,
+                        });
+                    }
+                    BodyLit::Neg(rel, pats) => {
+                        // An atom built from terms the model never saw is outside the model.
+                        row.clear();
+                        let mut known = true;
+                        for p in pats {
+                            match find(p, &binds, &prog.pool) {
+                                Some(t) => row.push(t),
+                                None => {
+                                    known = false;
+                                    break;
+                                }
+                            }
+                        }
+                        if known && engine.relation(*rel).contains(&row) {
+                            let atom = prog.intern(*rel, names[rel.0 as usize], &row);
+                            prog.lits.push(GroundLit {
+                                atom,
+                                positive: false,
+                            });
+                        }
+                    }
+                    BodyLit::Distinct(..) => {}
+                }
+            }
+            prog.rules.push(GroundRule {
+                head,
+                start,
+                end: prog.lits.len() as u32,
+            });
+            if prog.lits.len() + prog.rules.len() > budget.max_gates {
+                return Err(GroundError::Budget(format!(
+                    "more than {} ground literals",
+                    budget.max_gates
+                )));
+            }
+        }
+        engine.clear(inst);
+    }
+    Ok(prog)
+}
+
+/// Splits rule bodies into independent parts: body literals are grouped by the variables
+/// they share outside the head, and each group with variables of its own becomes a helper
+/// relation over the variables it shares with the head and the other groups. A rule such as
+/// `(<= (next (cell ?x ?y ?s)) (true (cell ?x ?y ?s)) (does ?p (move ?a ?b)) (away ?a ?b ?x ?y))`
+/// then grounds to one instance per cell plus one per move and cell, instead of the product.
+/// A group is left in place when the helper would be unsafe.
+fn condense(rules: Vec<RuleSpec>, arities: &mut Vec<usize>, names: &mut Vec<Sym>) -> Vec<RuleSpec> {
+    let mut out = Vec::with_capacity(rules.len());
+    for spec in rules {
+        let n = spec.body.len();
+        let mut head_vars = vec![false; spec.n_vars];
+        spec.head.iter().for_each(|p| mark(p, &mut head_vars));
+        let lit_vars: Vec<Vec<bool>> = spec
+            .body
+            .iter()
+            .map(|l| {
+                let mut v = vec![false; spec.n_vars];
+                lit_pats(l).for_each(|p| mark(p, &mut v));
+                v
+            })
+            .collect();
+        // Union-find over literals, joined by shared variables outside the head.
+        let mut group: Vec<usize> = (0..n).collect();
+        fn root(g: &mut [usize], mut i: usize) -> usize {
+            while g[i] != i {
+                g[i] = g[g[i]];
+                i = g[i];
+            }
+            i
+        }
+        for v in (0..spec.n_vars).filter(|&v| !head_vars[v]) {
+            let mut first = None;
+            for (i, lv) in lit_vars.iter().enumerate() {
+                if lv[v] {
+                    match first {
+                        None => first = Some(i),
+                        Some(f) => {
+                            let (a, b) = (root(&mut group, f), root(&mut group, i));
+                            group[a] = b;
+                        }
+                    }
+                }
+            }
+        }
+        let roots: Vec<usize> = (0..n).map(|i| root(&mut group, i)).collect();
+        let mut distinct_roots = roots.clone();
+        distinct_roots.sort_unstable();
+        distinct_roots.dedup();
+        if distinct_roots.len() < 2 {
+            out.push(spec);
+            continue;
+        }
+        let mut main_body = Vec::new();
+        let mut helpers = Vec::new();
+        for &g in &distinct_roots {
+            let members: Vec<usize> = (0..n).filter(|&i| roots[i] == g).collect();
+            let mut inside = vec![false; spec.n_vars];
+            let mut bound = vec![false; spec.n_vars];
+            let mut outside = head_vars.clone();
+            for i in 0..n {
+                let target = if roots[i] == g {
+                    &mut inside
+                } else {
+                    &mut outside
+                };
+                for (t, &x) in target.iter_mut().zip(&lit_vars[i]) {
+                    *t |= x;
+                }
+                if roots[i] == g
+                    && let BodyLit::Pos(_, pats) = &spec.body[i]
+                {
+                    pats.iter().for_each(|p| mark(p, &mut bound));
+                }
+            }
+            let interface: Vec<u16> = (0..spec.n_vars)
+                .filter(|&v| inside[v] && outside[v])
+                .map(|v| v as u16)
+                .collect();
+            let has_local = (0..spec.n_vars).any(|v| inside[v] && !outside[v]);
+            let safe = interface.iter().all(|&v| bound[v as usize]);
+            if !has_local || !safe {
+                main_body.extend(members.iter().map(|&i| spec.body[i].clone()));
+                continue;
+            }
+            let rel = RelId(arities.len() as u32);
+            arities.push(interface.len());
+            names.push(Sym::new(&format!("__ggp_part{}", rel.0)));
+            let args: Vec<Pat> = interface.iter().map(|&v| Pat::Var(v)).collect();
+            helpers.push(renumber(RuleSpec {
+                head_rel: rel,
+                head: args.clone(),
+                body: members.iter().map(|&i| spec.body[i].clone()).collect(),
+                n_vars: spec.n_vars,
+            }));
+            main_body.push(BodyLit::Pos(rel, args));
+        }
+        out.push(renumber(RuleSpec {
+            head_rel: spec.head_rel,
+            head: spec.head,
+            body: main_body,
+            n_vars: spec.n_vars,
+        }));
+        out.extend(helpers);
+    }
+    out
+}
+
+fn lit_pats(l: &BodyLit) -> impl Iterator<Item = &Pat> {
+    let (a, b): (&[Pat], &[Pat]) = match l {
+        BodyLit::Pos(_, p) | BodyLit::Neg(_, p) => (p, &[]),
+        BodyLit::Distinct(x, y) => (std::slice::from_ref(x), std::slice::from_ref(y)),
+    };
+    a.iter().chain(b)
+}
+
+fn mark(p: &Pat, vars: &mut [bool]) {
+    match p {
+        Pat::Const(_) => {}
+        Pat::Var(v) => vars[*v as usize] = true,
+        Pat::App(_, args) => args.iter().for_each(|a| mark(a, vars)),
+    }
+}
+
+/// The rule with its variables numbered densely, in order of appearance.
+fn renumber(spec: RuleSpec) -> RuleSpec {
+    fn go(p: &Pat, map: &mut Vec<u16>, next: &mut u16) -> Pat {
+        match p {
+            Pat::Const(c) => Pat::Const(*c),
+            Pat::Var(v) => {
+                let slot = &mut map[*v as usize];
+                if *slot == u16::MAX {
+                    *slot = *next;
+                    *next += 1;
+                }
+                Pat::Var(*slot)
+            }
+            Pat::App(f, args) => Pat::App(*f, args.iter().map(|a| go(a, map, next)).collect()),
+        }
+    }
+    let mut map = vec![u16::MAX; spec.n_vars];
+    let mut next = 0u16;
+    let head = spec
+        .head
+        .iter()
+        .map(|p| go(p, &mut map, &mut next))
+        .collect();
+    let body = spec
+        .body
+        .iter()
+        .map(|l| match l {
+            BodyLit::Pos(r, ps) => {
+                BodyLit::Pos(*r, ps.iter().map(|p| go(p, &mut map, &mut next)).collect())
+            }
+            BodyLit::Neg(r, ps) => {
+                BodyLit::Neg(*r, ps.iter().map(|p| go(p, &mut map, &mut next)).collect())
+            }
+            BodyLit::Distinct(a, b) => {
+                BodyLit::Distinct(go(a, &mut map, &mut next), go(b, &mut map, &mut next))
+            }
+        })
+        .collect();
+    RuleSpec {
+        head_rel: spec.head_rel,
+        head,
+        body,
+        n_vars: next as usize,
+    }
+}
+
+/// The rule with its negative literals dropped.
+fn relax(spec: &RuleSpec) -> RuleSpec {
+    RuleSpec {
+        head_rel: spec.head_rel,
+        head: spec.head.clone(),
+        body: spec
+            .body
+            .iter()
+            .filter(|l| !matches!(l, BodyLit::Neg(..)))
+            .cloned()
+            .collect(),
+        n_vars: spec.n_vars,
+    }
+}
+
+/// Strata for a negation-free program: the strongly connected components of the relation
+/// graph (body relation to head relation), dependencies first.
+fn relation_strata(rules: &[RuleSpec], n_rels: usize) -> Vec<Stratum> {
+    let mut graph: DiGraph<(), ()> = DiGraph::with_capacity(n_rels, rules.len());
+    for _ in 0..n_rels {
+        graph.add_node(());
+    }
+    let mut by_head: Vec<Vec<usize>> = vec![Vec::new(); n_rels];
+    for (i, r) in rules.iter().enumerate() {
+        by_head[r.head_rel.0 as usize].push(i);
+        for lit in &r.body {
+            if let BodyLit::Pos(rel, _) = lit {
+                graph.add_edge(
+                    NodeIndex::new(rel.0 as usize),
+                    NodeIndex::new(r.head_rel.0 as usize),
+                    (),
+                );
+            }
+        }
+    }
+    let mut components = petgraph::algo::tarjan_scc(&graph);
+    components.reverse();
+    let mut strata = Vec::new();
+    for component in components {
+        let mut rels: Vec<RelId> = component
+            .iter()
+            .map(|n| RelId(n.index() as u32))
+            .filter(|r| !by_head[r.0 as usize].is_empty())
+            .collect();
+        if rels.is_empty() {
+            continue;
+        }
+        rels.sort();
+        let rules = rels
+            .iter()
+            .flat_map(|r| by_head[r.0 as usize].iter().copied())
+            .collect();
+        strata.push(Stratum { rels, rules });
+    }
+    strata
+}
+
+/// Builds each pattern under `binds` into `out` (cleared first).
+fn build_all(pats: &[Pat], binds: &[GTerm], pool: &mut TermPool, out: &mut Vec<GTerm>) {
+    out.clear();
+    for p in pats {
+        let t = build(p, binds, pool);
+        out.push(t);
+    }
+}
+
+/// The term a pattern denotes under `binds`, interned.
+fn build(pat: &Pat, binds: &[GTerm], pool: &mut TermPool) -> GTerm {
+    match pat {
+        Pat::Const(c) => *c,
+        Pat::Var(v) => binds[*v as usize],
+        Pat::App(f, args) => {
+            let vals: Vec<GTerm> = args.iter().map(|a| build(a, binds, pool)).collect();
+            pool.app(*f, &vals)
+        }
+    }
+}
+
+/// The stored term a pattern denotes under `binds`, or `None` if it was never built.
+fn find(pat: &Pat, binds: &[GTerm], pool: &TermPool) -> Option<GTerm> {
+    match pat {
+        Pat::Const(c) => Some(*c),
+        Pat::Var(v) => binds.get(*v as usize).copied(),
+        Pat::App(f, args) => {
+            let mut vals = Vec::with_capacity(args.len());
+            for a in args.iter() {
+                vals.push(find(a, binds, pool)?);
+            }
+            pool.find_app(*f, &vals)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relaxed_model_and_instances() {
+        let text = "(role a) (init (p 1)) (succ 1 2) (succ 2 3)
+            (<= (legal a (go ?y)) (true (p ?x)) (succ ?x ?y))
+            (<= (next (p ?y)) (does a (go ?y)))
+            (<= terminal (true (p 3)) (not (true (p 1))))
+            (goal a 100)";
+        let d = Description::from_text(text).unwrap();
+        let g = ground(&d, &Budget::default()).unwrap();
+        // (p 1), (p 2), (p 3) can all be true; (go 2), (go 3) can be done.
+        assert_eq!(g.bases.len(), 3);
+        assert_eq!(g.inputs.len(), 2);
+        let shown: Vec<String> = g
+            .rules
+            .iter()
+            .filter(|r| g.atoms[r.head.index()].0 == g.keywords.terminal)
+            .map(|r| {
+                g.lits[r.start as usize..r.end as usize]
+                    .iter()
+                    .map(|l| {
+                        let t = g.pool.display(g.atoms[l.atom.index()].1).to_string();
+                        if l.positive { t } else { format!("(not {t})") }
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect();
+        assert_eq!(shown, ["(true (p 3)) (not (true (p 1)))"]);
+    }
+}

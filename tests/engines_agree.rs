@@ -1,0 +1,340 @@
+//! Differential tests: the propnet against the Datalog engine.
+//!
+//! Random playouts run on both machines in lockstep with the same choices (each role's move is
+//! picked by index from its legal moves sorted as printed terms), and at every step the state
+//! facts, each role's legal moves, terminal and every role's goal values must agree. The
+//! default run covers a sample of the corpus's games and every valid corner-case sheet; with
+//! `GGP_SLOW_TESTS=1` it covers every game in `base` (games whose grounding exceeds the
+//! budget are skipped, counted and printed). A few reference traces are also replayed on the
+//! propnet.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+use ggp::datalog::DatalogMachine;
+use ggp::gdl::{Description, Term};
+use ggp::machine::StateMachine;
+use ggp::propnet::{Budget, GroundError, PropnetMachine};
+use ggp::trace::{self, Replay};
+
+const BASE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/games/base");
+const TEST: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/games/test");
+const TRACES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/games/traces");
+
+/// The default sample of `base` games: (name, playouts).
+const SAMPLE: &[(&str, usize)] = &[
+    ("ticTacToe", 20),
+    ("connectFour", 5),
+    ("breakthrough", 2),
+    ("nim1", 5),
+    ("nim2", 5),
+    ("nim3", 5),
+    ("nim4", 5),
+    ("pentago", 2),
+    ("chomp", 5),
+    ("sheepAndWolf", 2),
+    ("knightThrough", 2),
+    ("dotsAndBoxes", 2),
+    ("eightPuzzle", 3),
+    ("hanoi", 3),
+    ("buttons", 5),
+    ("roshambo2", 5),
+    ("gt_prisoner", 5),
+    ("connectFourSimultaneous", 3),
+    ("ticTacToeParallel", 3),
+    ("3pConnectFour", 2),
+    ("tictactoe_3d_small_2player", 3),
+    ("blocks", 5),
+    ("checkersTiny", 2),
+    ("ruleDepthLinear", 3),
+];
+
+/// Traces replayed on the propnet.
+const TRACED: &[&str] = &[
+    "ticTacToe",
+    "connectFour",
+    "breakthrough",
+    "nim3",
+    "pentago",
+];
+
+/// Most steps of one playout.
+const MAX_STEPS: usize = 300;
+
+/// What one game's comparison gave.
+enum Outcome {
+    /// Every compared step agreed; the number of steps.
+    Agreed(usize),
+    /// The propnet could not be built within the budget.
+    OverBudget(String),
+    /// The game could not be run at all (invalid sheet, Datalog build failure).
+    Skipped(String),
+}
+
+fn budget() -> Budget {
+    Budget {
+        max_seconds: 10.0,
+        ..Budget::default()
+    }
+}
+
+/// Corner cases built to exceed any grounding budget.
+const EXPECTED_OVER_BUDGET: &[&str] = &[
+    // Its `prereq20` relation has 2^20 atoms by design.
+    "ruledepthexponential.kif",
+];
+
+fn sorted_moves<M: StateMachine>(
+    m: &mut M,
+    state: &M::State,
+    role: usize,
+) -> Result<Vec<(String, M::Move)>, String> {
+    let mut v: Vec<(String, M::Move)> = m
+        .legal_moves(state, role)
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .map(|mv| (m.move_term(mv).to_string(), mv))
+        .collect();
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    v.dedup_by(|a, b| a.0 == b.0);
+    Ok(v)
+}
+
+fn facts(terms: Vec<Term>) -> BTreeSet<String> {
+    terms.iter().map(|t| t.to_string()).collect()
+}
+
+/// Plays `playouts` random playouts on both machines in lockstep; `Err` on the first
+/// disagreement. Stops early (still agreeing) after `time_limit`.
+fn lockstep(
+    d: &mut DatalogMachine,
+    p: &mut PropnetMachine,
+    playouts: usize,
+    seed: u64,
+    time_limit: Duration,
+) -> Result<usize, String> {
+    let start = Instant::now();
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let mut steps = 0;
+    let n_roles = d.roles().len();
+    if p.roles() != d.roles() {
+        return Err(format!("roles {:?} vs {:?}", d.roles(), p.roles()));
+    }
+    for playout in 0..playouts {
+        let mut ds = d.initial_state();
+        let mut ps = p.initial_state();
+        for step in 0..MAX_STEPS {
+            if start.elapsed() > time_limit {
+                return Ok(steps);
+            }
+            let at = |what: &str| format!("playout {playout} step {step}: {what}");
+            let (df, pf) = (facts(d.state_terms(&ds)), facts(p.state_terms(&ps)));
+            if df != pf {
+                let missing: Vec<_> = df.difference(&pf).collect();
+                let extra: Vec<_> = pf.difference(&df).collect();
+                return Err(at(&format!(
+                    "state differs: missing from propnet {missing:?}, extra {extra:?}"
+                )));
+            }
+            let dt = d.is_terminal(&ds).map_err(|e| at(&e.to_string()))?;
+            let pt = p.is_terminal(&ps).map_err(|e| at(&e.to_string()))?;
+            if dt != pt {
+                return Err(at(&format!("terminal {dt} vs {pt}")));
+            }
+            for r in 0..n_roles {
+                let dg = d.goal_values(&ds, r).map_err(|e| at(&e.to_string()))?;
+                let pg = p.goal_values(&ps, r).map_err(|e| at(&e.to_string()))?;
+                if dg != pg {
+                    return Err(at(&format!("goals of role {r}: {dg:?} vs {pg:?}")));
+                }
+            }
+            steps += 1;
+            if dt {
+                break;
+            }
+            let mut djoint = Vec::with_capacity(n_roles);
+            let mut pjoint = Vec::with_capacity(n_roles);
+            let mut stuck = false;
+            for r in 0..n_roles {
+                let dm = sorted_moves(d, &ds, r).map_err(|e| at(&e))?;
+                let pm = sorted_moves(p, &ps, r).map_err(|e| at(&e))?;
+                let dn: Vec<&String> = dm.iter().map(|x| &x.0).collect();
+                let pn: Vec<&String> = pm.iter().map(|x| &x.0).collect();
+                if dn != pn {
+                    return Err(at(&format!("legal moves of role {r}: {dn:?} vs {pn:?}")));
+                }
+                if dm.is_empty() {
+                    stuck = true;
+                    continue;
+                }
+                let i = rng.random_range(0..dm.len());
+                djoint.push(dm[i].1);
+                pjoint.push(pm[i].1);
+            }
+            if stuck {
+                break;
+            }
+            ds = d
+                .next_state_unchecked(&ds, &djoint)
+                .map_err(|e| at(&e.to_string()))?;
+            ps = p
+                .next_state_unchecked(&ps, &pjoint)
+                .map_err(|e| at(&e.to_string()))?;
+        }
+    }
+    Ok(steps)
+}
+
+fn compare_file(
+    path: &Path,
+    playouts: usize,
+    time_limit: Duration,
+    budget: &Budget,
+) -> Result<Outcome, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let Ok(description) = Description::from_text(&text) else {
+        return Ok(Outcome::Skipped("invalid sheet".into()));
+    };
+    let mut d = match DatalogMachine::new(&description) {
+        Ok(d) => d,
+        Err(e) => return Ok(Outcome::Skipped(format!("Datalog: {e}"))),
+    };
+    let mut p = match PropnetMachine::new(&description, budget) {
+        Ok(p) => p,
+        Err(GroundError::Budget(e)) => return Ok(Outcome::OverBudget(e)),
+        Err(e) => return Err(format!("propnet build failed: {e}")),
+    };
+    lockstep(&mut d, &mut p, playouts, 0x5eed, time_limit).map(Outcome::Agreed)
+}
+
+/// Runs `jobs` on two threads; returns the failures and the over-budget games.
+fn run_all(
+    jobs: Vec<(String, PathBuf, usize)>,
+    time_limit: Duration,
+    budget: &Budget,
+) -> (Vec<String>, Vec<String>) {
+    let next = AtomicUsize::new(0);
+    let failures = Mutex::new(Vec::new());
+    let over = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some((name, path, playouts)) = jobs.get(i) else {
+                        break;
+                    };
+                    let start = Instant::now();
+                    let outcome = compare_file(path, *playouts, time_limit, budget);
+                    let secs = start.elapsed().as_secs_f64();
+                    match outcome {
+                        Ok(Outcome::Agreed(n)) => {
+                            eprintln!("{name}: {n} steps agree ({secs:.1} s)")
+                        }
+                        Ok(Outcome::OverBudget(e)) => {
+                            eprintln!("{name}: over budget ({e})");
+                            over.lock().unwrap().push(name.clone());
+                        }
+                        Ok(Outcome::Skipped(e)) => eprintln!("{name}: skipped ({e})"),
+                        Err(e) => {
+                            eprintln!("{name}: DISAGREE {e}");
+                            failures.lock().unwrap().push(format!("{name}: {e}"));
+                        }
+                    }
+                }
+            });
+        }
+    });
+    (failures.into_inner().unwrap(), over.into_inner().unwrap())
+}
+
+fn slow() -> bool {
+    std::env::var("GGP_SLOW_TESTS").is_ok_and(|v| v == "1")
+}
+
+#[test]
+fn propnet_agrees_with_datalog_on_games() {
+    let jobs: Vec<(String, PathBuf, usize)> = if slow() {
+        let mut names: Vec<String> = std::fs::read_dir(BASE)
+            .expect("the corpus is beside the project, in ../shared/games")
+            .filter_map(|e| {
+                let name = e.ok()?.file_name().into_string().ok()?;
+                name.strip_suffix(".kif").map(str::to_string)
+            })
+            .collect();
+        names.sort();
+        names
+            .into_iter()
+            .map(|n| {
+                let path = Path::new(BASE).join(format!("{n}.kif"));
+                (n, path, 3)
+            })
+            .collect()
+    } else {
+        SAMPLE
+            .iter()
+            .map(|&(n, k)| (n.to_string(), Path::new(BASE).join(format!("{n}.kif")), k))
+            .collect()
+    };
+    let limit = Duration::from_secs(if slow() { 30 } else { 8 });
+    let total = jobs.len();
+    let (failures, over) = run_all(jobs, limit, &budget());
+    eprintln!("{} games, {} over budget: {:?}", total, over.len(), over);
+    assert!(
+        failures.is_empty(),
+        "disagreements:\n{}",
+        failures.join("\n")
+    );
+    if !slow() {
+        assert!(over.is_empty(), "sample games over budget: {over:?}");
+    }
+}
+
+#[test]
+fn propnet_agrees_with_datalog_on_corner_cases() {
+    let expected = std::fs::read_to_string(Path::new(TEST).join("EXPECTED.tsv"))
+        .expect("the corpus is beside the project");
+    let jobs: Vec<(String, PathBuf, usize)> = expected
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let mut cols = line.split('\t');
+            let file = cols.next()?;
+            (cols.next()? == "valid").then(|| (file.to_string(), Path::new(TEST).join(file), 5))
+        })
+        .collect();
+    assert!(jobs.len() >= 15, "expected the valid corner cases");
+    let small = Budget {
+        max_seconds: 2.0,
+        ..Budget::default()
+    };
+    let (failures, over) = run_all(jobs, Duration::from_secs(8), &small);
+    assert!(
+        failures.is_empty(),
+        "disagreements:\n{}",
+        failures.join("\n")
+    );
+    assert_eq!(over, EXPECTED_OVER_BUDGET, "corner cases over budget");
+}
+
+#[test]
+fn propnet_replays_reference_traces() {
+    for name in TRACED {
+        let rules = std::fs::read_to_string(Path::new(BASE).join(format!("{name}.kif"))).unwrap();
+        let text =
+            std::fs::read_to_string(Path::new(TRACES).join(format!("{name}.trace"))).unwrap();
+        let description = Description::from_text(&rules).unwrap();
+        let mut m = PropnetMachine::new(&description, &budget()).unwrap();
+        let playouts = trace::parse(&text).unwrap();
+        match trace::replay(&mut m, &playouts).unwrap() {
+            Replay::Agree(n) => assert!(n > 0, "{name}: nothing compared"),
+            Replay::Differ(d) => panic!("{name}: {d}"),
+        }
+    }
+}
