@@ -99,3 +99,65 @@ fn a_missing_file_is_an_error_not_a_panic() {
         "{err}"
     );
 }
+
+#[test]
+fn the_propnet_replays_what_the_datalog_engine_plays() {
+    let (_, trace, _) = ggp(&[
+        "playout",
+        "rules/connectFour.kif",
+        "--count",
+        "2",
+        "--seed",
+        "5",
+    ]);
+    let path = std::env::temp_dir().join(format!("ggp-cli-propnet-{}.trace", std::process::id()));
+    std::fs::write(&path, &trace).unwrap();
+    let (code, out, _) = ggp(&[
+        "replay",
+        "--engine",
+        "propnet",
+        "rules/connectFour.kif",
+        path.to_str().unwrap(),
+    ]);
+    std::fs::remove_file(&path).ok();
+    let steps = trace.lines().filter(|l| l.starts_with("STEP")).count();
+    assert_eq!(
+        (code, out.trim().to_string()),
+        (0, format!("agree: {steps} steps"))
+    );
+}
+
+#[test]
+fn ground_reports_the_network() {
+    let (code, out, _) = ggp(&["ground", "rules/ticTacToe.kif"]);
+    assert_eq!(code, 0);
+    let lines: Vec<&str> = out.lines().collect();
+    // 9 cells with 3 marks each, and whose turn it is.
+    assert_eq!(lines[0], "base propositions: 29");
+    assert!(lines[1].starts_with("input propositions: "));
+    assert!(lines.iter().any(|l| l.starts_with("build time: ")));
+}
+
+#[test]
+fn bench_says_which_engine_ran() {
+    let (code, out, _) = ggp(&[
+        "bench",
+        "rules/ticTacToe.kif",
+        "--seconds",
+        "0.2",
+        "--engine",
+        "datalog",
+    ]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("engine: datalog\nplayouts: "), "{out}");
+    let (code, out, _) = ggp(&[
+        "bench",
+        "rules/ticTacToe.kif",
+        "--seconds",
+        "0.2",
+        "--threads",
+        "2",
+    ]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("engine: propnet\nplayouts: "), "{out}");
+}

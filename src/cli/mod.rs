@@ -9,13 +9,41 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use clap::{Parser, Subcommand};
+use clap::{Parser, Subcommand, ValueEnum};
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::datalog::DatalogMachine;
 use crate::gdl::{self, Description, Severity};
+use crate::machine::StateMachine;
+use crate::propnet::{self, Budget, PropnetMachine};
 use crate::trace::{self, Replay};
+
+/// Which engine runs a game.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum EngineChoice {
+    /// The propnet if the game grounds within the budget, else the Datalog engine.
+    Auto,
+    /// The bottom-up Datalog engine.
+    Datalog,
+    /// The propositional network (fails if the game does not ground within the budget).
+    Propnet,
+}
+
+/// A game loaded on one of the engines.
+enum Loaded {
+    Datalog(Box<DatalogMachine>),
+    Propnet(PropnetMachine),
+}
+
+impl Loaded {
+    fn name(&self) -> &'static str {
+        match self {
+            Loaded::Datalog(_) => "datalog",
+            Loaded::Propnet(_) => "propnet",
+        }
+    }
+}
 
 /// ggp: a General Game Playing player and GDL reasoner.
 #[derive(Parser, Debug)]
@@ -45,6 +73,9 @@ enum Command {
         /// Stop a playout after this many moves.
         #[arg(long, default_value_t = 1000)]
         max_steps: usize,
+        /// The engine.
+        #[arg(long, value_enum, default_value_t = EngineChoice::Datalog)]
+        engine: EngineChoice,
     },
     /// Replay a reference trace and compare every step; exit 1 on the first difference.
     Replay {
@@ -52,6 +83,9 @@ enum Command {
         game: PathBuf,
         /// The trace file.
         trace: PathBuf,
+        /// The engine.
+        #[arg(long, value_enum, default_value_t = EngineChoice::Datalog)]
+        engine: EngineChoice,
     },
     /// Measure random playouts per second.
     Bench {
@@ -63,9 +97,20 @@ enum Command {
         /// Seed of the random number generator.
         #[arg(long, default_value_t = 0)]
         seed: u64,
-        /// Time each rule and print the slowest with their join plans.
+        /// Time each rule and print the slowest with their join plans (Datalog engine).
         #[arg(long)]
         profile: bool,
+        /// The engine.
+        #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
+        engine: EngineChoice,
+        /// Threads running playouts, each with its own copy of the engine's state.
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+    },
+    /// Ground a game into a propositional network and print its size, or why it stopped.
+    Ground {
+        /// The rule sheet (.kif).
+        game: PathBuf,
     },
 }
 
@@ -81,21 +126,36 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             count,
             seed,
             max_steps,
+            engine,
         } => {
-            let mut machine = datalog_machine(&game)?;
             let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
             let mut out = String::new();
-            let result = trace::write_playouts(&mut machine, &mut rng, count, max_steps, &mut out);
+            let result = match load_engine(&game, engine)? {
+                Loaded::Datalog(mut m) => {
+                    trace::write_playouts(&mut *m, &mut rng, count, max_steps, &mut out)
+                }
+                Loaded::Propnet(mut m) => {
+                    trace::write_playouts(&mut m, &mut rng, count, max_steps, &mut out)
+                }
+            };
             print!("{out}");
             result.with_context(|| format!("playing {}", game.display()))?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Replay { game, trace: path } => {
-            let mut machine = datalog_machine(&game)?;
+        Command::Replay {
+            game,
+            trace: path,
+            engine,
+        } => {
+            let loaded = load_engine(&game, engine)?;
             let text = read(&path)?;
             let playouts =
                 trace::parse(&text).with_context(|| format!("reading {}", path.display()))?;
-            match trace::replay(&mut machine, &playouts)? {
+            let outcome = match loaded {
+                Loaded::Datalog(mut m) => trace::replay(&mut *m, &playouts)?,
+                Loaded::Propnet(mut m) => trace::replay(&mut m, &playouts)?,
+            };
+            match outcome {
                 Replay::Agree(n) => {
                     println!("agree: {n} steps");
                     Ok(ExitCode::SUCCESS)
@@ -111,18 +171,119 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             seconds,
             seed,
             profile,
+            engine,
+            threads,
         } => {
-            let mut machine = datalog_machine(&game)?;
-            if profile {
-                machine.engine_mut().enable_profile();
+            let mut loaded = load_engine(&game, engine)?;
+            println!("engine: {}", loaded.name());
+            if profile && let Loaded::Datalog(m) = &mut loaded {
+                m.engine_mut().enable_profile();
             }
-            let report = bench::run(&mut machine, seconds, seed)?;
-            println!("engine: datalog");
+            let report = match &mut loaded {
+                Loaded::Datalog(m) => bench_threads(&mut **m, seconds, seed, threads)?,
+                Loaded::Propnet(m) => bench_threads(m, seconds, seed, threads)?,
+            };
             println!("{report}");
-            for (time, plan) in machine.engine_mut().profile_report(10) {
-                println!("{:>10.3} s  {plan}", time.as_secs_f64());
+            if let Loaded::Datalog(m) = &mut loaded {
+                for (time, plan) in m.engine_mut().profile_report(10) {
+                    println!("{:>10.3} s  {plan}", time.as_secs_f64());
+                }
             }
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Ground { game } => {
+            let description = load_description(&game)?;
+            let start = std::time::Instant::now();
+            let result = PropnetMachine::new(&description, &Budget::default());
+            let elapsed = start.elapsed().as_secs_f64();
+            let peak = bench::peak_memory()
+                .map_or("unknown".into(), |b| format!("{:.1} MB", b as f64 / 1e6));
+            match result {
+                Ok(machine) => {
+                    let stats = machine.net().stats();
+                    println!("base propositions: {}", stats.bases);
+                    println!("input propositions: {}", stats.inputs);
+                    println!(
+                        "gates: {} ({} in recursive blocks)",
+                        stats.gates, stats.cyclic_gates
+                    );
+                    println!("links: {}", stats.edges);
+                    println!("build time: {elapsed:.2} s");
+                    println!("peak memory: {peak}");
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(e) => {
+                    println!("stopped after {elapsed:.2} s (peak memory {peak}): {e}");
+                    Ok(ExitCode::FAILURE)
+                }
+            }
+        }
+    }
+}
+
+/// Runs the benchmark on `threads` threads, each on its own clone of `machine`, and adds up
+/// the counts.
+fn bench_threads<M>(
+    machine: &mut M,
+    seconds: f64,
+    seed: u64,
+    threads: usize,
+) -> anyhow::Result<bench::Report>
+where
+    M: StateMachine + Clone + Send,
+{
+    if threads <= 1 {
+        return Ok(bench::run(machine, seconds, seed)?);
+    }
+    let reports: Vec<_> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let mut copy = machine.clone();
+                scope.spawn(move || bench::run(&mut copy, seconds, seed.wrapping_add(t as u64)))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join()).collect()
+    });
+    let mut total = bench::Report {
+        playouts: 0,
+        states: 0,
+        elapsed: std::time::Duration::ZERO,
+        peak_memory: None,
+    };
+    for report in reports {
+        let report = report.map_err(|_| anyhow::anyhow!("a benchmark thread panicked"))??;
+        total.playouts += report.playouts;
+        total.states += report.states;
+        total.elapsed = total.elapsed.max(report.elapsed);
+    }
+    total.peak_memory = bench::peak_memory();
+    Ok(total)
+}
+
+/// Loads a game on the chosen engine. With `auto`, a game that does not ground within the
+/// default budget runs on the Datalog engine, and a line on stderr says why.
+fn load_engine(path: &Path, choice: EngineChoice) -> anyhow::Result<Loaded> {
+    let description = load_description(path)?;
+    let datalog = |d: &Description| -> anyhow::Result<Loaded> {
+        let m = DatalogMachine::new(d)
+            .with_context(|| format!("building the engine for {}", path.display()))?;
+        Ok(Loaded::Datalog(Box::new(m)))
+    };
+    match choice {
+        EngineChoice::Datalog => datalog(&description),
+        EngineChoice::Propnet => {
+            let m = PropnetMachine::new(&description, &propnet::Budget::default())
+                .with_context(|| format!("grounding {}", path.display()))?;
+            Ok(Loaded::Propnet(m))
+        }
+        EngineChoice::Auto => {
+            match PropnetMachine::new(&description, &propnet::Budget::default()) {
+                Ok(m) => Ok(Loaded::Propnet(m)),
+                Err(e) => {
+                    eprintln!("propnet unavailable ({e}); using the datalog engine");
+                    datalog(&description)
+                }
+            }
         }
     }
 }
@@ -175,10 +336,4 @@ pub fn load_description(path: &Path) -> anyhow::Result<Description> {
             bail!("{} is not a valid game", path.display())
         }
     }
-}
-
-fn datalog_machine(path: &Path) -> anyhow::Result<DatalogMachine> {
-    let description = load_description(path)?;
-    DatalogMachine::new(&description)
-        .with_context(|| format!("building the engine for {}", path.display()))
 }
