@@ -542,7 +542,7 @@ impl Ctx<'_> {
                     Source::Index { index, keys } => {
                         self.key.clear();
                         for k in keys {
-                            match find(k, self.binds, self.pool) {
+                            match k.find(self.binds, self.pool) {
                                 Some(t) => self.key.push(t),
                                 // The key term was never built, so no row can hold it.
                                 None => return,
@@ -558,7 +558,7 @@ impl Ctx<'_> {
             Step::Neg { rel, pats } => {
                 self.key.clear();
                 for p in pats {
-                    match find(p, self.binds, self.pool) {
+                    match p.find(self.binds, self.pool) {
                         Some(t) => self.key.push(t),
                         None => return self.solve(rest),
                     }
@@ -593,7 +593,7 @@ impl Ctx<'_> {
     fn emit(&mut self) {
         let spec = self.spec;
         for p in &spec.head {
-            let t = build(p, self.binds, self.pool);
+            let t = p.build(self.binds, self.pool);
             self.pending_terms.push(t);
         }
         self.pending.push((spec.head_rel, spec.head.len()));
@@ -627,29 +627,33 @@ fn unify(pat: &Pat, t: GTerm, binds: &mut [GTerm], trail: &mut Vec<u16>, pool: &
     }
 }
 
-/// The stored term a bound pattern denotes, or `None` if it was never built.
-fn find(pat: &Pat, binds: &[GTerm], pool: &TermPool) -> Option<GTerm> {
-    match pat {
-        Pat::Const(c) => Some(*c),
-        Pat::Var(v) => Some(binds[*v as usize]),
-        Pat::App(f, args) => {
-            let mut vals = Vec::with_capacity(args.len());
-            for a in args.iter() {
-                vals.push(find(a, binds, pool)?);
+impl Pat {
+    /// The stored term this pattern denotes when variable `n` is `binds[n]`, or `None` if that
+    /// term was never built (so no relation can hold it).
+    pub fn find(&self, binds: &[GTerm], pool: &TermPool) -> Option<GTerm> {
+        match self {
+            Pat::Const(c) => Some(*c),
+            Pat::Var(v) => binds.get(*v as usize).copied(),
+            Pat::App(f, args) => {
+                let mut vals = Vec::with_capacity(args.len());
+                for a in args.iter() {
+                    vals.push(a.find(binds, pool)?);
+                }
+                pool.find_app(*f, &vals)
             }
-            pool.find_app(*f, &vals)
         }
     }
-}
 
-/// Builds (interning) the term a bound pattern denotes.
-fn build(pat: &Pat, binds: &[GTerm], pool: &mut TermPool) -> GTerm {
-    match pat {
-        Pat::Const(c) => *c,
-        Pat::Var(v) => binds[*v as usize],
-        Pat::App(f, args) => {
-            let vals: Vec<GTerm> = args.iter().map(|a| build(a, binds, pool)).collect();
-            pool.app(*f, &vals)
+    /// Builds (interning) the term this pattern denotes when variable `n` is `binds[n]`; every
+    /// variable of the pattern must be bound.
+    pub fn build(&self, binds: &[GTerm], pool: &mut TermPool) -> GTerm {
+        match self {
+            Pat::Const(c) => *c,
+            Pat::Var(v) => binds[*v as usize],
+            Pat::App(f, args) => {
+                let vals: Vec<GTerm> = args.iter().map(|a| a.build(binds, pool)).collect();
+                pool.app(*f, &vals)
+            }
         }
     }
 }

@@ -355,7 +355,7 @@ pub(crate) fn ground_with_clock(
                         row.clear();
                         let mut known = true;
                         for p in pats {
-                            match find(p, &binds, &prog.pool) {
+                            match p.find(&binds, &prog.pool) {
                                 Some(t) => row.push(t),
                                 None => {
                                     known = false;
@@ -621,35 +621,8 @@ fn relation_strata(rules: &[RuleSpec], n_rels: usize) -> Vec<Stratum> {
 fn build_all(pats: &[Pat], binds: &[GTerm], pool: &mut TermPool, out: &mut Vec<GTerm>) {
     out.clear();
     for p in pats {
-        let t = build(p, binds, pool);
+        let t = p.build(binds, pool);
         out.push(t);
-    }
-}
-
-/// The term a pattern denotes under `binds`, interned.
-fn build(pat: &Pat, binds: &[GTerm], pool: &mut TermPool) -> GTerm {
-    match pat {
-        Pat::Const(c) => *c,
-        Pat::Var(v) => binds[*v as usize],
-        Pat::App(f, args) => {
-            let vals: Vec<GTerm> = args.iter().map(|a| build(a, binds, pool)).collect();
-            pool.app(*f, &vals)
-        }
-    }
-}
-
-/// The stored term a pattern denotes under `binds`, or `None` if it was never built.
-fn find(pat: &Pat, binds: &[GTerm], pool: &TermPool) -> Option<GTerm> {
-    match pat {
-        Pat::Const(c) => Some(*c),
-        Pat::Var(v) => binds.get(*v as usize).copied(),
-        Pat::App(f, args) => {
-            let mut vals = Vec::with_capacity(args.len());
-            for a in args.iter() {
-                vals.push(find(a, binds, pool)?);
-            }
-            pool.find_app(*f, &vals)
-        }
     }
 }
 
