@@ -230,6 +230,11 @@ impl Engine {
         &self.strata
     }
 
+    /// Changes the size limits for later evaluations.
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.limits = limits;
+    }
+
     /// Says that `rel` is refilled between evaluations (a game state's facts and what depends
     /// on them), so its size when a plan is made says little about its size later.
     pub fn mark_volatile(&mut self, rel: RelId) {

@@ -11,6 +11,7 @@ use hashbrown::HashMap;
 use crate::gdl::{Atom, DependencyGraph, Literal, Rule, RuleGraph, Sym, Term, TermPool};
 
 use super::engine::{BodyLit, Pat, RelId, RuleSpec, Stratum};
+use super::magic::{self, Demand};
 
 /// Why a rule could not be turned into an engine rule.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -44,7 +45,7 @@ pub enum LowerError {
 }
 
 /// When a stratum must be evaluated.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Layer {
     /// Once, for the whole game.
     Static,
@@ -86,11 +87,50 @@ enum Flat {
     Distinct(Term, Term),
 }
 
-/// Lowers `rules`, which should have passed validation.
+/// Lowers `rules`, which should have passed validation, as they are (without the demand
+/// rewrite of [`lower_with`]).
 ///
 /// # Errors
 /// A literal the engine cannot evaluate, an unsafe rule, or an `or` that multiplies out too far.
 pub fn lower(rules: &[Rule]) -> Result<Lowered, LowerError> {
+    lower_plain(rules)
+}
+
+/// Lowers `rules` after the magic-sets rewrite of the relations `demand` selects. When the
+/// rewrite does not apply (nothing to adorn, or it would break stratification or safety) or
+/// its result cannot be lowered, the original rules are lowered.
+///
+/// # Errors
+/// As [`lower`].
+pub fn lower_with(rules: &[Rule], demand: Demand) -> Result<Lowered, LowerError> {
+    if demand != Demand::Off
+        && let Some(rewritten) = magic::rewrite(&flatten(rules)?, demand)
+        && let Ok(lowered) = lower_plain(&rewritten)
+    {
+        return Ok(lowered);
+    }
+    lower_plain(rules)
+}
+
+/// The rules with every `or` multiplied out, `(not (or a b))` as `(not a) (not b)`.
+///
+/// # Errors
+/// A literal the engine cannot evaluate, or an `or` that multiplies out too far.
+pub fn flatten(rules: &[Rule]) -> Result<Vec<Rule>, LowerError> {
+    let mut out = Vec::new();
+    for rule in rules {
+        for body in expand(rule)? {
+            out.push(Rule {
+                head: rule.head.clone(),
+                body: body.iter().map(flat_literal).collect(),
+                pos: rule.pos,
+            });
+        }
+    }
+    Ok(out)
+}
+
+fn lower_plain(rules: &[Rule]) -> Result<Lowered, LowerError> {
     let mut lowered = Lowered {
         pool: TermPool::default(),
         rels: HashMap::new(),

@@ -13,7 +13,8 @@ use crate::gdl::{Description, GTerm, Sym, Term};
 use crate::machine::{MachineError, StateMachine};
 
 use super::engine::{Engine, EvalError, Limits, RelId};
-use super::lower::{Layer, LowerError, lower};
+use super::lower::{Layer, LowerError, lower_with};
+use super::magic::Demand;
 
 /// A state: the ids of its true facts, sorted and without repeats.
 #[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
@@ -81,7 +82,38 @@ impl DatalogMachine {
         description: &Description,
         limits: Limits,
     ) -> Result<DatalogMachine, BuildError> {
-        let mut lowered = lower(description.rules())?;
+        // Static relations are first computed in full, within a tenth of the limits; if they
+        // outgrow that, they are computed on demand too.
+        let probe = Limits {
+            max_rows: limits.max_rows / 10,
+            max_terms: limits.max_terms / 10,
+        };
+        match Self::build(description, limits, Demand::Dynamic, Some(probe)) {
+            Err(BuildError::Eval(_)) => Self::build(description, limits, Demand::All, None),
+            built => built,
+        }
+    }
+
+    /// As [`with_limits`](Self::with_limits), with the relations that `demand` selects
+    /// computed on demand (magic sets), and no retry.
+    #[cfg(test)]
+    pub(crate) fn with_demand(
+        description: &Description,
+        limits: Limits,
+        demand: Demand,
+    ) -> Result<DatalogMachine, BuildError> {
+        Self::build(description, limits, demand, None)
+    }
+
+    /// Builds the machine; `static_limits`, if given, bound the static evaluation instead of
+    /// `limits`.
+    fn build(
+        description: &Description,
+        limits: Limits,
+        demand: Demand,
+        static_limits: Option<Limits>,
+    ) -> Result<DatalogMachine, BuildError> {
+        let mut lowered = lower_with(description.rules(), demand)?;
         let rel =
             |l: &super::lower::Lowered, s, a| l.rel(s, a).expect("keyword relations always exist");
         let true_rel = rel(&lowered, Sym::TRUE, 1);
@@ -105,19 +137,20 @@ impl DatalogMachine {
             strata.push(stratum);
             layers.push(layer);
         }
+        let in_layer = |want: Layer| -> Vec<usize> {
+            (0..layers.len()).filter(|&i| layers[i] == want).collect()
+        };
         let mut engine = Engine::new(
             lowered.pool,
             &lowered.arities,
             lowered.rules,
             strata,
-            limits,
+            static_limits.unwrap_or(limits),
         );
-        let in_layer = |want: Layer| -> Vec<usize> {
-            (0..layers.len()).filter(|&i| layers[i] == want).collect()
-        };
         for s in in_layer(Layer::Static) {
             engine.evaluate(s)?;
         }
+        engine.set_limits(limits);
         let state_strata = in_layer(Layer::State);
         let action_strata = in_layer(Layer::Action);
         let rels_of = |ids: &[usize]| -> Vec<RelId> {

@@ -7,6 +7,7 @@
 mod engine;
 mod lower;
 mod machine;
+mod magic;
 mod relation;
 
 pub use engine::{BodyLit, Engine, EvalError, Limits, Pat, RelId, RuleSpec, Stratum};
