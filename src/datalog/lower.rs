@@ -10,6 +10,8 @@ use hashbrown::HashMap;
 
 use crate::gdl::{Atom, DependencyGraph, Literal, Rule, RuleGraph, Sym, Term, TermPool};
 
+use crate::gdl::validate::KEYWORD_ARITIES;
+
 use super::engine::{BodyLit, Pat, RelId, RuleSpec, Stratum};
 use super::magic::{self, Demand};
 
@@ -53,6 +55,18 @@ pub enum Layer {
     State,
     /// Once per joint move: depends on `does`.
     Action,
+}
+
+/// When a relation must be evaluated: per move if it depends on `does`, per state if on
+/// `true`, else once.
+pub(crate) fn layer_of(graph: &DependencyGraph, rel: Sym) -> Layer {
+    if rel == Sym::DOES || graph.depends_on_any(rel, &[Sym::DOES]) {
+        Layer::Action
+    } else if rel == Sym::TRUE || graph.depends_on_any(rel, &[Sym::TRUE]) {
+        Layer::State
+    } else {
+        Layer::Static
+    }
 }
 
 /// A game lowered for the engine.
@@ -139,16 +153,7 @@ fn lower_plain(rules: &[Rule]) -> Result<Lowered, LowerError> {
         strata: Vec::new(),
     };
     // Keyword relations exist even if no rule mentions them.
-    for (name, arity) in [
-        (Sym::ROLE, 1),
-        (Sym::INIT, 1),
-        (Sym::TRUE, 1),
-        (Sym::DOES, 2),
-        (Sym::NEXT, 1),
-        (Sym::LEGAL, 2),
-        (Sym::GOAL, 2),
-        (Sym::TERMINAL, 0),
-    ] {
+    for (name, arity) in KEYWORD_ARITIES {
         rel_id(&mut lowered, name, arity);
     }
     // `origin[i]` is the GDL rule that engine rule `i` comes from.
@@ -161,15 +166,7 @@ fn lower_plain(rules: &[Rule]) -> Result<Lowered, LowerError> {
         }
     }
     let graph = DependencyGraph::new(rules);
-    let layer_of = |rel: Sym| {
-        if rel == Sym::DOES || graph.depends_on_any(rel, &[Sym::DOES]) {
-            Layer::Action
-        } else if rel == Sym::TRUE || graph.depends_on_any(rel, &[Sym::TRUE]) {
-            Layer::State
-        } else {
-            Layer::Static
-        }
-    };
+    let layer_of = |rel: Sym| layer_of(&graph, rel);
     let refs: Vec<&Rule> = rules.iter().collect();
     let mut engine_rules_of: Vec<Vec<usize>> = vec![Vec::new(); rules.len()];
     for (i, &k) in origin.iter().enumerate() {

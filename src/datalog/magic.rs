@@ -59,15 +59,7 @@ pub fn rewrite(rules: &[Rule], demand: Demand) -> Option<Vec<Rule>> {
             .push(i);
     }
     let graph = DependencyGraph::new(rules);
-    let layer_of = |rel: Sym| {
-        if rel == Sym::DOES || graph.depends_on_any(rel, &[Sym::DOES]) {
-            Layer::Action
-        } else if rel == Sym::TRUE || graph.depends_on_any(rel, &[Sym::TRUE]) {
-            Layer::State
-        } else {
-            Layer::Static
-        }
-    };
+    let layer_of = |rel: Sym| super::lower::layer_of(&graph, rel);
     let layers: HashMap<Key, Layer> = by_head.keys().map(|&k| (k, layer_of(k.0))).collect();
     // With `Dynamic`, only the relations that bottom-up evaluation multiplies by a domain are
     // worth the magic relations' cost: those with a rule whose head variable is bound only by

@@ -216,7 +216,7 @@ pub fn validate(rules: &[Rule]) -> Vec<Diagnostic> {
 }
 
 /// The fixed arities of GDL's keyword relations.
-const KEYWORD_ARITIES: [(Sym, usize); 11] = [
+pub const KEYWORD_ARITIES: [(Sym, usize); 11] = [
     (Sym::ROLE, 1),
     (Sym::INIT, 1),
     (Sym::TRUE, 1),
