@@ -15,6 +15,25 @@ fn ggp(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// Writes `trace` to a temporary file, runs `ggp replay [extra...] GAME FILE` on it and returns
+/// the exit code and standard output.
+fn replay(game: &str, extra: &[&str], trace: &str, tag: &str) -> (i32, String) {
+    let path = std::env::temp_dir().join(format!("ggp-cli-{tag}-{}.trace", std::process::id()));
+    std::fs::write(&path, trace).unwrap();
+    let mut args = vec!["replay"];
+    args.extend_from_slice(extra);
+    args.extend([game, path.to_str().unwrap()]);
+    let (code, out, _) = ggp(&args);
+    std::fs::remove_file(&path).ok();
+    (code, out)
+}
+
+/// What `ggp replay` prints when a trace agrees throughout.
+fn agreement(trace: &str) -> String {
+    let steps = trace.lines().filter(|l| l.starts_with("STEP")).count();
+    format!("agree: {steps} steps")
+}
+
 const TEST: &str = "../shared/games/test";
 
 #[test]
@@ -67,25 +86,15 @@ fn playout_then_replay_agrees() {
     ]);
     assert_eq!(code, 0);
     assert!(trace.starts_with("PLAYOUT 0\nSTEP 0\nSTATE (cell 1 1 b)"));
-    let path = std::env::temp_dir().join(format!("ggp-cli-test-{}.trace", std::process::id()));
-    std::fs::write(&path, &trace).unwrap();
-    let (code, out, _) = ggp(&["replay", "rules/ticTacToe.kif", path.to_str().unwrap()]);
-    std::fs::remove_file(&path).ok();
-    let steps = trace.lines().filter(|l| l.starts_with("STEP")).count();
-    assert_eq!(
-        (code, out.trim().to_string()),
-        (0, format!("agree: {steps} steps"))
-    );
+    let (code, out) = replay("rules/ticTacToe.kif", &[], &trace, "agree");
+    assert_eq!((code, out.trim().to_string()), (0, agreement(&trace)));
 }
 
 #[test]
 fn replay_reports_the_first_difference() {
     let (_, trace, _) = ggp(&["playout", "rules/ticTacToe.kif", "--seed", "3"]);
     let broken = trace.replacen("(control x)", "(control o)", 1);
-    let path = std::env::temp_dir().join(format!("ggp-cli-broken-{}.trace", std::process::id()));
-    std::fs::write(&path, &broken).unwrap();
-    let (code, out, _) = ggp(&["replay", "rules/ticTacToe.kif", path.to_str().unwrap()]);
-    std::fs::remove_file(&path).ok();
+    let (code, out) = replay("rules/ticTacToe.kif", &[], &broken, "broken");
     assert_eq!(code, 1);
     assert!(out.starts_with("playout 0 step 0: state\n"), "{out}");
 }
@@ -110,21 +119,13 @@ fn the_propnet_replays_what_the_datalog_engine_plays() {
         "--seed",
         "5",
     ]);
-    let path = std::env::temp_dir().join(format!("ggp-cli-propnet-{}.trace", std::process::id()));
-    std::fs::write(&path, &trace).unwrap();
-    let (code, out, _) = ggp(&[
-        "replay",
-        "--engine",
-        "propnet",
+    let (code, out) = replay(
         "rules/connectFour.kif",
-        path.to_str().unwrap(),
-    ]);
-    std::fs::remove_file(&path).ok();
-    let steps = trace.lines().filter(|l| l.starts_with("STEP")).count();
-    assert_eq!(
-        (code, out.trim().to_string()),
-        (0, format!("agree: {steps} steps"))
+        &["--engine", "propnet"],
+        &trace,
+        "propnet",
     );
+    assert_eq!((code, out.trim().to_string()), (0, agreement(&trace)));
 }
 
 #[test]

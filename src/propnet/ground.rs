@@ -264,12 +264,7 @@ pub(crate) fn ground_with_clock(
         rules.push(RuleSpec {
             head_rel: inst,
             head: (0..spec.n_vars as u16).map(Pat::Var).collect(),
-            body: spec
-                .body
-                .iter()
-                .filter(|l| !matches!(l, BodyLit::Neg(..)))
-                .cloned()
-                .collect(),
+            body: relax(spec).body,
             n_vars: spec.n_vars,
         });
         strata.push(Stratum {

@@ -280,14 +280,7 @@ impl Builder {
                 comp.iter().for_each(|&x| dynamic[x.index()] = true);
                 continue;
             }
-            let cyclic = is_cyclic(comp, &self.nodes);
-            if cyclic
-                && comp
-                    .iter()
-                    .any(|x| matches!(self.nodes[x.index()], Node::Not(_)))
-            {
-                return Err(GroundError::Unsupported("a cycle through negation".into()));
-            }
+            let cyclic = cyclic_without_negation(comp, &self.nodes)?;
             loop {
                 let mut changed = false;
                 for &x in comp {
@@ -493,14 +486,7 @@ impl Builder {
             }
         }
         for (layer, comp) in gate_order {
-            let cyclic = is_cyclic(comp, &self.nodes);
-            if cyclic
-                && comp
-                    .iter()
-                    .any(|x| matches!(self.nodes[x.index()], Node::Not(_)))
-            {
-                return Err(GroundError::Unsupported("a cycle through negation".into()));
-            }
+            let cyclic = cyclic_without_negation(comp, &self.nodes)?;
             let start = kinds.len() as u32;
             for &x in comp.iter() {
                 let (kind, inputs) = match &self.nodes[x.index()] {
@@ -649,6 +635,20 @@ fn fold(v: Vec<NodeId>, is_and: bool, repl: &[NodeId], cyclic: bool) -> (Node, O
 }
 
 /// Whether a component is a cycle: several nodes, or one that reads itself.
+/// Whether a component is a cycle; an error if the cycle passes through a NOT gate, which a
+/// stratified game never produces.
+fn cyclic_without_negation(comp: &[NodeId], nodes: &[Node]) -> Result<bool, GroundError> {
+    let cyclic = is_cyclic(comp, nodes);
+    if cyclic
+        && comp
+            .iter()
+            .any(|x| matches!(nodes[x.index()], Node::Not(_)))
+    {
+        return Err(GroundError::Unsupported("a cycle through negation".into()));
+    }
+    Ok(cyclic)
+}
+
 fn is_cyclic(comp: &[NodeId], nodes: &[Node]) -> bool {
     comp.len() > 1 || nodes[comp[0].index()].inputs().contains(&comp[0])
 }
