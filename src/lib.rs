@@ -11,4 +11,5 @@ pub mod gdl;
 pub mod kif;
 pub mod machine;
 pub mod propnet;
+pub mod search;
 pub mod trace;

@@ -119,6 +119,16 @@ pub trait StateMachine {
     /// The facts true in `state`.
     fn state_terms(&self, state: &Self::State) -> Vec<Term>;
 
+    /// An independent copy of this machine whose states and moves are interchangeable with
+    /// this one's, for a search thread; `None` when the engine cannot share them (the
+    /// default). Engines that return one should make it cheap (shared topology).
+    fn fork(&self) -> Option<Self>
+    where
+        Self: Sized,
+    {
+        None
+    }
+
     /// The legal moves of role number `role` in `state`.
     ///
     /// # Errors

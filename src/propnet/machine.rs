@@ -140,6 +140,10 @@ impl StateMachine for PropnetMachine {
     type State = PropnetState;
     type Move = MoveId;
 
+    fn fork(&self) -> Option<PropnetMachine> {
+        Some(self.clone())
+    }
+
     fn roles(&self) -> &[Term] {
         &self.net.roles
     }

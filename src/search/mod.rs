@@ -1,0 +1,157 @@
+//! Move selection: players written against the [`StateMachine`] trait only.
+//!
+//! A [`Player`] is told its role once ([`Player::start`], with the start clock for thinking)
+//! and then asked for a move in each state ([`Player::choose`]) with a deadline it must meet.
+//! The players are built by [`new_player`] from a [`PlayerKind`]; they never know which engine
+//! runs the rules.
+
+use std::time::Instant;
+
+use rand::SeedableRng;
+use rand::seq::IndexedRandom;
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+use crate::machine::{MachineError, StateMachine};
+
+/// The built-in players.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
+pub enum PlayerKind {
+    /// A uniformly random legal move.
+    Random,
+    /// The first legal move.
+    Legal,
+    /// Monte Carlo tree search.
+    Mcts,
+    /// Alpha-beta with iterative deepening (two-player turn-taking zero-sum games).
+    Alphabeta,
+}
+
+/// Settings shared by every player.
+#[derive(Debug, Clone)]
+pub struct SearchConfig {
+    /// Threads for playouts (engines that cannot fork use one).
+    pub threads: usize,
+    /// Seed of the random number generator.
+    pub seed: u64,
+    /// Stop a search after this many playouts (or nodes), whatever the clock says.
+    pub max_iterations: Option<u64>,
+}
+
+impl Default for SearchConfig {
+    fn default() -> SearchConfig {
+        SearchConfig {
+            threads: 1,
+            seed: 0,
+            max_iterations: None,
+        }
+    }
+}
+
+/// A chosen move and what the search did to find it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Choice<Mv> {
+    /// The move.
+    pub mv: Mv,
+    /// Playouts (MCTS) or nodes (alpha-beta) spent on this choice.
+    pub iterations: u64,
+    /// The expected goal value of the move for us, 0 to 100, when the search has one.
+    pub value: Option<f64>,
+    /// Whether `value` is proven rather than estimated.
+    pub proven: bool,
+}
+
+/// Why a player could not choose.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SearchError {
+    /// The engine failed.
+    #[error(transparent)]
+    Machine(#[from] MachineError),
+    /// The state is terminal or the role has no legal move.
+    #[error("no legal move to choose from")]
+    NoMove,
+}
+
+/// A move chooser for one role of one match.
+pub trait Player<M: StateMachine>: Send {
+    /// The player's name, for logs and match records.
+    fn name(&self) -> String;
+
+    /// The match starts and `role` is ours; the player may think until `deadline`.
+    ///
+    /// # Errors
+    /// The engine failed.
+    fn start(&mut self, machine: &mut M, role: usize, deadline: Instant)
+    -> Result<(), SearchError>;
+
+    /// Our move in `state`, chosen before `deadline`.
+    ///
+    /// # Errors
+    /// The engine failed, or there is no legal move.
+    fn choose(
+        &mut self,
+        machine: &mut M,
+        state: &M::State,
+        deadline: Instant,
+    ) -> Result<Choice<M::Move>, SearchError>;
+}
+
+/// A new player of the given kind.
+pub fn new_player<M>(kind: PlayerKind, config: &SearchConfig) -> Box<dyn Player<M>>
+where
+    M: StateMachine + Send + 'static,
+{
+    match kind {
+        PlayerKind::Random => Box::new(SimplePlayer::new(true, config.seed)),
+        PlayerKind::Legal => Box::new(SimplePlayer::new(false, config.seed)),
+        // Search players arrive in their own modules (issue 4).
+        PlayerKind::Mcts | PlayerKind::Alphabeta => Box::new(SimplePlayer::new(true, config.seed)),
+    }
+}
+
+/// The `random` and `legal` players.
+struct SimplePlayer {
+    random: bool,
+    role: usize,
+    rng: Xoshiro256PlusPlus,
+}
+
+impl SimplePlayer {
+    fn new(random: bool, seed: u64) -> SimplePlayer {
+        SimplePlayer {
+            random,
+            role: 0,
+            rng: Xoshiro256PlusPlus::seed_from_u64(seed),
+        }
+    }
+}
+
+impl<M: StateMachine> Player<M> for SimplePlayer {
+    fn name(&self) -> String {
+        if self.random { "random" } else { "legal" }.to_string()
+    }
+
+    fn start(&mut self, _: &mut M, role: usize, _: Instant) -> Result<(), SearchError> {
+        self.role = role;
+        Ok(())
+    }
+
+    fn choose(
+        &mut self,
+        machine: &mut M,
+        state: &M::State,
+        _: Instant,
+    ) -> Result<Choice<M::Move>, SearchError> {
+        let moves = machine.legal_moves(state, self.role)?;
+        let mv = if self.random {
+            moves.choose(&mut self.rng).copied()
+        } else {
+            moves.first().copied()
+        };
+        Ok(Choice {
+            mv: mv.ok_or(SearchError::NoMove)?,
+            iterations: 0,
+            value: None,
+            proven: false,
+        })
+    }
+}
