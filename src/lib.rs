@@ -5,11 +5,14 @@
 //! [`datalog`] reasoner.
 #![warn(missing_docs)]
 
+pub mod board;
 pub mod cli;
 pub mod datalog;
 pub mod gdl;
 pub mod kif;
 pub mod machine;
+pub mod play;
 pub mod propnet;
 pub mod search;
 pub mod trace;
+pub mod web;

@@ -4,6 +4,8 @@
 //! that uses `anyhow`.
 
 mod bench;
+mod play;
+mod web;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -112,6 +114,10 @@ enum Command {
         /// The rule sheet (.kif).
         game: PathBuf,
     },
+    /// Play a game against the computer in the terminal.
+    Play(play::PlayArgs),
+    /// Serve a page for playing games in the browser.
+    Web(web::WebArgs),
 }
 
 /// Runs the command line; the exit code says whether the work succeeded.
@@ -120,6 +126,8 @@ enum Command {
 /// Any failure to read input or run an engine.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
+        Command::Play(a) => play::run(a),
+        Command::Web(a) => web::run(a),
         Command::Check { game } => check(&game),
         Command::Playout {
             game,

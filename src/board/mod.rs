@@ -1,0 +1,903 @@
+//! Board detection: finds a grid in a game's states by looking at their shape, never at names.
+//!
+//! A *board* is a state relation whose facts look like `(REL X Y CONTENT...)`: two arguments
+//! are coordinates and no two facts of one state share them. [`Layout::detect`] looks at a
+//! sample of states (the initial state and some random playouts, see [`sample_states`]) and at
+//! the ground facts of the rules, and chooses:
+//!
+//! - **The relation and its coordinate arguments.** Every relation of arity three or more and
+//!   every pair of its arguments is a candidate when the arguments are constants, take at least
+//!   two values each, and never repeat as a pair within one sampled state. The best candidate
+//!   has the most *ordered* axes (see below), then the most distinct squares seen, then the
+//!   earliest argument positions. The other arguments are the square's content.
+//! - **Which axis is which.** When exactly one axis is all integers it is the rank (drawn
+//!   bottom to top, the highest at the top); otherwise the first coordinate argument is the
+//!   file (drawn left to right).
+//! - **The values of an axis.** The values seen in the sample, widened to every integer between
+//!   the smallest and the largest when they are integers, to the stretch of a successor chain
+//!   between the first and the last seen value when such a chain holds them all, and by the
+//!   values of the same kind (integer or not) of the smallest one-argument static fact
+//!   relation that holds them all (`(row 1) (row 2)...`).
+//! - **Their order.** Integers numerically; else by a successor chain: a two-argument static
+//!   fact relation whose pairs form one path covering every value; else by first appearance
+//!   in the rule sheet; else lexically.
+//! - **Blank squares.** A square without a fact is empty. A content value that fills at least
+//!   two fifths of the squares of the first sampled state, and more of them than any other, is
+//!   the blank marker, and its squares are empty too.
+//! - **Labels.** Files are named by their values when these are short alphabetic words,
+//!   else `a`, `b`, `c`...; ranks by their values when these are non-negative integers, else
+//!   `1`, `2`, `3`.... A square is named file then rank (`e2`). A piece is shown by the
+//!   shortest prefix of its content that tells it from the other contents seen (at most four
+//!   characters per content argument).
+
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use rand::SeedableRng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+use crate::gdl::{Literal, Rule, Sym, Term};
+use crate::machine::{MachineError, StateMachine};
+
+/// Most states [`sample_states`] collects.
+pub const SAMPLE_STATES: usize = 150;
+/// Most time [`sample_states`] spends.
+pub const SAMPLE_TIME: Duration = Duration::from_secs(2);
+/// Longest playout [`sample_states`] follows.
+const SAMPLE_DEPTH: usize = 60;
+/// Largest axis the domain widening produces.
+const MAX_AXIS: usize = 64;
+
+/// A square of the board: file (column, left to right) and rank (row, bottom to top), from 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Square {
+    /// The column, from 0 at the left.
+    pub file: usize,
+    /// The row, from 0 at the bottom.
+    pub rank: usize,
+}
+
+/// How the values of an axis were put in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AxisOrder {
+    /// All values are integers.
+    Numeric,
+    /// A two-argument static relation chains the values.
+    Successor,
+    /// First appearance in the rule sheet.
+    Appearance,
+    /// Lexical order of the printed values.
+    Lexical,
+}
+
+/// One axis of the board.
+#[derive(Debug, Clone)]
+pub struct Axis {
+    /// The argument position of the coordinate in the board facts.
+    pub arg: usize,
+    /// The values, in drawing order.
+    pub values: Vec<Term>,
+    /// How the order was found.
+    pub order: AxisOrder,
+    /// The label of each value.
+    pub labels: Vec<String>,
+}
+
+/// What changed on the board between two states: squares emptied and squares (re)filled.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Change {
+    /// Squares that held a piece and are now empty.
+    pub from: Vec<Square>,
+    /// Squares whose content changed to a piece.
+    pub to: Vec<Square>,
+}
+
+/// The board of a game: which facts it is made of and how to draw them.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    rel: Sym,
+    arity: usize,
+    file: Axis,
+    rank: Axis,
+    blank: Option<Vec<Term>>,
+    labels: Vec<(Vec<Term>, String)>,
+}
+
+/// The content of every square, rank by rank from the bottom: `None` when empty.
+pub type Cells = Vec<Option<Vec<Term>>>;
+
+/// The initial state and the states of a few random playouts, as fact lists: at most
+/// [`SAMPLE_STATES`] states, [`SAMPLE_TIME`] of work, and playouts of at most 60 moves.
+/// The same seed gives the same sample.
+///
+/// # Errors
+/// The engine failed.
+pub fn sample_states<M: StateMachine>(
+    machine: &mut M,
+    seed: u64,
+) -> Result<Vec<Vec<Term>>, MachineError> {
+    let start = Instant::now();
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let initial = machine.initial_state();
+    let mut out = vec![machine.state_terms(&initial)];
+    let (mut joint, mut scratch) = (Vec::new(), Vec::new());
+    while out.len() < SAMPLE_STATES && start.elapsed() < SAMPLE_TIME {
+        let mut state = initial.clone();
+        let before = out.len();
+        for _ in 0..SAMPLE_DEPTH {
+            if out.len() >= SAMPLE_STATES
+                || start.elapsed() >= SAMPLE_TIME
+                || machine.is_terminal(&state)?
+            {
+                break;
+            }
+            match machine.random_joint_move_into(&state, &mut rng, &mut joint, &mut scratch) {
+                Ok(()) => {}
+                Err(MachineError::NoLegalMoves { .. }) => break,
+                Err(e) => return Err(e),
+            }
+            state = machine.next_state_unchecked(&state, &joint)?;
+            out.push(machine.state_terms(&state));
+        }
+        if out.len() == before {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+impl Layout {
+    /// Finds the board in `samples` (fact lists of states; the first should be the initial
+    /// state), using the ground facts of `rules` to widen and order the axes. `None` when no
+    /// relation has the shape of a board.
+    pub fn detect(samples: &[Vec<Term>], rules: &[Rule]) -> Option<Layout> {
+        let statics = StaticFacts::new(rules);
+        // Score: ordered axes, squares seen, earlier argument positions.
+        type Score = (usize, usize, std::cmp::Reverse<usize>);
+        let mut best: Option<(Candidate, Score)> = None;
+        for (index, candidate) in candidates(samples).into_iter().enumerate() {
+            let ordered = [&candidate.first, &candidate.second]
+                .iter()
+                .filter(|values| all_integers(values) || statics.chain_covering(values).is_some())
+                .count();
+            let score = (ordered, candidate.squares, std::cmp::Reverse(index));
+            if best.as_ref().is_none_or(|(_, s)| score > *s) {
+                best = Some((candidate, score));
+            }
+        }
+        let (candidate, _) = best?;
+        let first = statics.axis(candidate.args.0, &candidate.first);
+        let second = statics.axis(candidate.args.1, &candidate.second);
+        let (file, rank) = if all_integers(&first.values) && !all_integers(&second.values) {
+            (second, first)
+        } else {
+            (first, second)
+        };
+        let mut layout = Layout {
+            rel: candidate.rel,
+            arity: candidate.arity,
+            file: label_files(file),
+            rank: label_ranks(rank),
+            blank: None,
+            labels: Vec::new(),
+        };
+        layout.blank = layout.find_blank(&samples[0]);
+        let mut contents = Vec::new();
+        for facts in samples {
+            for fact in facts {
+                if let Some((_, content)) = layout.locate(fact)
+                    && Some(&content) != layout.blank.as_ref()
+                    && !contents.contains(&content)
+                {
+                    contents.push(content);
+                }
+            }
+        }
+        layout.labels = piece_labels(&contents);
+        Some(layout)
+    }
+
+    /// The board relation.
+    pub fn relation(&self) -> Sym {
+        self.rel
+    }
+
+    /// The files (columns), left to right.
+    pub fn files(&self) -> &Axis {
+        &self.file
+    }
+
+    /// The ranks (rows), bottom to top.
+    pub fn ranks(&self) -> &Axis {
+        &self.rank
+    }
+
+    /// The content that marks an empty square, if the game has one.
+    pub fn blank(&self) -> Option<&[Term]> {
+        self.blank.as_deref()
+    }
+
+    /// Whether `fact` belongs to the board relation (on or off the grid).
+    pub fn is_board_fact(&self, fact: &Term) -> bool {
+        matches!(fact, Term::App(rel, args) if *rel == self.rel && args.len() == self.arity)
+    }
+
+    /// The square and content of a board fact, when its coordinates are on the grid.
+    pub fn locate(&self, fact: &Term) -> Option<(Square, Vec<Term>)> {
+        let Term::App(rel, args) = fact else {
+            return None;
+        };
+        if *rel != self.rel || args.len() != self.arity {
+            return None;
+        }
+        let file = self
+            .file
+            .values
+            .iter()
+            .position(|v| *v == args[self.file.arg])?;
+        let rank = self
+            .rank
+            .values
+            .iter()
+            .position(|v| *v == args[self.rank.arg])?;
+        let content = args
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != self.file.arg && *i != self.rank.arg)
+            .map(|(_, t)| t.clone())
+            .collect();
+        Some((Square { file, rank }, content))
+    }
+
+    /// The content of every square in a state (blank squares are `None`).
+    pub fn cells(&self, facts: &[Term]) -> Cells {
+        let mut cells = vec![None; self.file.values.len() * self.rank.values.len()];
+        for fact in facts {
+            if let Some((square, content)) = self.locate(fact)
+                && Some(&content) != self.blank.as_ref()
+            {
+                cells[self.index(square)] = Some(content);
+            }
+        }
+        cells
+    }
+
+    /// The index of a square in [`Cells`].
+    pub fn index(&self, square: Square) -> usize {
+        square.rank * self.file.values.len() + square.file
+    }
+
+    /// Every square, rank by rank from the bottom.
+    pub fn squares(&self) -> impl Iterator<Item = Square> + '_ {
+        (0..self.rank.values.len()).flat_map(move |rank| {
+            (0..self.file.values.len()).map(move |file| Square { file, rank })
+        })
+    }
+
+    /// The squares emptied and filled between two states.
+    pub fn change(&self, before: &Cells, after: &Cells) -> Change {
+        let mut change = Change::default();
+        for square in self.squares() {
+            let i = self.index(square);
+            match (&before[i], &after[i]) {
+                (Some(_), None) => change.from.push(square),
+                (old, Some(new)) if old.as_ref() != Some(new) => change.to.push(square),
+                _ => {}
+            }
+        }
+        change
+    }
+
+    /// The short label of a piece.
+    pub fn piece_label(&self, content: &[Term]) -> String {
+        match self.labels.iter().find(|(c, _)| c == content) {
+            Some((_, label)) => label.clone(),
+            None => content.iter().map(|t| prefix(&t.to_string(), 4)).collect(),
+        }
+    }
+
+    /// Each piece seen in the sample with its label, when the label is not the content itself.
+    pub fn legend(&self) -> Vec<(String, String)> {
+        self.labels
+            .iter()
+            .map(|(content, label)| (label.clone(), content_text(content)))
+            .filter(|(label, text)| label != text)
+            .collect()
+    }
+
+    /// The name of a square: file label then rank label (`e2`).
+    pub fn square_name(&self, square: Square) -> String {
+        format!(
+            "{}{}",
+            self.file.labels[square.file], self.rank.labels[square.rank]
+        )
+    }
+
+    /// Reads what a person typed as squares: a file label alone (`d`), one square (`d3`) or
+    /// two (`e2e4`, `e2-e4`, `a1 b3`). `None` when the text is not of that form.
+    pub fn parse_squares(&self, text: &str) -> Option<Typed> {
+        let compact: String = text
+            .chars()
+            .filter(|c| !c.is_whitespace() && *c != '-')
+            .collect();
+        if compact.is_empty() {
+            return None;
+        }
+        if let Some(file) = self.file.labels.iter().position(|l| *l == compact) {
+            return Some(Typed::File(file));
+        }
+        let runs = runs(&compact);
+        let mut squares = Vec::new();
+        for pair in runs.chunks(2) {
+            let [file, rank] = pair else {
+                return None;
+            };
+            let file = self.file.labels.iter().position(|l| l == file)?;
+            let rank = self.rank.labels.iter().position(|l| l == rank)?;
+            squares.push(Square { file, rank });
+        }
+        match squares[..] {
+            [one] => Some(Typed::Square(one)),
+            [from, to] => Some(Typed::FromTo(from, to)),
+            _ => None,
+        }
+    }
+
+    /// The board as text: file labels above and below, rank labels on the left, `.` for an
+    /// empty square, and each piece by its label.
+    pub fn render_text(&self, facts: &[Term]) -> String {
+        let cells = self.cells(facts);
+        let width = self
+            .labels
+            .iter()
+            .map(|(_, l)| l.chars().count())
+            .chain(self.file.labels.iter().map(|l| l.chars().count()))
+            .chain(
+                cells
+                    .iter()
+                    .flatten()
+                    .map(|c| self.piece_label(c).chars().count()),
+            )
+            .max()
+            .unwrap_or(1);
+        let margin = self
+            .rank
+            .labels
+            .iter()
+            .map(|l| l.chars().count())
+            .max()
+            .unwrap_or(1);
+        let mut header = " ".repeat(margin);
+        for label in &self.file.labels {
+            header.push_str(&format!(" {label:>width$}"));
+        }
+        let mut out = format!("{header}\n");
+        for rank in (0..self.rank.values.len()).rev() {
+            out.push_str(&format!("{:>margin$}", self.rank.labels[rank]));
+            for file in 0..self.file.values.len() {
+                let text = match &cells[self.index(Square { file, rank })] {
+                    Some(content) => self.piece_label(content),
+                    None => ".".to_string(),
+                };
+                out.push_str(&format!(" {text:>width$}"));
+            }
+            out.push('\n');
+        }
+        out.push_str(&header);
+        out.push('\n');
+        out
+    }
+
+    fn find_blank(&self, facts: &[Term]) -> Option<Vec<Term>> {
+        let mut counts: Vec<(Vec<Term>, usize)> = Vec::new();
+        for fact in facts {
+            if let Some((_, content)) = self.locate(fact) {
+                match counts.iter_mut().find(|(c, _)| *c == content) {
+                    Some((_, n)) => *n += 1,
+                    None => counts.push((content, 1)),
+                }
+            }
+        }
+        let total = self.file.values.len() * self.rank.values.len();
+        let most = counts.iter().map(|(_, n)| *n).max()?;
+        let mut tops = counts.into_iter().filter(|(_, n)| *n == most);
+        let (content, n) = tops.next()?;
+        (tops.next().is_none() && n * 5 >= total * 2).then_some(content)
+    }
+}
+
+/// What [`Layout::parse_squares`] read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Typed {
+    /// A file alone (a column, as in Connect Four).
+    File(usize),
+    /// One square.
+    Square(Square),
+    /// A move from one square to another.
+    FromTo(Square, Square),
+}
+
+/// The facts of a state grouped by relation, in order of first appearance: each group is the
+/// relation's name and its facts' arguments printed (an empty string for a constant fact).
+/// Facts for which `skip` is true are left out.
+pub fn facts_by_relation(
+    facts: &[Term],
+    skip: impl Fn(&Term) -> bool,
+) -> Vec<(String, Vec<String>)> {
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for fact in facts.iter().filter(|f| !skip(f)) {
+        let (name, args) = match fact {
+            Term::App(rel, args) => (
+                rel.to_string(),
+                args.iter()
+                    .map(|a| a.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            ),
+            other => (other.to_string(), String::new()),
+        };
+        match groups.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, list)) => list.push(args),
+            None => groups.push((name, vec![args])),
+        }
+    }
+    groups
+}
+
+/// A content tuple printed, its terms separated by spaces.
+pub fn content_text(content: &[Term]) -> String {
+    content
+        .iter()
+        .map(|t| t.to_string())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A relation and pair of arguments that could be a board, with what the sample shows of it.
+struct Candidate {
+    rel: Sym,
+    arity: usize,
+    args: (usize, usize),
+    /// Values of each coordinate argument, in order of first sight.
+    first: Vec<Term>,
+    second: Vec<Term>,
+    /// Distinct pairs seen.
+    squares: usize,
+}
+
+fn candidates(samples: &[Vec<Term>]) -> Vec<Candidate> {
+    let mut shapes: Vec<(Sym, usize)> = Vec::new();
+    for fact in samples.iter().flatten() {
+        if let Term::App(rel, args) = fact
+            && args.len() >= 3
+            && !shapes.contains(&(*rel, args.len()))
+        {
+            shapes.push((*rel, args.len()));
+        }
+    }
+    let mut out = Vec::new();
+    for (rel, arity) in shapes {
+        for i in 0..arity {
+            for j in i + 1..arity {
+                if let Some(c) = candidate(samples, rel, arity, i, j) {
+                    out.push(c);
+                }
+            }
+        }
+    }
+    out
+}
+
+fn candidate(
+    samples: &[Vec<Term>],
+    rel: Sym,
+    arity: usize,
+    i: usize,
+    j: usize,
+) -> Option<Candidate> {
+    let (mut first, mut second) = (Vec::new(), Vec::new());
+    let mut squares = HashSet::new();
+    for facts in samples {
+        let mut seen = HashSet::new();
+        for fact in facts {
+            let Term::App(r, args) = fact else { continue };
+            if *r != rel || args.len() != arity {
+                continue;
+            }
+            let (x, y) = (&args[i], &args[j]);
+            if !matches!(x, Term::Const(_)) || !matches!(y, Term::Const(_)) {
+                return None;
+            }
+            if !seen.insert((x, y)) {
+                return None;
+            }
+            if !first.contains(x) {
+                first.push(x.clone());
+            }
+            if !second.contains(y) {
+                second.push(y.clone());
+            }
+            squares.insert((x.clone(), y.clone()));
+        }
+    }
+    (first.len() >= 2 && second.len() >= 2).then_some(Candidate {
+        rel,
+        arity,
+        args: (i, j),
+        first,
+        second,
+        squares: squares.len(),
+    })
+}
+
+/// The ground facts of a sheet that widen and order the axes.
+struct StaticFacts {
+    /// One-argument fact relations, values in sheet order.
+    sets: Vec<Vec<Term>>,
+    /// Two-argument fact relations that form one path, in path order.
+    chains: Vec<Vec<Term>>,
+    /// Each constant's rank of first appearance in the sheet.
+    appearance: HashMap<Term, usize>,
+}
+
+impl StaticFacts {
+    fn new(rules: &[Rule]) -> StaticFacts {
+        let mut unary: Vec<(Sym, Vec<Term>)> = Vec::new();
+        let mut binary: Vec<(Sym, Vec<(Term, Term)>)> = Vec::new();
+        let mut appearance = HashMap::new();
+        // Relations defined by some rule with a body are not plain fact tables.
+        let derived: HashSet<Sym> = rules
+            .iter()
+            .filter(|r| !r.body.is_empty())
+            .map(|r| r.head.rel)
+            .collect();
+        for rule in rules {
+            let mut terms: Vec<&Term> = rule.head.args.iter().collect();
+            for literal in &rule.body {
+                literal_terms(literal, &mut terms);
+            }
+            for term in terms {
+                note_constants(term, &mut appearance);
+            }
+            let head = &rule.head;
+            if !rule.body.is_empty() || head.rel.is_keyword() || derived.contains(&head.rel) {
+                continue;
+            }
+            if !head.args.iter().all(|a| matches!(a, Term::Const(_))) {
+                continue;
+            }
+            match &head.args[..] {
+                [a] => match unary.iter_mut().find(|(r, _)| *r == head.rel) {
+                    Some((_, v)) => v.push(a.clone()),
+                    None => unary.push((head.rel, vec![a.clone()])),
+                },
+                [a, b] => match binary.iter_mut().find(|(r, _)| *r == head.rel) {
+                    Some((_, v)) => v.push((a.clone(), b.clone())),
+                    None => binary.push((head.rel, vec![(a.clone(), b.clone())])),
+                },
+                _ => {}
+            }
+        }
+        StaticFacts {
+            sets: unary.into_iter().map(|(_, v)| v).collect(),
+            chains: binary
+                .into_iter()
+                .filter_map(|(_, pairs)| chain(&pairs))
+                .collect(),
+            appearance,
+        }
+    }
+
+    /// The shortest chain holding every value.
+    fn chain_covering(&self, values: &[Term]) -> Option<&Vec<Term>> {
+        self.chains
+            .iter()
+            .filter(|c| values.iter().all(|v| c.contains(v)))
+            .min_by_key(|c| c.len())
+    }
+
+    /// The axis for coordinate argument `arg` whose sampled values are `seen`: widened and
+    /// ordered as the module documentation says.
+    fn axis(&self, arg: usize, seen: &[Term]) -> Axis {
+        let mut values = seen.to_vec();
+        let mut order = None;
+        if all_integers(&values) {
+            let numbers: Vec<i64> = values.iter().filter_map(integer).collect();
+            let (lo, hi) = (numbers.iter().min().unwrap(), numbers.iter().max().unwrap());
+            if hi - lo < MAX_AXIS as i64 {
+                for n in *lo..=*hi {
+                    let t = Term::Const(Sym::new(&n.to_string()));
+                    if !values.contains(&t) {
+                        values.push(t);
+                    }
+                }
+            }
+            order = Some(AxisOrder::Numeric);
+        } else if let Some(chain) = self.chain_covering(&values) {
+            let positions: Vec<usize> = values
+                .iter()
+                .filter_map(|v| chain.iter().position(|c| c == v))
+                .collect();
+            let (lo, hi) = (
+                positions.iter().min().unwrap(),
+                positions.iter().max().unwrap(),
+            );
+            if hi - lo < MAX_AXIS {
+                values = chain[*lo..=*hi].to_vec();
+                order = Some(AxisOrder::Successor);
+            }
+        }
+        // Only values of the axis's kind (integers or not) are added: one static relation
+        // may list both the files and the ranks.
+        let numeric = all_integers(&values);
+        if let Some(set) = self
+            .sets
+            .iter()
+            .filter(|s| s.len() <= MAX_AXIS && values.iter().all(|v| s.contains(v)))
+            .min_by_key(|s| s.len())
+        {
+            for v in set {
+                if !values.contains(v) && integer(v).is_some() == numeric {
+                    values.push(v.clone());
+                }
+            }
+        }
+        let order = match order {
+            Some(AxisOrder::Numeric) => AxisOrder::Numeric,
+            _ if all_integers(&values) => AxisOrder::Numeric,
+            _ if self.chain_covering(&values).is_some() => AxisOrder::Successor,
+            _ if values.iter().all(|v| self.appearance.contains_key(v)) => AxisOrder::Appearance,
+            _ => AxisOrder::Lexical,
+        };
+        match order {
+            AxisOrder::Numeric => values.sort_by_key(|v| integer(v).unwrap_or(0)),
+            AxisOrder::Successor => {
+                let chain = self.chain_covering(&values).unwrap();
+                values.sort_by_key(|v| chain.iter().position(|c| c == v));
+            }
+            AxisOrder::Appearance => values.sort_by_key(|v| self.appearance[v]),
+            AxisOrder::Lexical => values.sort_by_key(|v| v.to_string()),
+        }
+        Axis {
+            arg,
+            values,
+            order,
+            labels: Vec::new(),
+        }
+    }
+}
+
+fn literal_terms<'a>(literal: &'a Literal, out: &mut Vec<&'a Term>) {
+    match literal {
+        Literal::Atom(a) => out.extend(a.args.iter()),
+        Literal::Not(l) => literal_terms(l, out),
+        Literal::Distinct(s, t) => out.extend([s, t]),
+        Literal::Or(ls) => ls.iter().for_each(|l| literal_terms(l, out)),
+    }
+}
+
+fn note_constants(term: &Term, out: &mut HashMap<Term, usize>) {
+    match term {
+        Term::Const(_) => {
+            let next = out.len();
+            out.entry(term.clone()).or_insert(next);
+        }
+        Term::Var(_) => {}
+        Term::App(_, args) => args.iter().for_each(|a| note_constants(a, out)),
+    }
+}
+
+/// The values of `pairs` in path order when the pairs form one simple path.
+fn chain(pairs: &[(Term, Term)]) -> Option<Vec<Term>> {
+    let mut next: HashMap<&Term, &Term> = HashMap::new();
+    let mut has_prev: HashSet<&Term> = HashSet::new();
+    for (a, b) in pairs {
+        if next.insert(a, b).is_some() || !has_prev.insert(b) || a == b {
+            return None;
+        }
+    }
+    let mut starts = pairs
+        .iter()
+        .map(|(a, _)| a)
+        .filter(|a| !has_prev.contains(a));
+    let start = starts.next()?;
+    if starts.next().is_some() {
+        return None;
+    }
+    let mut path = vec![start.clone()];
+    let mut at = start;
+    while let Some(b) = next.get(at) {
+        path.push((*b).clone());
+        at = b;
+    }
+    (path.len() == pairs.len() + 1).then_some(path)
+}
+
+fn integer(term: &Term) -> Option<i64> {
+    match term {
+        Term::Const(s) => s.name().parse().ok(),
+        _ => None,
+    }
+}
+
+fn all_integers(values: &[Term]) -> bool {
+    values.iter().all(|v| integer(v).is_some())
+}
+
+fn label_files(mut axis: Axis) -> Axis {
+    let texts: Vec<String> = axis.values.iter().map(|v| v.to_string()).collect();
+    let own = texts
+        .iter()
+        .all(|t| (1..=2).contains(&t.len()) && t.chars().all(|c| c.is_ascii_lowercase()));
+    axis.labels = if own {
+        texts
+    } else {
+        (0..axis.values.len()).map(letters).collect()
+    };
+    axis
+}
+
+fn label_ranks(mut axis: Axis) -> Axis {
+    let own = axis
+        .values
+        .iter()
+        .all(|v| integer(v).is_some_and(|n| n >= 0));
+    axis.labels = if own {
+        axis.values.iter().map(|v| v.to_string()).collect()
+    } else {
+        (1..=axis.values.len()).map(|n| n.to_string()).collect()
+    };
+    axis
+}
+
+/// `a`..`z`, then `aa`, `ab`...
+fn letters(i: usize) -> String {
+    let letter = |n: usize| char::from(b'a' + n as u8);
+    if i < 26 {
+        letter(i).to_string()
+    } else {
+        format!("{}{}", letter((i / 26 - 1) % 26), letter(i % 26))
+    }
+}
+
+/// Alternating runs of letters and digits: `e2e4` gives `e`, `2`, `e`, `4`.
+fn runs(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut last_digit = None;
+    for c in text.chars() {
+        let digit = c.is_ascii_digit();
+        if last_digit == Some(digit) {
+            out.last_mut().unwrap().push(c);
+        } else {
+            out.push(c.to_string());
+        }
+        last_digit = Some(digit);
+    }
+    out
+}
+
+fn prefix(text: &str, n: usize) -> String {
+    text.chars().take(n).collect()
+}
+
+/// For each content, the shortest prefix of each argument that tells it from the other
+/// values of that argument (at most four characters), joined.
+fn piece_labels(contents: &[Vec<Term>]) -> Vec<(Vec<Term>, String)> {
+    let width = contents.iter().map(Vec::len).max().unwrap_or(0);
+    let mut columns: Vec<Vec<String>> = vec![Vec::new(); width];
+    for content in contents {
+        for (i, t) in content.iter().enumerate() {
+            let text = t.to_string();
+            if !columns[i].contains(&text) {
+                columns[i].push(text);
+            }
+        }
+    }
+    contents
+        .iter()
+        .map(|content| {
+            let label = content
+                .iter()
+                .enumerate()
+                .map(|(i, t)| unique_prefix(&t.to_string(), &columns[i], 4))
+                .collect();
+            (content.clone(), label)
+        })
+        .collect()
+}
+
+fn unique_prefix(text: &str, all: &[String], cap: usize) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    for k in 1..=chars.len().min(cap) {
+        let p: String = chars[..k].iter().collect();
+        if all
+            .iter()
+            .all(|other| other == text || !other.starts_with(&p))
+        {
+            return p;
+        }
+    }
+    prefix(text, cap)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gdl::{parse_rules, parse_term};
+
+    fn facts(text: &str) -> Vec<Term> {
+        crate::kif::parse(text)
+            .unwrap()
+            .iter()
+            .map(|s| crate::gdl::term_from_sexp(s).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn chains_only_simple_paths() {
+        let t = |s: &str| parse_term(s).unwrap();
+        let pair = |a: &str, b: &str| (t(a), t(b));
+        assert_eq!(
+            chain(&[pair("b", "c"), pair("a", "b")]),
+            Some(vec![t("a"), t("b"), t("c")])
+        );
+        assert_eq!(chain(&[pair("a", "b"), pair("b", "a")]), None);
+        assert_eq!(chain(&[pair("a", "b"), pair("a", "c")]), None);
+        assert_eq!(chain(&[pair("a", "b"), pair("c", "d")]), None);
+    }
+
+    #[test]
+    fn labels_are_shortest_unique_prefixes() {
+        let all: Vec<String> = ["1", "10", "red", "rook"].map(String::from).to_vec();
+        assert_eq!(unique_prefix("1", &all, 4), "1");
+        assert_eq!(unique_prefix("10", &all, 4), "10");
+        assert_eq!(unique_prefix("red", &all, 4), "re");
+        assert_eq!(unique_prefix("rook", &all, 4), "ro");
+        assert_eq!(letters(0), "a");
+        assert_eq!(letters(27), "ab");
+        assert_eq!(runs("e10e4"), ["e", "10", "e", "4"]);
+    }
+
+    #[test]
+    fn detects_content_first_boards_and_orders_by_chain() {
+        // Pieces first, coordinates as words ordered only by successor facts.
+        let rules = parse_rules(
+            "(role w) (nx one two) (nx two three) (ny lo mid) (ny mid hi) (init (at k one lo))",
+        )
+        .unwrap();
+        let sample = facts("(at k three hi) (at q one lo) (at q two lo) (turn w)");
+        let layout = Layout::detect(std::slice::from_ref(&sample), &rules).unwrap();
+        assert_eq!(layout.files().arg, 1);
+        assert_eq!(layout.ranks().arg, 2);
+        assert_eq!(layout.files().order, AxisOrder::Successor);
+        assert_eq!(layout.ranks().labels, ["1", "2", "3"]);
+        assert_eq!(layout.files().labels, ["a", "b", "c"]);
+        assert_eq!(
+            layout.render_text(&sample),
+            "  a b c\n3 . . k\n2 . . .\n1 q q .\n  a b c\n"
+        );
+        assert_eq!(
+            layout.parse_squares("a1-c3"),
+            Some(Typed::FromTo(
+                Square { file: 0, rank: 0 },
+                Square { file: 2, rank: 2 }
+            ))
+        );
+        assert_eq!(layout.parse_squares("b"), Some(Typed::File(1)));
+        assert_eq!(layout.parse_squares("z9"), None);
+    }
+
+    #[test]
+    fn no_board_without_the_shape() {
+        let sample = facts("(control x) (score x 10) (pair 1 2 3) (pair 1 2 4)");
+        assert!(Layout::detect(&[sample], &[]).is_none());
+        let groups = facts_by_relation(&facts("(control x) (score x 10) (score o 5) done"), |_| {
+            false
+        });
+        assert_eq!(
+            groups[1],
+            ("score".to_string(), vec!["x 10".into(), "o 5".into()])
+        );
+        assert_eq!(groups[2], ("done".to_string(), vec![String::new()]));
+    }
+}

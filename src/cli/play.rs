@@ -1,0 +1,131 @@
+//! `ggp play`: a game against the computer in the terminal.
+
+use std::io;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+
+use super::{EngineChoice, load_description, read};
+use crate::datalog::DatalogMachine;
+use crate::gdl::Term;
+use crate::machine::StateMachine;
+use crate::play::terminal::{self, Ending, Options};
+use crate::play::{AnyMachine, Game, Level, Record, Seat};
+use crate::propnet::PropnetMachine;
+
+/// Arguments of `ggp play`.
+#[derive(clap::Args, Debug)]
+pub struct PlayArgs {
+    /// The rule sheet (.kif).
+    game: PathBuf,
+    /// A role you play (repeat for several; the first role when not given).
+    #[arg(long = "as", value_name = "ROLE")]
+    roles: Vec<String>,
+    /// The computer's level: random, easy (100 playouts), medium (1,000), hard (10,000), or a
+    /// think time in seconds.
+    #[arg(long, default_value = "medium", value_parser = parse_level)]
+    vs: Level,
+    /// Let the computer play every role, and watch.
+    #[arg(long, conflicts_with = "roles")]
+    watch: bool,
+    /// Seconds to wait after each move when nobody had to choose.
+    #[arg(long, default_value_t = 1.0)]
+    pause: f64,
+    /// Continue a match saved with `save FILE`.
+    #[arg(long, value_name = "FILE")]
+    resume: Option<PathBuf>,
+    /// Seed for the computer players and the board detection.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// The engine (auto: the propnet when the game grounds within a few seconds).
+    #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
+    engine: EngineChoice,
+}
+
+fn parse_level(text: &str) -> Result<Level, String> {
+    text.parse()
+}
+
+/// Runs `ggp play`.
+///
+/// # Errors
+/// The game cannot be loaded, a role or record is wrong, or the game failed.
+pub fn run(args: PlayArgs) -> anyhow::Result<ExitCode> {
+    let description = load_description(&args.game)?;
+    let text = read(&args.game)?;
+    let machine = match args.engine {
+        EngineChoice::Auto => AnyMachine::auto(&description, &AnyMachine::quick_budget())?,
+        EngineChoice::Datalog => AnyMachine::Datalog(Box::new(DatalogMachine::new(&description)?)),
+        EngineChoice::Propnet => AnyMachine::Propnet(
+            PropnetMachine::new(&description, &AnyMachine::quick_budget())
+                .with_context(|| format!("grounding {}", args.game.display()))?,
+        ),
+    };
+    let record = match &args.resume {
+        Some(path) => Some(
+            Record::from_json(&read(path)?)
+                .with_context(|| format!("reading {}", path.display()))?,
+        ),
+        None => None,
+    };
+    let rules = description.rules();
+    match machine {
+        AnyMachine::Datalog(m) => session(*m, rules, &text, &args, record.as_ref()),
+        AnyMachine::Propnet(m) => session(m, rules, &text, &args, record.as_ref()),
+    }
+}
+
+fn session<M: StateMachine + Send + 'static>(
+    machine: M,
+    rules: &[crate::gdl::Rule],
+    text: &str,
+    args: &PlayArgs,
+    record: Option<&Record>,
+) -> anyhow::Result<ExitCode> {
+    let seats = seats(machine.roles(), &args.roles, args.watch, args.vs)?;
+    let mut game = Game::new(machine, rules, text, seats, args.seed)?;
+    if let Some(record) = record {
+        game.resume(record)
+            .with_context(|| format!("resuming {}", args.resume.as_ref().unwrap().display()))?;
+    }
+    let options = Options {
+        pause: Duration::from_secs_f64(args.pause.max(0.0)),
+        hint: match args.vs {
+            Level::Random | Level::Easy => Level::Medium,
+            other => other,
+        },
+    };
+    let stdin = io::stdin();
+    match terminal::run(&mut game, stdin.lock(), io::stdout(), &options)? {
+        Ending::Finished(_) | Ending::Stopped => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// One seat per role: human for the roles named in `--as` (the first role when none is
+/// named), the computer at `level` for the others.
+fn seats(roles: &[Term], named: &[String], watch: bool, level: Level) -> anyhow::Result<Vec<Seat>> {
+    let mut seats = vec![Seat::Computer(level); roles.len()];
+    if watch {
+        return Ok(seats);
+    }
+    if named.is_empty() {
+        seats[0] = Seat::Human;
+        return Ok(seats);
+    }
+    for name in named {
+        let Some(i) = roles
+            .iter()
+            .position(|r| r.to_string().eq_ignore_ascii_case(name))
+        else {
+            let all: Vec<String> = roles.iter().map(|r| r.to_string()).collect();
+            bail!(
+                "no role {name:?} in this game; its roles are {}",
+                all.join(", ")
+            );
+        };
+        seats[i] = Seat::Human;
+    }
+    Ok(seats)
+}

@@ -1,0 +1,757 @@
+//! Playing a game as a person: a match in progress with human and computer seats, shared by
+//! the terminal loop ([`terminal`]) and the browser server (`crate::web`).
+//!
+//! A [`Game`] holds one engine, the history of states and joint moves, the board found by
+//! [`crate::board`], and a computer [`Player`] for each computer seat. It reads what a person
+//! types ([`Game::resolve`]): a move's number, its KIF term, or its squares on the board, which
+//! come from comparing the board before and after each legal move ([`Game::move_infos`]).
+
+pub mod record;
+pub mod terminal;
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::board::{Change, Layout, Typed, sample_states};
+use crate::datalog::{BuildError, DatalogMachine};
+use crate::gdl::{Description, Rule, Term, parse_term};
+use crate::machine::{MachineError, StateMachine};
+use crate::propnet::{Budget, PropnetMachine};
+use crate::search::{Choice, Player, PlayerKind, SearchConfig, SearchError, new_player};
+
+pub use record::Record;
+
+/// Why playing failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PlayError {
+    /// The engine failed.
+    #[error(transparent)]
+    Machine(#[from] MachineError),
+    /// A computer player failed.
+    #[error(transparent)]
+    Search(#[from] SearchError),
+    /// The engine could not be built.
+    #[error(transparent)]
+    Build(#[from] BuildError),
+    /// A match record that does not fit the game.
+    #[error("match record: {0}")]
+    Record(String),
+}
+
+/// How strong a computer seat plays.
+///
+/// | level | what the computer does for each move |
+/// |---|---|
+/// | `random` | a uniformly random legal move, at once |
+/// | `easy` | Monte Carlo tree search with 100 playouts (at most 5 s) |
+/// | `medium` | Monte Carlo tree search with 1,000 playouts (at most 10 s) |
+/// | `hard` | Monte Carlo tree search with 10,000 playouts (at most 20 s) |
+/// | a number `S` | Monte Carlo tree search for `S` seconds, as many playouts as fit |
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Level {
+    /// A random legal move.
+    Random,
+    /// 100 playouts.
+    Easy,
+    /// 1,000 playouts.
+    Medium,
+    /// 10,000 playouts.
+    Hard,
+    /// A think time in seconds.
+    Seconds(f64),
+}
+
+impl Level {
+    /// The player kind, playout cap and time allowed per move.
+    pub fn budget(self) -> (PlayerKind, Option<u64>, Duration) {
+        match self {
+            Level::Random => (PlayerKind::Random, None, Duration::ZERO),
+            Level::Easy => (PlayerKind::Mcts, Some(100), Duration::from_secs(5)),
+            Level::Medium => (PlayerKind::Mcts, Some(1_000), Duration::from_secs(10)),
+            Level::Hard => (PlayerKind::Mcts, Some(10_000), Duration::from_secs(20)),
+            Level::Seconds(s) => (PlayerKind::Mcts, None, Duration::from_secs_f64(s)),
+        }
+    }
+
+    /// A new player at this level, seeded.
+    pub fn player<M>(self, seed: u64) -> Box<dyn Player<M>>
+    where
+        M: StateMachine + Send + 'static,
+    {
+        let (kind, max_iterations, _) = self.budget();
+        let threads = match self {
+            Level::Hard | Level::Seconds(_) => {
+                std::thread::available_parallelism().map_or(1, |n| n.get())
+            }
+            _ => 1,
+        };
+        new_player(
+            kind,
+            &SearchConfig {
+                threads,
+                seed,
+                max_iterations,
+            },
+        )
+    }
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Level::Random => f.write_str("random"),
+            Level::Easy => f.write_str("easy"),
+            Level::Medium => f.write_str("medium"),
+            Level::Hard => f.write_str("hard"),
+            Level::Seconds(s) => write!(f, "{s}"),
+        }
+    }
+}
+
+impl FromStr for Level {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Level, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "random" => Ok(Level::Random),
+            "easy" => Ok(Level::Easy),
+            "medium" => Ok(Level::Medium),
+            "hard" => Ok(Level::Hard),
+            other => match other.parse::<f64>() {
+                Ok(x) if x > 0.0 && x <= 3600.0 => Ok(Level::Seconds(x)),
+                _ => Err(format!(
+                    "unknown level {s:?}: use random, easy, medium, hard or a number of seconds"
+                )),
+            },
+        }
+    }
+}
+
+/// Who plays a role.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Seat {
+    /// A person, who types or clicks.
+    Human,
+    /// The computer, at a level.
+    Computer(Level),
+}
+
+impl fmt::Display for Seat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Seat::Human => f.write_str("human"),
+            Seat::Computer(level) => write!(f, "computer ({level})"),
+        }
+    }
+}
+
+/// A game on whichever engine could run it.
+pub enum AnyMachine {
+    /// The Datalog engine.
+    Datalog(Box<DatalogMachine>),
+    /// The propositional network.
+    Propnet(PropnetMachine),
+}
+
+impl AnyMachine {
+    /// The propnet when the game grounds within `budget`, else the Datalog engine.
+    ///
+    /// # Errors
+    /// The Datalog engine cannot be built either.
+    pub fn auto(description: &Description, budget: &Budget) -> Result<AnyMachine, BuildError> {
+        match PropnetMachine::new(description, budget) {
+            Ok(m) => Ok(AnyMachine::Propnet(m)),
+            Err(_) => Ok(AnyMachine::Datalog(Box::new(DatalogMachine::new(
+                description,
+            )?))),
+        }
+    }
+
+    /// A budget small enough that a person does not wait long for a game to load.
+    pub fn quick_budget() -> Budget {
+        Budget {
+            max_seconds: 5.0,
+            max_atoms: 300_000,
+            ..Budget::default()
+        }
+    }
+}
+
+/// A legal move with its term and what it does on the board.
+#[derive(Debug, Clone)]
+pub struct MoveInfo<Mv> {
+    /// The move.
+    pub mv: Mv,
+    /// The move as a term.
+    pub term: Term,
+    /// The squares it empties and fills (none for games without a board).
+    pub change: Change,
+    /// Squares a person can type for it (`e2e4`, `d1`), when they name it alone.
+    pub notation: Option<String>,
+}
+
+/// Why typed text is not a move.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InputError {
+    /// Nothing was typed.
+    #[error("type a move")]
+    Empty,
+    /// A number outside the list.
+    #[error("there is no move number {0}: choose 1 to {1}")]
+    BadNumber(usize, usize),
+    /// Several moves fit.
+    #[error("{0} could be any of: {1}; choose one by its number")]
+    Ambiguous(String, String),
+    /// Nothing fits.
+    #[error("{0} is not a legal move here (type a move's number, its term such as {1}, or `help`)")]
+    NotLegal(String, String),
+}
+
+/// A match in progress.
+pub struct Game<M: StateMachine> {
+    machine: M,
+    layout: Option<Layout>,
+    seats: Vec<Seat>,
+    players: Vec<Option<Box<dyn Player<M>>>>,
+    states: Vec<M::State>,
+    moves: Vec<Vec<M::Move>>,
+    state_times: Vec<u64>,
+    start_time: u64,
+    match_id: String,
+    rulesheet: String,
+    seed: u64,
+    /// The move infos last computed: step, role, infos.
+    infos: Option<InfoCache<M::Move>>,
+}
+
+type InfoCache<Mv> = (usize, usize, Vec<MoveInfo<Mv>>);
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+impl<M: StateMachine + Send + 'static> Game<M> {
+    /// A new match from the initial state. `rules` and `rulesheet` are the game's (the rules
+    /// help order the board's axes; the text goes into saved records). One seat per role.
+    ///
+    /// # Errors
+    /// The engine failed while sampling states for the board, or the seats do not match the
+    /// roles.
+    pub fn new(
+        mut machine: M,
+        rules: &[Rule],
+        rulesheet: &str,
+        seats: Vec<Seat>,
+        seed: u64,
+    ) -> Result<Game<M>, PlayError> {
+        if seats.len() != machine.roles().len() {
+            return Err(PlayError::Record(format!(
+                "{} seats for {} roles",
+                seats.len(),
+                machine.roles().len()
+            )));
+        }
+        let samples = sample_states(&mut machine, seed)?;
+        let layout = Layout::detect(&samples, rules);
+        let initial = machine.initial_state();
+        let start_time = now_ms();
+        let mut game = Game {
+            machine,
+            layout,
+            seats: Vec::new(),
+            players: Vec::new(),
+            states: vec![initial],
+            moves: Vec::new(),
+            state_times: vec![start_time],
+            start_time,
+            match_id: format!("ggp.play.{start_time}"),
+            rulesheet: rulesheet.to_string(),
+            seed,
+            infos: None,
+        };
+        game.set_seats(seats)?;
+        Ok(game)
+    }
+
+    /// Changes who plays each role (new computer players start fresh).
+    ///
+    /// # Errors
+    /// The wrong number of seats, or a player failed to start.
+    pub fn set_seats(&mut self, seats: Vec<Seat>) -> Result<(), PlayError> {
+        if seats.len() != self.roles().len() {
+            return Err(PlayError::Record(format!(
+                "{} seats for {} roles",
+                seats.len(),
+                self.roles().len()
+            )));
+        }
+        self.players = Vec::new();
+        for (role, seat) in seats.iter().enumerate() {
+            let player = match seat {
+                Seat::Human => None,
+                Seat::Computer(level) => {
+                    let mut p = level.player(self.seed.wrapping_add(role as u64));
+                    p.start(&mut self.machine, role, Instant::now())?;
+                    Some(p)
+                }
+            };
+            self.players.push(player);
+        }
+        self.seats = seats;
+        Ok(())
+    }
+
+    /// The engine.
+    pub fn machine(&mut self) -> &mut M {
+        &mut self.machine
+    }
+
+    /// The roles.
+    pub fn roles(&self) -> &[Term] {
+        self.machine.roles()
+    }
+
+    /// Who plays each role.
+    pub fn seats(&self) -> &[Seat] {
+        &self.seats
+    }
+
+    /// The board, if the game has one.
+    pub fn layout(&self) -> Option<&Layout> {
+        self.layout.as_ref()
+    }
+
+    /// The current state.
+    pub fn state(&self) -> &M::State {
+        self.states
+            .last()
+            .expect("a game always has its initial state")
+    }
+
+    /// Moves made so far.
+    pub fn step(&self) -> usize {
+        self.moves.len()
+    }
+
+    /// The facts of the current state.
+    pub fn facts(&self) -> Vec<Term> {
+        self.machine.state_terms(self.state())
+    }
+
+    /// The facts of the state after `step` moves.
+    pub fn facts_at(&self, step: usize) -> Vec<Term> {
+        self.machine.state_terms(&self.states[step])
+    }
+
+    /// The joint moves made, as terms.
+    pub fn move_terms(&self) -> Vec<Vec<Term>> {
+        self.moves
+            .iter()
+            .map(|joint| joint.iter().map(|m| self.machine.move_term(*m)).collect())
+            .collect()
+    }
+
+    /// The moves that led to the current state, for the roles that had a choice then (every
+    /// role when none had), as (role, term).
+    ///
+    /// # Errors
+    /// The engine failed.
+    pub fn last_moves(&mut self) -> Result<Vec<(usize, Term)>, PlayError> {
+        let Some(joint) = self.moves.last().cloned() else {
+            return Ok(Vec::new());
+        };
+        let before = self.states[self.states.len() - 2].clone();
+        let mut out = Vec::new();
+        for (role, mv) in joint.iter().enumerate() {
+            if self.machine.legal_moves(&before, role)?.len() > 1 {
+                out.push((role, self.machine.move_term(*mv)));
+            }
+        }
+        if out.is_empty() {
+            out = joint
+                .iter()
+                .enumerate()
+                .map(|(role, mv)| (role, self.machine.move_term(*mv)))
+                .collect();
+        }
+        Ok(out)
+    }
+
+    /// Whether the game is over.
+    ///
+    /// # Errors
+    /// The engine failed.
+    pub fn is_terminal(&mut self) -> Result<bool, PlayError> {
+        let state = self.state().clone();
+        Ok(self.machine.is_terminal(&state)?)
+    }
+
+    /// Every role's goal value in the current state.
+    ///
+    /// # Errors
+    /// The engine failed or a goal is undefined.
+    pub fn goals(&mut self) -> Result<Vec<u8>, PlayError> {
+        let state = self.state().clone();
+        Ok(self.machine.goals(&state)?)
+    }
+
+    /// The legal moves of `role` now.
+    ///
+    /// # Errors
+    /// The engine failed.
+    pub fn legal(&mut self, role: usize) -> Result<Vec<M::Move>, PlayError> {
+        let state = self.state().clone();
+        Ok(self.machine.legal_moves(&state, role)?)
+    }
+
+    /// The roles with a real choice now (more than one legal move), in role order; when no
+    /// role has one, every role (so that forced moves are still shown).
+    ///
+    /// # Errors
+    /// The engine failed.
+    pub fn to_move(&mut self) -> Result<Vec<usize>, PlayError> {
+        let mut out = Vec::new();
+        for role in 0..self.roles().len() {
+            if self.legal(role)?.len() > 1 {
+                out.push(role);
+            }
+        }
+        if out.is_empty() {
+            out = (0..self.roles().len()).collect();
+        }
+        Ok(out)
+    }
+
+    /// The legal moves of `role` now with their terms, board changes and notations.
+    ///
+    /// # Errors
+    /// The engine failed.
+    pub fn move_infos(&mut self, role: usize) -> Result<&[MoveInfo<M::Move>], PlayError> {
+        let fresh = matches!(&self.infos, Some((step, r, _)) if *step == self.step() && *r == role);
+        if !fresh {
+            let infos = self.compute_infos(role)?;
+            self.infos = Some((self.step(), role, infos));
+        }
+        Ok(&self.infos.as_ref().expect("just filled").2)
+    }
+
+    fn compute_infos(&mut self, role: usize) -> Result<Vec<MoveInfo<M::Move>>, PlayError> {
+        let state = self.state().clone();
+        let legal = self.machine.legal_moves(&state, role)?;
+        let mut others = Vec::new();
+        for r in 0..self.roles().len() {
+            others.push(self.machine.legal_moves(&state, r)?.first().copied());
+        }
+        let before = self
+            .layout
+            .as_ref()
+            .map(|l| l.cells(&self.machine.state_terms(&state)));
+        let mut infos = Vec::new();
+        for mv in legal {
+            let mut change = Change::default();
+            if let (Some(layout), Some(before)) = (&self.layout, &before) {
+                let joint: Option<Vec<M::Move>> = others
+                    .iter()
+                    .enumerate()
+                    .map(|(r, m)| if r == role { Some(mv) } else { *m })
+                    .collect();
+                if let Some(joint) = joint {
+                    let next = self.machine.next_state_unchecked(&state, &joint)?;
+                    change = layout.change(before, &layout.cells(&self.machine.state_terms(&next)));
+                }
+            }
+            infos.push(MoveInfo {
+                mv,
+                term: self.machine.move_term(mv),
+                change,
+                notation: None,
+            });
+        }
+        if let Some(layout) = &self.layout {
+            for i in 0..infos.len() {
+                infos[i].notation = notation(layout, &infos, i);
+            }
+        }
+        Ok(infos)
+    }
+
+    /// The move of `role` that `text` names: a number in the legal list (from 1), a KIF term
+    /// (the parentheses may be left out), or squares on the board (`e2e4`, `a1-b3`, `d3`, or a
+    /// file alone such as `d` when one move drops into it).
+    ///
+    /// # Errors
+    /// [`InputError`] saying why; the engine's failures are reported as not legal.
+    pub fn resolve(&mut self, role: usize, text: &str) -> Result<M::Move, InputError> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err(InputError::Empty);
+        }
+        let layout = self.layout.clone();
+        let Ok(infos) = self.move_infos(role) else {
+            return Err(InputError::NotLegal(text.into(), String::new()));
+        };
+        let example = infos
+            .first()
+            .map(|i| i.term.to_string())
+            .unwrap_or_default();
+        if let Ok(n) = text.parse::<usize>() {
+            return match infos.get(n.wrapping_sub(1)) {
+                Some(info) => Ok(info.mv),
+                None => Err(InputError::BadNumber(n, infos.len())),
+            };
+        }
+        for candidate in [text.to_string(), format!("({text})")] {
+            if let Ok(term) = parse_term(&candidate) {
+                if let Some(info) = infos.iter().find(|i| i.term == term) {
+                    return Ok(info.mv);
+                }
+                let printed = term.to_string().to_lowercase();
+                let same: Vec<_> = infos
+                    .iter()
+                    .filter(|i| i.term.to_string().to_lowercase() == printed)
+                    .collect();
+                if let [one] = same[..] {
+                    return Ok(one.mv);
+                }
+            }
+        }
+        if let Some(layout) = &layout
+            && let Some(typed) = layout.parse_squares(text)
+        {
+            let fits = matching(infos, typed);
+            return match fits[..] {
+                [one] => Ok(infos[one].mv),
+                [] => Err(InputError::NotLegal(text.into(), example)),
+                _ => Err(InputError::Ambiguous(
+                    text.into(),
+                    fits.iter()
+                        .map(|&i| format!("{}. {}", i + 1, infos[i].term))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                )),
+            };
+        }
+        Err(InputError::NotLegal(text.into(), example))
+    }
+
+    /// The computer's choice for `role` at `level` now (a fresh player, as for a hint).
+    ///
+    /// # Errors
+    /// The engine or the search failed.
+    pub fn suggest(&mut self, role: usize, level: Level) -> Result<Choice<M::Move>, PlayError> {
+        let mut player = level.player::<M>(self.seed.wrapping_add(1000 + self.step() as u64));
+        player.start(&mut self.machine, role, Instant::now())?;
+        let state = self.state().clone();
+        let deadline = Instant::now() + level.budget().2;
+        Ok(player.choose(&mut self.machine, &state, deadline)?)
+    }
+
+    /// The move of computer seat `role` now; `None` for a human seat.
+    ///
+    /// # Errors
+    /// The engine or the search failed.
+    pub fn computer_move(&mut self, role: usize) -> Result<Option<Choice<M::Move>>, PlayError> {
+        let Seat::Computer(level) = self.seats[role] else {
+            return Ok(None);
+        };
+        let state = self.state().clone();
+        let deadline = Instant::now() + level.budget().2;
+        let player = self.players[role]
+            .as_mut()
+            .expect("computer seats have players");
+        Ok(Some(player.choose(&mut self.machine, &state, deadline)?))
+    }
+
+    /// Plays a joint move (one move per role), checking legality.
+    ///
+    /// # Errors
+    /// An illegal move or the engine failed; the game is unchanged.
+    pub fn play(&mut self, joint: Vec<M::Move>) -> Result<(), PlayError> {
+        let state = self.state().clone();
+        let next = self.machine.next_state(&state, &joint)?;
+        self.states.push(next);
+        self.moves.push(joint);
+        self.state_times.push(now_ms());
+        Ok(())
+    }
+
+    /// Takes back the last joint move; false at the start.
+    pub fn undo(&mut self) -> bool {
+        if self.moves.is_empty() {
+            return false;
+        }
+        self.moves.pop();
+        self.states.pop();
+        self.state_times.pop();
+        true
+    }
+
+    /// Takes back moves until a human seat has a choice again (at least one move); false
+    /// at the start.
+    ///
+    /// # Errors
+    /// The engine failed.
+    pub fn undo_turn(&mut self) -> Result<bool, PlayError> {
+        if !self.undo() {
+            return Ok(false);
+        }
+        while self.step() > 0 && !self.human_has_choice()? {
+            self.undo();
+        }
+        Ok(true)
+    }
+
+    fn human_has_choice(&mut self) -> Result<bool, PlayError> {
+        for role in 0..self.roles().len() {
+            if self.seats[role] == Seat::Human && self.legal(role)?.len() > 1 {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// The match record of the game so far, in the ggp.org JSON format.
+    ///
+    /// # Errors
+    /// The engine failed computing goals.
+    pub fn record(&mut self) -> Result<Record, PlayError> {
+        let completed = self.is_terminal()?;
+        let goals = if completed {
+            Some(self.goals()?.into_iter().map(i64::from).collect())
+        } else {
+            None
+        };
+        let states = self
+            .states
+            .iter()
+            .map(|s| record::state_text(&self.machine.state_terms(s)))
+            .collect();
+        let moves = self
+            .move_terms()
+            .iter()
+            .map(|joint| joint.iter().map(record::term_text).collect())
+            .collect();
+        Ok(Record {
+            match_id: self.match_id.clone(),
+            game_rulesheet: Some(self.rulesheet.clone()),
+            start_time: self.start_time,
+            start_clock: 0,
+            play_clock: 0,
+            preview_clock: -1,
+            states,
+            moves,
+            state_times: self.state_times.clone(),
+            errors: vec![vec![String::new(); self.roles().len()]; self.states.len()],
+            goal_values: goals,
+            is_completed: completed,
+            is_aborted: false,
+            player_names_from_host: self
+                .seats
+                .iter()
+                .map(|s| match s {
+                    Seat::Human => "human".to_string(),
+                    Seat::Computer(level) => format!("ggp ({level})"),
+                })
+                .collect(),
+            is_player_human: self.seats.iter().map(|s| *s == Seat::Human).collect(),
+            scrambled: false,
+        })
+    }
+
+    /// Replays the moves of `record` from the initial state, checking each against the rules
+    /// and, where the record has them, the states.
+    ///
+    /// # Errors
+    /// A move that does not parse or is not legal, or a state that differs from the record's.
+    pub fn resume(&mut self, record: &Record) -> Result<(), PlayError> {
+        while self.undo() {}
+        let expected = record::parse_states(&record.states)?;
+        let check = |game: &Game<M>, step: usize| -> Result<(), PlayError> {
+            if let Some(want) = expected.get(step) {
+                let mut got = game.facts_at(step);
+                got.sort();
+                if *want != got {
+                    return Err(PlayError::Record(format!(
+                        "state {step} in the record differs from the rules' state"
+                    )));
+                }
+            }
+            Ok(())
+        };
+        check(self, 0)?;
+        for (step, joint) in record.moves.iter().enumerate() {
+            if joint.len() != self.roles().len() {
+                return Err(PlayError::Record(format!(
+                    "move {} has {} moves for {} roles",
+                    step + 1,
+                    joint.len(),
+                    self.roles().len()
+                )));
+            }
+            let mut moves = Vec::new();
+            for text in joint {
+                let term = parse_term(text)
+                    .map_err(|e| PlayError::Record(format!("move {} {text:?}: {e}", step + 1)))?;
+                let mv = self.machine.find_move(&term).ok_or_else(|| {
+                    PlayError::Record(format!(
+                        "move {}: {term} is not a move of this game",
+                        step + 1
+                    ))
+                })?;
+                moves.push(mv);
+            }
+            self.play(moves)
+                .map_err(|e| PlayError::Record(format!("move {}: {e}", step + 1)))?;
+            check(self, step + 1)?;
+        }
+        if record.start_time > 0 {
+            self.start_time = record.start_time;
+            self.match_id = record.match_id.clone();
+        }
+        Ok(())
+    }
+}
+
+/// The indexes of the moves that typed squares name.
+fn matching<Mv>(infos: &[MoveInfo<Mv>], typed: Typed) -> Vec<usize> {
+    let fits = |info: &MoveInfo<Mv>| -> bool {
+        let c = &info.change;
+        match typed {
+            Typed::FromTo(from, to) => c.from.contains(&from) && c.to.contains(&to),
+            Typed::Square(square) => c.from.is_empty() && c.to.contains(&square),
+            Typed::File(file) => {
+                c.from.is_empty() && !c.to.is_empty() && c.to.iter().all(|s| s.file == file)
+            }
+        }
+    };
+    (0..infos.len()).filter(|&i| fits(&infos[i])).collect()
+}
+
+/// The shortest squares that name move `i` alone: one square for a placement, from and to
+/// squares for a move.
+fn notation<Mv>(layout: &Layout, infos: &[MoveInfo<Mv>], i: usize) -> Option<String> {
+    let change = &infos[i].change;
+    let mut options = Vec::new();
+    if change.from.is_empty() {
+        options.extend(
+            change
+                .to
+                .iter()
+                .map(|&s| (Typed::Square(s), layout.square_name(s))),
+        );
+    }
+    for &from in &change.from {
+        for &to in &change.to {
+            let text = format!("{}{}", layout.square_name(from), layout.square_name(to));
+            options.push((Typed::FromTo(from, to), text));
+        }
+    }
+    options
+        .into_iter()
+        .find(|(typed, _)| matching(infos, *typed) == [i])
+        .map(|(_, text)| text)
+}

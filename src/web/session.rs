@@ -1,0 +1,442 @@
+//! One game in the browser: a [`Game`] behind an object-safe [`Session`], and the JSON
+//! [`View`] of a position that the page draws.
+
+use serde::Serialize;
+
+use crate::board::{Layout, Square, content_text, facts_by_relation};
+use crate::gdl::{Description, Term};
+use crate::machine::StateMachine;
+use crate::play::{AnyMachine, Game, PlayError, Record, Seat};
+
+/// Why a request about a game failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// The game failed.
+    #[error(transparent)]
+    Play(#[from] PlayError),
+    /// The request does not fit the position (wrong role, stale move number...).
+    #[error("{0}")]
+    Request(String),
+}
+
+/// A square's content as the page draws it.
+#[derive(Debug, Clone, Serialize)]
+pub struct CellView {
+    /// The short label.
+    pub label: String,
+    /// The content printed in full.
+    pub text: String,
+    /// The role whose name the content holds, for colouring.
+    pub role: Option<usize>,
+}
+
+/// The board of one position.
+#[derive(Debug, Clone, Serialize)]
+pub struct BoardView {
+    /// File labels, left to right.
+    pub files: Vec<String>,
+    /// Rank labels, bottom to top.
+    pub ranks: Vec<String>,
+    /// Square contents, rank by rank from the bottom (`null` when empty).
+    pub cells: Vec<Option<CellView>>,
+}
+
+/// A legal move of a human seat.
+#[derive(Debug, Clone, Serialize)]
+pub struct MoveView {
+    /// Its number in the legal list, from 0.
+    pub index: usize,
+    /// The move's term.
+    pub term: String,
+    /// Its squares, when they name it alone (`e2e4`).
+    pub notation: Option<String>,
+    /// Squares it empties, as `[file, rank]`.
+    pub from: Vec<[usize; 2]>,
+    /// Squares it fills.
+    pub to: Vec<[usize; 2]>,
+}
+
+/// A position as the page shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct View {
+    /// The session.
+    pub id: u64,
+    /// The game's name.
+    pub game: String,
+    /// Moves made.
+    pub step: usize,
+    /// Role names.
+    pub roles: Vec<String>,
+    /// Who plays each role.
+    pub seats: Vec<String>,
+    /// The board, when the game has one.
+    pub board: Option<BoardView>,
+    /// Piece labels that differ from their content: `[label, content]`.
+    pub legend: Vec<[String; 2]>,
+    /// The facts not on the board, grouped: `[relation, [arguments...]]`.
+    pub facts: Vec<(String, Vec<String>)>,
+    /// The roles with a choice now.
+    pub to_move: Vec<usize>,
+    /// For each role, its legal moves when it is a human seat with a choice and has not
+    /// chosen yet (empty otherwise).
+    pub moves: Vec<Vec<MoveView>>,
+    /// Whether the computer is to move (no person has a choice).
+    pub waiting: bool,
+    /// The last joint move: `[role, term]` for the roles that had a choice.
+    pub last: Vec<(usize, String)>,
+    /// Whether the game is over.
+    pub terminal: bool,
+    /// Goal values when over.
+    pub goals: Option<Vec<u8>>,
+    /// The result in words when over.
+    pub result: Option<String>,
+}
+
+/// A frame of a replayed record.
+#[derive(Debug, Clone, Serialize)]
+pub struct Frame {
+    /// Moves made.
+    pub step: usize,
+    /// The board.
+    pub board: Option<BoardView>,
+    /// The facts not on the board.
+    pub facts: Vec<(String, Vec<String>)>,
+    /// The joint move that led here: `[role, term]`.
+    pub last: Vec<(usize, String)>,
+}
+
+/// A replayed record: its roles and one frame per state.
+#[derive(Debug, Clone, Serialize)]
+pub struct Replay {
+    /// Role names.
+    pub roles: Vec<String>,
+    /// Piece labels that differ from their content.
+    pub legend: Vec<[String; 2]>,
+    /// One frame per state, the initial one first.
+    pub frames: Vec<Frame>,
+    /// Goal values, when the record is complete.
+    pub goals: Option<Vec<u8>>,
+}
+
+/// A game in the browser, whatever its engine.
+pub trait Session: Send {
+    /// The position now.
+    ///
+    /// # Errors
+    /// The engine failed.
+    fn view(&mut self, id: u64) -> Result<View, SessionError>;
+    /// Human seat `role` chooses its move number `index`; the joint move is played once every
+    /// human seat with a choice has chosen (computer seats choose then).
+    ///
+    /// # Errors
+    /// Not a human seat with a choice, a bad number, or the engine failed.
+    fn choose(&mut self, role: usize, index: usize) -> Result<(), SessionError>;
+    /// When no person has a choice, the computers move once.
+    ///
+    /// # Errors
+    /// The engine or a player failed.
+    fn step(&mut self) -> Result<(), SessionError>;
+    /// Takes back moves until a person has a choice again.
+    ///
+    /// # Errors
+    /// The engine failed.
+    fn undo(&mut self) -> Result<(), SessionError>;
+    /// The match record so far.
+    ///
+    /// # Errors
+    /// The engine failed.
+    fn record(&mut self) -> Result<Record, SessionError>;
+}
+
+/// A [`Game`] with the moves people have chosen for the next joint move.
+pub struct WebGame<M: StateMachine> {
+    game: Game<M>,
+    name: String,
+    pending: Vec<Option<M::Move>>,
+}
+
+/// A new session for `description` (on the propnet when it grounds quickly).
+///
+/// # Errors
+/// The engine cannot be built, or the seats do not fit.
+pub fn new_session(
+    name: &str,
+    description: &Description,
+    text: &str,
+    seats: Vec<Seat>,
+    seed: u64,
+) -> Result<Box<dyn Session>, SessionError> {
+    let rules = description.rules();
+    let machine =
+        AnyMachine::auto(description, &AnyMachine::quick_budget()).map_err(PlayError::from)?;
+    Ok(match machine {
+        AnyMachine::Datalog(m) => Box::new(WebGame::new(*m, name, rules, text, seats, seed)?),
+        AnyMachine::Propnet(m) => Box::new(WebGame::new(m, name, rules, text, seats, seed)?),
+    })
+}
+
+/// Replays a record on `description`, checking every move and state.
+///
+/// # Errors
+/// The engine cannot be built or the record does not fit the game.
+pub fn replay(
+    description: &Description,
+    text: &str,
+    record: &Record,
+) -> Result<Replay, SessionError> {
+    match AnyMachine::auto(description, &AnyMachine::quick_budget()).map_err(PlayError::from)? {
+        AnyMachine::Datalog(m) => replay_on(*m, description, text, record),
+        AnyMachine::Propnet(m) => replay_on(m, description, text, record),
+    }
+}
+
+fn replay_on<M: StateMachine + Send + 'static>(
+    machine: M,
+    description: &Description,
+    text: &str,
+    record: &Record,
+) -> Result<Replay, SessionError> {
+    let seats = vec![Seat::Human; machine.roles().len()];
+    let mut game = Game::new(machine, description.rules(), text, seats, 0)?;
+    game.resume(record)?;
+    let layout = game.layout().cloned();
+    let roles = game.roles().to_vec();
+    let moves = game.move_terms();
+    let mut frames = Vec::new();
+    for step in 0..=game.step() {
+        let facts = game.facts_at(step);
+        let last = match step {
+            0 => Vec::new(),
+            _ => moves[step - 1]
+                .iter()
+                .enumerate()
+                .map(|(r, t)| (r, t.to_string()))
+                .collect(),
+        };
+        frames.push(Frame {
+            step,
+            board: layout.as_ref().map(|l| board_view(l, &facts, &roles)),
+            facts: other_facts(layout.as_ref(), &facts),
+            last,
+        });
+    }
+    let goals = if game.is_terminal()? {
+        Some(game.goals()?)
+    } else {
+        None
+    };
+    Ok(Replay {
+        roles: roles.iter().map(|r| r.to_string()).collect(),
+        legend: legend(layout.as_ref()),
+        frames,
+        goals,
+    })
+}
+
+impl<M: StateMachine + Send + 'static> WebGame<M> {
+    fn new(
+        machine: M,
+        name: &str,
+        rules: &[crate::gdl::Rule],
+        text: &str,
+        seats: Vec<Seat>,
+        seed: u64,
+    ) -> Result<WebGame<M>, SessionError> {
+        let n = machine.roles().len();
+        Ok(WebGame {
+            game: Game::new(machine, rules, text, seats, seed)?,
+            name: name.to_string(),
+            pending: vec![None; n],
+        })
+    }
+
+    /// The human seats with a choice now.
+    fn humans_to_choose(&mut self) -> Result<Vec<usize>, PlayError> {
+        let mut out = Vec::new();
+        if self.game.is_terminal()? {
+            return Ok(out);
+        }
+        for role in 0..self.game.roles().len() {
+            if self.game.seats()[role] == Seat::Human && self.game.legal(role)?.len() > 1 {
+                out.push(role);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Fills the other roles' moves (forced, or the computer's) and plays.
+    fn complete_and_play(&mut self) -> Result<(), PlayError> {
+        let mut joint = Vec::new();
+        for role in 0..self.game.roles().len() {
+            let mv = match self.pending[role] {
+                Some(mv) => mv,
+                None => {
+                    let legal = self.game.legal(role)?;
+                    match (legal.len(), self.game.computer_move(role)?) {
+                        (1, _) | (_, None) => legal[0],
+                        (_, Some(choice)) => choice.mv,
+                    }
+                }
+            };
+            joint.push(mv);
+        }
+        self.pending.iter_mut().for_each(|p| *p = None);
+        self.game.play(joint)
+    }
+}
+
+impl<M: StateMachine + Send + 'static> Session for WebGame<M> {
+    fn view(&mut self, id: u64) -> Result<View, SessionError> {
+        let game = &mut self.game;
+        let facts = game.facts();
+        let layout = game.layout().cloned();
+        let roles = game.roles().to_vec();
+        let terminal = game.is_terminal()?;
+        let humans = self.humans_to_choose()?;
+        let game = &mut self.game;
+        let mut moves = vec![Vec::new(); roles.len()];
+        for &role in &humans {
+            if self.pending[role].is_some() {
+                continue;
+            }
+            moves[role] = game
+                .move_infos(role)?
+                .iter()
+                .enumerate()
+                .map(|(index, info)| MoveView {
+                    index,
+                    term: info.term.to_string(),
+                    notation: info.notation.clone(),
+                    from: info.change.from.iter().map(pair).collect(),
+                    to: info.change.to.iter().map(pair).collect(),
+                })
+                .collect();
+        }
+        let (goals, result) = if terminal {
+            let goals = game.goals()?;
+            let result = result_text(&roles, &goals);
+            (Some(goals), Some(result))
+        } else {
+            (None, None)
+        };
+        Ok(View {
+            id,
+            game: self.name.clone(),
+            step: game.step(),
+            roles: roles.iter().map(|r| r.to_string()).collect(),
+            seats: game.seats().iter().map(|s| s.to_string()).collect(),
+            board: layout.as_ref().map(|l| board_view(l, &facts, &roles)),
+            legend: legend(layout.as_ref()),
+            facts: other_facts(layout.as_ref(), &facts),
+            to_move: if terminal {
+                Vec::new()
+            } else {
+                game.to_move()?
+            },
+            moves,
+            waiting: !terminal && humans.is_empty(),
+            last: game
+                .last_moves()?
+                .into_iter()
+                .map(|(r, t)| (r, t.to_string()))
+                .collect(),
+            terminal,
+            goals,
+            result,
+        })
+    }
+
+    fn choose(&mut self, role: usize, index: usize) -> Result<(), SessionError> {
+        let humans = self.humans_to_choose()?;
+        if !humans.contains(&role) {
+            return Err(SessionError::Request(format!(
+                "role number {role} has no choice to make now"
+            )));
+        }
+        let infos = self.game.move_infos(role)?;
+        let Some(info) = infos.get(index) else {
+            return Err(SessionError::Request(format!(
+                "there is no move number {index} (the position may have changed)"
+            )));
+        };
+        self.pending[role] = Some(info.mv);
+        if humans.iter().all(|&r| self.pending[r].is_some()) {
+            self.complete_and_play()?;
+        }
+        Ok(())
+    }
+
+    fn step(&mut self) -> Result<(), SessionError> {
+        if self.game.is_terminal()? || !self.humans_to_choose()?.is_empty() {
+            return Ok(());
+        }
+        Ok(self.complete_and_play()?)
+    }
+
+    fn undo(&mut self) -> Result<(), SessionError> {
+        self.pending.iter_mut().for_each(|p| *p = None);
+        self.game.undo_turn()?;
+        Ok(())
+    }
+
+    fn record(&mut self) -> Result<Record, SessionError> {
+        Ok(self.game.record()?)
+    }
+}
+
+fn pair(square: &Square) -> [usize; 2] {
+    [square.file, square.rank]
+}
+
+fn board_view(layout: &Layout, facts: &[Term], roles: &[Term]) -> BoardView {
+    let cells = layout
+        .cells(facts)
+        .into_iter()
+        .map(|cell| {
+            cell.map(|content| CellView {
+                label: layout.piece_label(&content),
+                text: content_text(&content),
+                role: roles.iter().position(|r| content.contains(r)),
+            })
+        })
+        .collect();
+    BoardView {
+        files: layout.files().labels.clone(),
+        ranks: layout.ranks().labels.clone(),
+        cells,
+    }
+}
+
+fn legend(layout: Option<&Layout>) -> Vec<[String; 2]> {
+    layout.map_or_else(Vec::new, |l| {
+        l.legend().into_iter().map(|(a, b)| [a, b]).collect()
+    })
+}
+
+fn other_facts(layout: Option<&Layout>, facts: &[Term]) -> Vec<(String, Vec<String>)> {
+    facts_by_relation(facts, |f| layout.is_some_and(|l| l.is_board_fact(f)))
+}
+
+/// The result in words: who won, or a draw.
+pub fn result_text(roles: &[Term], goals: &[u8]) -> String {
+    let scores: Vec<String> = roles
+        .iter()
+        .zip(goals)
+        .map(|(r, g)| format!("{r} {g}"))
+        .collect();
+    let best = goals.iter().copied().max().unwrap_or(0);
+    let winners: Vec<String> = roles
+        .iter()
+        .zip(goals)
+        .filter(|(_, g)| **g == best)
+        .map(|(r, _)| r.to_string())
+        .collect();
+    let verdict = if winners.len() == goals.len() {
+        "draw".to_string()
+    } else if winners.len() == 1 {
+        format!("{} wins", winners[0])
+    } else {
+        format!("{} win", winners.join(" and "))
+    };
+    format!("{verdict} ({})", scores.join(", "))
+}
