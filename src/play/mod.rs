@@ -716,6 +716,34 @@ impl<M: StateMachine + Send + 'static> Game<M> {
     }
 }
 
+/// The result in words: who won, or a draw, then every role's goal value:
+/// `red wins (red 100, yellow 0)`.
+pub fn result_text(roles: &[Term], goals: &[u8]) -> String {
+    if let ([role], [goal]) = (roles, goals) {
+        return format!("{role} scores {goal}");
+    }
+    let scores: Vec<String> = roles
+        .iter()
+        .zip(goals)
+        .map(|(r, g)| format!("{r} {g}"))
+        .collect();
+    let best = goals.iter().copied().max().unwrap_or(0);
+    let winners: Vec<String> = roles
+        .iter()
+        .zip(goals)
+        .filter(|(_, g)| **g == best)
+        .map(|(r, _)| r.to_string())
+        .collect();
+    let verdict = if winners.len() == goals.len() {
+        "draw".to_string()
+    } else if winners.len() == 1 {
+        format!("{} wins", winners[0])
+    } else {
+        format!("{} win", winners.join(" and "))
+    };
+    format!("{verdict} ({})", scores.join(", "))
+}
+
 /// The indexes of the moves that typed squares name.
 fn matching<Mv>(infos: &[MoveInfo<Mv>], typed: Typed) -> Vec<usize> {
     let fits = |info: &MoveInfo<Mv>| -> bool {

@@ -288,18 +288,6 @@ where
     for (role, goal) in game.roles().iter().zip(goals) {
         writeln!(out, "  {role}: {goal}")?;
     }
-    let best = goals.iter().copied().max().unwrap_or(0);
-    let winners: Vec<String> = game
-        .roles()
-        .iter()
-        .zip(goals)
-        .filter(|(_, g)| **g == best)
-        .map(|(r, _)| r.to_string())
-        .collect();
-    if winners.len() == goals.len() {
-        writeln!(out, "Result: a draw ({best} each).")?;
-    } else {
-        writeln!(out, "Result: {} wins.", winners.join(" and "))?;
-    }
+    writeln!(out, "Result: {}.", super::result_text(game.roles(), goals))?;
     Ok(())
 }

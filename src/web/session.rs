@@ -6,7 +6,7 @@ use serde::Serialize;
 use crate::board::{Layout, Square, content_text, facts_by_relation};
 use crate::gdl::{Description, Term};
 use crate::machine::StateMachine;
-use crate::play::{AnyMachine, Game, PlayError, Record, Seat};
+use crate::play::{AnyMachine, Game, PlayError, Record, Seat, result_text};
 
 /// Why a request about a game failed.
 #[derive(Debug, thiserror::Error)]
@@ -415,28 +415,4 @@ fn legend(layout: Option<&Layout>) -> Vec<[String; 2]> {
 
 fn other_facts(layout: Option<&Layout>, facts: &[Term]) -> Vec<(String, Vec<String>)> {
     facts_by_relation(facts, |f| layout.is_some_and(|l| l.is_board_fact(f)))
-}
-
-/// The result in words: who won, or a draw.
-pub fn result_text(roles: &[Term], goals: &[u8]) -> String {
-    let scores: Vec<String> = roles
-        .iter()
-        .zip(goals)
-        .map(|(r, g)| format!("{r} {g}"))
-        .collect();
-    let best = goals.iter().copied().max().unwrap_or(0);
-    let winners: Vec<String> = roles
-        .iter()
-        .zip(goals)
-        .filter(|(_, g)| **g == best)
-        .map(|(r, _)| r.to_string())
-        .collect();
-    let verdict = if winners.len() == goals.len() {
-        "draw".to_string()
-    } else if winners.len() == 1 {
-        format!("{} wins", winners[0])
-    } else {
-        format!("{} win", winners.join(" and "))
-    };
-    format!("{verdict} ({})", scores.join(", "))
 }

@@ -1,0 +1,361 @@
+//! `ggp play` through standard input, saving and resuming, and board detection on real sheets
+//! (and on a scrambled copy, every symbol renamed).
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use ggp::board::{Layout, Square, sample_states};
+use ggp::datalog::DatalogMachine;
+use ggp::gdl::{Description, Sym, Term};
+use ggp::kif::{self, Sexp};
+use ggp::machine::StateMachine;
+use ggp::play::Record;
+
+const BASE: &str = "../shared/games/base";
+
+/// Runs `ggp play ARGS` with `input` on standard input; returns the exit code and output.
+fn play(args: &[&str], input: &str) -> (i32, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ggp"))
+        .arg("play")
+        .args(args)
+        .args(["--pause", "0"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.code().unwrap_or(-1), text)
+}
+
+fn temp(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("ggp-play-{}-{name}", std::process::id()))
+}
+
+#[test]
+fn connect_four_to_the_end_against_random() {
+    // Every way of naming a move, in turn; a full column makes one illegal, which only costs
+    // the line.
+    let inputs = ["1", "(drop 2)", "c", "drop 4", "e", "6", "(drop 7)"];
+    let text: String = inputs
+        .iter()
+        .cycle()
+        .take(150)
+        .map(|s| format!("{s}\n"))
+        .collect();
+    let (code, out) = play(
+        &["rules/connectFour.kif", "--vs", "random", "--seed", "3"],
+        &text,
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("Players: red: human, yellow: computer (random)"),
+        "{out}"
+    );
+    let over = out.find("Game over after").expect("the game ends");
+    let tail = &out[over..];
+    let goals: Vec<u32> = tail
+        .lines()
+        .skip(1)
+        .take(2)
+        .map(|l| l.rsplit(' ').next().unwrap().parse().unwrap())
+        .collect();
+    assert!(
+        tail.lines().nth(1).unwrap().trim().starts_with("red: "),
+        "{tail}"
+    );
+    assert_eq!(goals.iter().sum::<u32>(), 100, "{tail}");
+    let verdict = match (goals[0], goals[1]) {
+        (100, 0) => "Result: red wins (red 100, yellow 0).",
+        (0, 100) => "Result: yellow wins (red 0, yellow 100).",
+        _ => "Result: draw (red 50, yellow 50).",
+    };
+    assert!(tail.contains(verdict), "{tail}");
+    assert!(!out.contains("panicked"), "{out}");
+}
+
+#[test]
+fn grid_text_of_a_known_position() {
+    // Both roles human: red d1, yellow d2, red e1, yellow c1.
+    let (code, out) = play(
+        &["rules/connectFour.kif", "--as", "red", "--as", "yellow"],
+        "d\n4\n(drop 5)\nc\nquit\n",
+    );
+    assert_eq!(code, 0, "{out}");
+    let position = out
+        .split("Step 4 · to move: red\n")
+        .nth(1)
+        .expect("step 4 shown");
+    // The first line break only starts the text.
+    let expected = &"
+  a b c d e f g
+6 . . . . . . .
+5 . . . . . . .
+4 . . . . . . .
+3 . . . . . . .
+2 . . . y . . .
+1 . . y r r . .
+  a b c d e f g
+r = red, y = yellow
+control: red
+Last move: yellow (drop 3)
+Moves for red:
+  1. a1 (drop 1)   2. b1 (drop 2)   3. c2 (drop 3)   4. d3 (drop 4)
+  5. e2 (drop 5)   6. f1 (drop 6)   7. g1 (drop 7)
+"[1..];
+    assert_eq!(&position[..expected.len()], expected, "{position}");
+}
+
+#[test]
+fn illegal_input_gets_a_message_and_a_new_prompt() {
+    let (code, out) = play(
+        &["rules/ticTacToe.kif", "--as", "x", "--as", "o"],
+        "foo\n0\n10\n(mark 9 9)\nz9\n(mark 1\n\nsave\nhelp\n(mark 2 2)\nb2\nquit\n",
+    );
+    assert_eq!(code, 0, "{out}");
+    for message in [
+        "foo is not a legal move here",
+        "there is no move number 0: choose 1 to 9",
+        "there is no move number 10: choose 1 to 9",
+        "(mark 9 9) is not a legal move here",
+        "z9 is not a legal move here",
+        "(mark 1 is not a legal move here",
+        "usage: save FILE",
+        "Commands: hint",
+        // b2 was taken by x's (mark 2 2): o cannot play it.
+        "b2 is not a legal move here",
+    ] {
+        assert!(out.contains(message), "missing {message:?} in\n{out}");
+    }
+    assert!(out.contains("Last move: x (mark 2 2)"), "{out}");
+    assert!(!out.contains("panicked"), "{out}");
+}
+
+#[test]
+fn input_ending_early_is_not_an_error() {
+    let (code, out) = play(&["rules/jesonMor.kif", "--vs", "random"], "a1-b3\n");
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("Last move: white (move a 1 b 3)"), "{out}");
+    assert!(
+        out.contains("input ended; the game is not finished"),
+        "{out}"
+    );
+}
+
+#[test]
+fn save_then_resume_reaches_the_same_state() {
+    let first = temp("first.json");
+    let second = temp("second.json");
+    let (code, out) = play(
+        &["rules/connectFour.kif", "--vs", "random", "--seed", "7"],
+        &format!("d\nc\nundo\ne\nsave {}\nquit\n", first.display()),
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("taken back"), "{out}");
+    let before = out.rsplit("\nStep ").next().unwrap().to_string();
+    let (code, resumed) = play(
+        &[
+            "rules/connectFour.kif",
+            "--vs",
+            "random",
+            "--resume",
+            first.to_str().unwrap(),
+        ],
+        &format!("save {}\nquit\n", second.display()),
+    );
+    assert_eq!(code, 0, "{resumed}");
+    let after = resumed.rsplit("\nStep ").next().unwrap();
+    // The same position, board and legal moves, shown after resuming.
+    let cut = |s: &str| s[..s.find("red> ").unwrap()].to_string();
+    assert_eq!(cut(after), cut(&before));
+    let a = Record::from_json(&std::fs::read_to_string(&first).unwrap()).unwrap();
+    let b = Record::from_json(&std::fs::read_to_string(&second).unwrap()).unwrap();
+    assert_eq!(a.moves.len(), 4, "d, a reply, e, a reply");
+    assert_eq!(a.moves, b.moves);
+    assert_eq!(a.states, b.states);
+    assert_eq!(a.match_id, b.match_id);
+    assert!(!a.is_completed);
+
+    // A record whose moves do not fit the game is refused with a reason.
+    let mut bad = a.clone();
+    bad.moves[1][1] = "( drop 99 )".into();
+    std::fs::write(&second, bad.to_json()).unwrap();
+    let (code, out) = play(
+        &[
+            "rules/connectFour.kif",
+            "--resume",
+            second.to_str().unwrap(),
+        ],
+        "quit\n",
+    );
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("move 2"), "{out}");
+    std::fs::remove_file(&first).ok();
+    std::fs::remove_file(&second).ok();
+}
+
+/// The board of a sheet, detected from its sampled states.
+fn detect(text: &str) -> (DatalogMachine, Layout, Vec<Term>) {
+    let description = Description::from_text(text).expect("a valid sheet");
+    let mut machine = DatalogMachine::new(&description).unwrap();
+    let samples = sample_states(&mut machine, 1).unwrap();
+    let layout = Layout::detect(&samples, description.rules()).expect("a board");
+    let initial = machine.state_terms(&machine.initial_state());
+    (machine, layout, initial)
+}
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(path).unwrap()
+}
+
+#[test]
+fn boards_of_chess_connect_four_jeson_mor_and_breakthrough() {
+    let (_, chess, initial) = detect(&read(&format!("{BASE}/chess.kif")));
+    assert_eq!(
+        chess.files().labels,
+        ["a", "b", "c", "d", "e", "f", "g", "h"]
+    );
+    assert_eq!(
+        chess.ranks().labels,
+        ["1", "2", "3", "4", "5", "6", "7", "8"]
+    );
+    assert_eq!(
+        chess.render_text(&initial),
+        "   a  b  c  d  e  f  g  h
+8 br bn bb bq bk bb bn br
+7 bp bp bp bp bp bp bp bp
+6  .  .  .  .  .  .  .  .
+5  .  .  .  .  .  .  .  .
+4  .  .  .  .  .  .  .  .
+3  .  .  .  .  .  .  .  .
+2 wp wp wp wp wp wp wp wp
+1 wr wn wb wq wk wb wn wr
+   a  b  c  d  e  f  g  h
+"
+    );
+    assert_eq!(chess.blank().map(|b| b[0].to_string()), Some("b".into()));
+
+    // Connect Four starts with no disc at all: the size comes from the sample and the sheet.
+    let (_, four, initial) = detect(&read("rules/connectFour.kif"));
+    assert_eq!(four.files().values.len(), 7);
+    assert_eq!(four.ranks().values.len(), 6);
+    assert!(four.cells(&initial).iter().all(Option::is_none));
+
+    let (_, jeson, _) = detect(&read("rules/jesonMor.kif"));
+    assert_eq!(
+        jeson.files().labels,
+        ["a", "b", "c", "d", "e", "f", "g", "h", "i"]
+    );
+    assert_eq!(jeson.ranks().values.len(), 9);
+
+    let (_, breakthrough, initial) = detect(&read(&format!("{BASE}/breakthrough.kif")));
+    let text = breakthrough.render_text(&initial);
+    assert!(
+        text.starts_with("  a b c d e f g h\n8 b b b b b b b b\n7 b b b b b b b b\n6 . ."),
+        "{text}"
+    );
+    assert!(text.contains("\n1 w w w w w w w w\n"), "{text}");
+    assert_eq!(
+        breakthrough.legend(),
+        [("w".into(), "white".into()), ("b".into(), "black".into())]
+    );
+}
+
+/// Renames every symbol of a sheet except the GDL keywords and integers, in a scrambled
+/// order; returns the new text and the renaming.
+fn scramble(text: &str) -> (String, HashMap<String, String>) {
+    fn walk(sexp: &Sexp, names: &mut HashMap<String, String>, out: &mut String) {
+        match sexp {
+            Sexp::Atom { text, .. } => {
+                let keep =
+                    text.parse::<i64>().is_ok() || Sym::new(text).is_keyword() || text == "<=";
+                if keep {
+                    out.push_str(text);
+                } else {
+                    let n = names.len();
+                    // A multiplicative shuffle, so that the new names sort in another order.
+                    let fresh = format!(
+                        "{}w{}",
+                        if text.starts_with('?') { "?" } else { "" },
+                        (n * 7919 + 13) % 10007
+                    );
+                    out.push_str(names.entry(text.clone()).or_insert(fresh));
+                }
+            }
+            Sexp::List { items, .. } => {
+                out.push('(');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(' ');
+                    }
+                    walk(item, names, out);
+                }
+                out.push(')');
+            }
+        }
+    }
+    let mut names = HashMap::new();
+    let mut out = String::new();
+    for sexp in kif::parse(text).unwrap() {
+        walk(&sexp, &mut names, &mut out);
+        out.push('\n');
+    }
+    (out, names)
+}
+
+#[test]
+fn boards_of_scrambled_sheets_match_the_originals() {
+    for path in [
+        format!("{BASE}/chess.kif"),
+        "rules/jesonMor.kif".to_string(),
+    ] {
+        let text = read(&path);
+        let (scrambled, names) = scramble(&text);
+        assert!(!scrambled.contains("cell"), "{path} is renamed");
+        let (_, plain, initial) = detect(&text);
+        let (_, other, scrambled_initial) = detect(&scrambled);
+        assert_eq!(other.relation().name(), names[plain.relation().name()]);
+        assert_eq!(
+            other.files().values.len(),
+            plain.files().values.len(),
+            "{path}"
+        );
+        assert_eq!(
+            other.ranks().values.len(),
+            plain.ranks().values.len(),
+            "{path}"
+        );
+        // Same square, same (renamed) content, everywhere.
+        let rename = |t: &Term| names.get(&t.to_string()).cloned().unwrap_or(t.to_string());
+        let before = plain.cells(&initial);
+        let after = other.cells(&scrambled_initial);
+        for rank in 0..plain.ranks().values.len() {
+            for file in 0..plain.files().values.len() {
+                let square = Square { file, rank };
+                let want = before[plain.index(square)]
+                    .as_ref()
+                    .map(|c| c.iter().map(rename).collect::<Vec<_>>());
+                let got = after[other.index(square)]
+                    .as_ref()
+                    .map(|c| c.iter().map(|t| t.to_string()).collect::<Vec<_>>());
+                assert_eq!(got, want, "{path}: {}", plain.square_name(square));
+            }
+        }
+        // The same file and rank labels, so the same notation (`e2e4`) works on both.
+        assert_eq!(
+            other.files().labels,
+            ["a", "b", "c", "d", "e", "f", "g", "h", "i"][..plain.files().values.len()]
+        );
+        assert_eq!(other.ranks().labels, plain.ranks().labels);
+    }
+}
