@@ -1,5 +1,6 @@
-//! `ggp web` end to end: the JSON endpoints over HTTP, and a full ticTacToe game in a real
-//! headless Chromium driven by playwright-core (`tests/browser/tictactoe.cjs`).
+//! `ggp web` end to end: the JSON endpoints over HTTP, and a real headless Chromium driven by
+//! playwright-core (`tests/browser/tictactoe.cjs`): a full ticTacToe game against the
+//! computer by clicking, its replay, and a Connect Four disc dropped by clicking a column.
 //!
 //! The browser test installs what it needs on first use: Debian's `chromium` and
 //! `chromium-driver` with apt-get when `/usr/bin/chromium` is missing, and playwright-core
@@ -245,6 +246,8 @@ fn browser_plays_tic_tac_toe_by_clicking() {
         .unwrap_or_else(|| panic!("no result in\n{stdout}"));
     assert!(result.starts_with("Game over: "), "{result}");
     assert!(stdout.contains("step 0: click b2"), "{stdout}");
+    assert!(stdout.contains("\nreplayed "), "{stdout}");
+    assert!(stdout.contains("connectFour: clicked d6, red on d1"), "{stdout}");
     let png = std::fs::read(&screenshot).expect("a screenshot");
     assert!(
         png.starts_with(b"\x89PNG") && png.len() > 5_000,

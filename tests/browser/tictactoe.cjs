@@ -1,6 +1,7 @@
 // Plays a full game of ticTacToe against the computer on the `ggp web` page, in Debian's
 // headless Chromium, by clicking squares; checks the announced result against the goal values
-// and takes a screenshot.
+// and takes a screenshot; replays the game step by step; then drops a Connect Four disc by
+// clicking the top of a column.
 //
 // Usage: node tictactoe.cjs URL SCREENSHOT.png   (run by tests/web.rs, which installs
 // playwright-core and Chromium and sets NODE_PATH)
@@ -66,6 +67,34 @@ async function main() {
     if (marks < 5) throw new Error(`only ${marks} marks on a finished board`);
     await page.screenshot({ path: screenshot, fullPage: true });
     console.log(`result: ${announced}`);
+
+    // The finished game replays step by step, ending with the same result.
+    await page.click("#replay-this");
+    await page.waitForSelector("#replay-view:not(.hidden)");
+    const last = view.step;
+    if ((await page.textContent("#r-step")) !== `position 0 of ${last}`) throw new Error("replay does not start at 0");
+    await page.click("#r-next");
+    if ((await page.textContent("#r-step")) !== `position 1 of ${last}`) throw new Error("replay does not step");
+    if (!(await page.textContent("#r-last-move")).startsWith("Move: x ")) throw new Error("replay shows no move");
+    await page.click("#r-last");
+    const replayed = await page.textContent("#r-result");
+    if (replayed !== `Result: x ${x}, o ${o}`) throw new Error(`replay result "${replayed}"`);
+    console.log(`replayed ${last} moves`);
+
+    // Connect Four: a click anywhere in a column drops a disc to its bottom.
+    await page.selectOption("#game", "connectFour");
+    await page.waitForSelector('#seat-1');
+    await page.selectOption("#seat-0", "human");
+    await page.selectOption("#seat-1", "random");
+    await page.click("#start");
+    await page.waitForFunction(() => window.currentView && window.currentView.game === "connectFour"
+      && window.currentView.moves[0].length === 7);
+    await page.click('[data-square="d6"]');
+    await page.waitForFunction(() => window.currentView.step >= 2 && window.currentView.moves[0].length > 0);
+    const four = await state();
+    const d1 = four.board.cells[3];
+    if (!d1 || d1.text !== "red") throw new Error("the disc did not land on d1: " + JSON.stringify(d1));
+    console.log(`connectFour: clicked d6, red on d1, last move ${JSON.stringify(four.last)}`);
   } finally {
     await context.close();
     fs.rmSync(profile, { recursive: true, force: true });
