@@ -1,13 +1,17 @@
-//! The rule sheets we ship in `rules/`: each is valid with no diagnostic at all, and concrete
+//! The rule sheets we ship in `rules/`: each is valid with no diagnostic at all, concrete
 //! facts of each game's rules hold when scripted move sequences are played on the Datalog
-//! engine.
+//! engine, and the propnet agrees with the Datalog engine over random playouts.
 
 use std::collections::BTreeSet;
+
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
 
 use ggp::datalog::DatalogMachine;
 use ggp::gdl::validate::{Verdict, check_text};
 use ggp::gdl::{Description, Term, parse_term};
 use ggp::machine::{MachineError, StateMachine};
+use ggp::propnet::{Budget, PropnetMachine};
 
 type State = <DatalogMachine as StateMachine>::State;
 
@@ -824,4 +828,97 @@ fn dominup_empty_hand_wins() {
     assert!(g.holds("(tiles one 0)"));
     assert!(g.terminal());
     assert_eq!(g.goals(), [100, 0]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Both engines
+
+/// Each role's legal moves in `state`, printed and sorted, with the engine's moves.
+fn sorted_legal<M: StateMachine>(m: &mut M, state: &M::State) -> Vec<Vec<(String, M::Move)>> {
+    (0..m.roles().len())
+        .map(|r| {
+            let mut moves: Vec<(String, M::Move)> = m
+                .legal_moves(state, r)
+                .unwrap()
+                .into_iter()
+                .map(|mv| (m.move_term(mv).to_string(), mv))
+                .collect();
+            moves.sort_by(|a, b| a.0.cmp(&b.0));
+            moves
+        })
+        .collect()
+}
+
+fn printed_state<M: StateMachine>(m: &M, state: &M::State) -> BTreeSet<String> {
+    m.state_terms(state).iter().map(Term::to_string).collect()
+}
+
+/// Plays `playouts` random playouts of sheet `name` on the Datalog engine and the propnet in
+/// lockstep, making the same choices, and checks at every step that the state, each role's
+/// legal moves, terminal and the goals agree. Returns the number of steps compared.
+fn engines_agree(name: &str, playouts: usize) -> usize {
+    let description = Description::from_text(&sheet_text(name)).unwrap();
+    let mut d = DatalogMachine::new(&description).unwrap();
+    let mut p = PropnetMachine::new(&description, &Budget::default())
+        .unwrap_or_else(|e| panic!("{name}: the propnet does not build: {e}"));
+    assert_eq!(d.roles(), p.roles());
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(0x5eed);
+    let mut steps = 0;
+    for playout in 0..playouts {
+        let mut ds = d.initial_state();
+        let mut ps = p.initial_state();
+        for step in 0.. {
+            let at = format!("{name}: playout {playout}, step {step}");
+            assert_eq!(printed_state(&d, &ds), printed_state(&p, &ps), "{at}: state");
+            let terminal = d.is_terminal(&ds).unwrap();
+            assert_eq!(terminal, p.is_terminal(&ps).unwrap(), "{at}: terminal");
+            for r in 0..d.roles().len() {
+                let goals = d.goal_values(&ds, r).unwrap();
+                assert_eq!(goals, p.goal_values(&ps, r).unwrap(), "{at}: goals");
+                assert_eq!(goals.len(), 1, "{at}: one goal value per role, in every state");
+            }
+            steps += 1;
+            if terminal {
+                break;
+            }
+            let dl = sorted_legal(&mut d, &ds);
+            let pl = sorted_legal(&mut p, &ps);
+            let mut djoint = Vec::new();
+            let mut pjoint = Vec::new();
+            for (dm, pm) in dl.iter().zip(&pl) {
+                let dn: Vec<&String> = dm.iter().map(|x| &x.0).collect();
+                let pn: Vec<&String> = pm.iter().map(|x| &x.0).collect();
+                assert_eq!(dn, pn, "{at}: legal moves");
+                assert!(!dm.is_empty(), "{at}: a role has no legal move");
+                let i = rng.random_range(0..dm.len());
+                djoint.push(dm[i].1);
+                pjoint.push(pm[i].1);
+            }
+            ds = d.next_state(&ds, &djoint).unwrap();
+            ps = p.next_state(&ps, &pjoint).unwrap();
+        }
+    }
+    eprintln!("{name}: {steps} states agree");
+    steps
+}
+
+#[test]
+fn engines_agree_on_tic_tac_toe() {
+    assert!(engines_agree("ticTacToe", 30) >= 30 * 6);
+}
+
+#[test]
+fn engines_agree_on_connect_four() {
+    assert!(engines_agree("connectFour", 10) >= 10 * 8);
+}
+
+#[test]
+fn engines_agree_on_jeson_mor() {
+    assert!(engines_agree("jesonMor", 3) >= 3 * 3);
+}
+
+#[test]
+fn engines_agree_on_dominup() {
+    // Unless the board is blocked, a game ends only when a hand of 17 or 18 tiles is empty.
+    assert!(engines_agree("dominup", 3) >= 3 * 18);
 }
