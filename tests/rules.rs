@@ -221,6 +221,31 @@ fn tic_tac_toe_opening_win_and_draw() {
     assert_eq!(g.goals(), [50, 50]);
 }
 
+#[test]
+fn tic_tac_toe_legal_counts_and_diagonal_win_for_o() {
+    let mut g = Game::new("ticTacToe");
+    let moves = [
+        "(mark 1 2)",
+        "(mark 1 1)",
+        "(mark 2 1)",
+        "(mark 2 2)",
+        "(mark 1 3)",
+    ];
+    for (k, mv) in moves.iter().enumerate() {
+        let (mover, other) = if k % 2 == 0 { (0, 1) } else { (1, 0) };
+        assert_eq!(g.legal(mover).len(), 9 - k);
+        assert_eq!(g.legal(other), set(&["noop"]));
+        g.play(mv);
+        assert!(!g.terminal());
+    }
+    assert!(g.holds("(cell 2 2 o)"));
+    assert!(g.holds("(control o)"));
+    // o completes the diagonal (1,1) (2,2) (3,3).
+    g.play("(mark 3 3)");
+    assert!(g.terminal());
+    assert_eq!(g.goals(), [0, 100]);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Connect Four
 
@@ -869,13 +894,21 @@ fn engines_agree(name: &str, playouts: usize) -> usize {
         let mut ps = p.initial_state();
         for step in 0.. {
             let at = format!("{name}: playout {playout}, step {step}");
-            assert_eq!(printed_state(&d, &ds), printed_state(&p, &ps), "{at}: state");
+            assert_eq!(
+                printed_state(&d, &ds),
+                printed_state(&p, &ps),
+                "{at}: state"
+            );
             let terminal = d.is_terminal(&ds).unwrap();
             assert_eq!(terminal, p.is_terminal(&ps).unwrap(), "{at}: terminal");
             for r in 0..d.roles().len() {
                 let goals = d.goal_values(&ds, r).unwrap();
                 assert_eq!(goals, p.goal_values(&ps, r).unwrap(), "{at}: goals");
-                assert_eq!(goals.len(), 1, "{at}: one goal value per role, in every state");
+                assert_eq!(
+                    goals.len(),
+                    1,
+                    "{at}: one goal value per role, in every state"
+                );
             }
             steps += 1;
             if terminal {
