@@ -878,10 +878,12 @@ fn printed_state<M: StateMachine>(m: &M, state: &M::State) -> BTreeSet<String> {
     m.state_terms(state).iter().map(Term::to_string).collect()
 }
 
-/// Plays `playouts` random playouts of sheet `name` on the Datalog engine and the propnet in
-/// lockstep, making the same choices, and checks at every step that the state, each role's
-/// legal moves, terminal and the goals agree. Returns the number of steps compared.
-fn engines_agree(name: &str, playouts: usize) -> usize {
+/// Plays sheet `name` on the Datalog engine and the propnet in lockstep: first the moves of
+/// `script` (each played by the one role for which it is legal, the others playing their only
+/// legal move), then `playouts` random playouts making the same choices on both. Checks at
+/// every step that the state, each role's legal moves, terminal and the goals agree. Returns
+/// the number of states compared.
+fn engines_agree(name: &str, script: &[&str], playouts: usize) -> usize {
     let description = Description::from_text(&sheet_text(name)).unwrap();
     let mut d = DatalogMachine::new(&description).unwrap();
     let mut p = PropnetMachine::new(&description, &Budget::default())
@@ -889,7 +891,8 @@ fn engines_agree(name: &str, playouts: usize) -> usize {
     assert_eq!(d.roles(), p.roles());
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(0x5eed);
     let mut steps = 0;
-    for playout in 0..playouts {
+    // Playout 0 is the script, then random; the others are random.
+    for playout in 0..playouts.max(1) {
         let mut ds = d.initial_state();
         let mut ps = p.initial_state();
         for step in 0.. {
@@ -916,6 +919,8 @@ fn engines_agree(name: &str, playouts: usize) -> usize {
             }
             let dl = sorted_legal(&mut d, &ds);
             let pl = sorted_legal(&mut p, &ps);
+            let scripted = script.get(step).filter(|_| playout == 0);
+            let mut found = false;
             let mut djoint = Vec::new();
             let mut pjoint = Vec::new();
             for (dm, pm) in dl.iter().zip(&pl) {
@@ -923,9 +928,22 @@ fn engines_agree(name: &str, playouts: usize) -> usize {
                 let pn: Vec<&String> = pm.iter().map(|x| &x.0).collect();
                 assert_eq!(dn, pn, "{at}: legal moves");
                 assert!(!dm.is_empty(), "{at}: a role has no legal move");
-                let i = rng.random_range(0..dm.len());
+                let i = match scripted.and_then(|mv| dm.iter().position(|x| x.0 == *mv)) {
+                    Some(i) => {
+                        found = true;
+                        i
+                    }
+                    None if scripted.is_some() => {
+                        assert_eq!(dm.len(), 1, "{at}: a role other than the script's mover");
+                        0
+                    }
+                    None => rng.random_range(0..dm.len()),
+                };
                 djoint.push(dm[i].1);
                 pjoint.push(pm[i].1);
+            }
+            if let Some(mv) = scripted {
+                assert!(found, "{at}: the script's {mv} is not legal");
             }
             ds = d.next_state(&ds, &djoint).unwrap();
             ps = p.next_state(&ps, &pjoint).unwrap();
@@ -937,21 +955,23 @@ fn engines_agree(name: &str, playouts: usize) -> usize {
 
 #[test]
 fn engines_agree_on_tic_tac_toe() {
-    assert!(engines_agree("ticTacToe", 30) >= 30 * 6);
+    assert!(engines_agree("ticTacToe", &[], 30) >= 30 * 6);
 }
 
 #[test]
 fn engines_agree_on_connect_four() {
-    assert!(engines_agree("connectFour", 10) >= 10 * 8);
+    assert!(engines_agree("connectFour", &[], 10) >= 10 * 8);
 }
 
 #[test]
 fn engines_agree_on_jeson_mor() {
-    assert!(engines_agree("jesonMor", 3) >= 3 * 3);
+    assert!(engines_agree("jesonMor", &[], 3) >= 3 * 3);
 }
 
 #[test]
 fn engines_agree_on_dominup() {
-    // Unless the board is blocked, a game ends only when a hand of 17 or 18 tiles is empty.
-    assert!(engines_agree("dominup", 3) >= 3 * 18);
+    // The seed's game first. Unless the board is blocked, a game ends only when a hand of 17
+    // or 18 tiles is empty: at least 18 states.
+    let script: Vec<&str> = SEED_GAME.iter().map(|&(_, mv, _)| mv).collect();
+    assert!(engines_agree("dominup", &script, 3) >= 3 * 18);
 }
