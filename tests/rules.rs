@@ -1,18 +1,22 @@
-//! The rule sheets we ship in `rules/`: each is valid with no diagnostic at all, and concrete
+//! The rule sheets we ship in `rules/`: each is valid with no diagnostic at all, concrete
 //! facts of each game's rules hold when scripted move sequences are played on the Datalog
-//! engine.
+//! engine, and the propnet agrees with the Datalog engine over random playouts.
 
 use std::collections::BTreeSet;
+
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
 
 use ggp::datalog::DatalogMachine;
 use ggp::gdl::validate::{Verdict, check_text};
 use ggp::gdl::{Description, Term, parse_term};
 use ggp::machine::{MachineError, StateMachine};
+use ggp::propnet::{Budget, PropnetMachine};
 
 type State = <DatalogMachine as StateMachine>::State;
 
 /// The sheets in `rules/`.
-const SHEETS: &[&str] = &["ticTacToe", "connectFour", "jesonMor"];
+const SHEETS: &[&str] = &["ticTacToe", "connectFour", "jesonMor", "dominup"];
 
 fn sheet_text(name: &str) -> String {
     let path = format!("{}/rules/{name}.kif", env!("CARGO_MANIFEST_DIR"));
@@ -215,6 +219,31 @@ fn tic_tac_toe_opening_win_and_draw() {
     g.play("(mark 3 3)");
     assert!(g.terminal());
     assert_eq!(g.goals(), [50, 50]);
+}
+
+#[test]
+fn tic_tac_toe_legal_counts_and_diagonal_win_for_o() {
+    let mut g = Game::new("ticTacToe");
+    let moves = [
+        "(mark 1 2)",
+        "(mark 1 1)",
+        "(mark 2 1)",
+        "(mark 2 2)",
+        "(mark 1 3)",
+    ];
+    for (k, mv) in moves.iter().enumerate() {
+        let (mover, other) = if k % 2 == 0 { (0, 1) } else { (1, 0) };
+        assert_eq!(g.legal(mover).len(), 9 - k);
+        assert_eq!(g.legal(other), set(&["noop"]));
+        g.play(mv);
+        assert!(!g.terminal());
+    }
+    assert!(g.holds("(cell 2 2 o)"));
+    assert!(g.holds("(control o)"));
+    // o completes the diagonal (1,1) (2,2) (3,3).
+    g.play("(mark 3 3)");
+    assert!(g.terminal());
+    assert_eq!(g.goals(), [0, 100]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -525,4 +554,424 @@ fn jeson_mor_step_limit_is_a_draw() {
     assert_eq!(g.goals(), [50, 50]);
     assert_eq!(knights(&g, "white"), 9);
     assert_eq!(knights(&g, "black"), 9);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dominup
+
+/// The role number of `role` in Dominup.
+fn dominup_role(role: &str) -> usize {
+    match role {
+        "one" => 0,
+        "two" => 1,
+        _ => panic!("no role {role}"),
+    }
+}
+
+/// The board facts (level, face, link, bottom) of a state, printed.
+fn board(g: &Game) -> BTreeSet<String> {
+    g.facts()
+        .into_iter()
+        .filter(|f| {
+            ["(level ", "(face ", "(link ", "(bottom "]
+                .iter()
+                .any(|p| f.starts_with(p))
+        })
+        .collect()
+}
+
+/// The board facts of a top half: square, level, number, direction of its other half, and
+/// the axis of the tile lying on the board there.
+fn half(row: u8, col: u8, level: u8, number: u8, link: &str, bottom: &str) -> [String; 4] {
+    [
+        format!("(level {row} {col} {level})"),
+        format!("(face {row} {col} {number})"),
+        format!("(link {row} {col} {link})"),
+        format!("(bottom {row} {col} {bottom})"),
+    ]
+}
+
+/// The Dominup sheet with its `init` facts replaced by `facts` (a custom position).
+fn dominup_from(facts: &[String]) -> Game {
+    let text = sheet_text("dominup");
+    let rules: String = text
+        .lines()
+        .filter(|l| !l.starts_with("(init "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(!rules.contains("(init "), "every init fact starts a line");
+    Game::from_text(&format!("{rules}\n{}\n", facts.join("\n")))
+}
+
+#[test]
+fn dominup_opening() {
+    let mut g = Game::new("dominup");
+    assert_eq!(g.roles(), ["one", "two"]);
+    assert!(!g.terminal());
+    // 7|7 lies in the centre, row 9, columns 9 and 10.
+    let mut expected = BTreeSet::new();
+    expected.extend(half(9, 9, 1, 7, "e", "h"));
+    expected.extend(half(9, 10, 1, 7, "w", "h"));
+    assert_eq!(board(&g), expected);
+    assert!(g.holds("(control two)"));
+    assert!(g.holds("(tiles one 17)"));
+    assert!(g.holds("(tiles two 18)"));
+    assert_eq!(g.facts_starting("(hand one ").len(), 17);
+    assert_eq!(g.facts_starting("(hand two ").len(), 18);
+    assert!(!g.holds("(hand one 7 7)"), "7|7 has been played");
+    assert_eq!(g.goals(), [100, 0], "fewer tiles in hand leads");
+
+    // No climb (7|7 is the only tile); a tile fits upright against 7|7 in 8 places: above or
+    // below either half, or against either end reaching north or south. Two holds 14 tiles
+    // that are not doubles (each fits two ways round in each place) and 4 doubles:
+    // 14 * 16 + 4 * 8 = 256.
+    assert_eq!(g.legal(dominup_role("one")), set(&["noop"]));
+    let legal = g.legal(dominup_role("two"));
+    assert_eq!(legal.len(), 256);
+    for mv in [
+        "(place 2 4 11 10 n)",
+        "(place 2 4 10 10 s)",
+        "(place 2 4 7 9 s)",
+        "(place 2 4 9 8 n)",
+        "(place 2 4 10 8 n)",
+        "(place 0 0 9 11 s)",
+        "(place 0 0 8 11 s)",
+    ] {
+        assert!(legal.contains(mv), "{mv}");
+    }
+    for mv in [
+        "(place 0 0 10 11 n)", // a double is named from its west or north half
+        "(place 8 8 10 10 s)", // not a tile
+        "(place 1 1 10 10 s)", // one's tile
+        "(place 2 4 8 9 e)",   // parallel, side by side
+        "(place 2 4 9 11 e)",  // parallel, end to end
+        "(place 2 4 8 8 n)",   // only corners touch
+        "(place 2 4 9 9 e)",   // on top of 7|7, numbers do not match
+        "(place 2 4 17 18 s)", // off the board
+    ] {
+        assert!(!legal.contains(mv), "{mv}");
+        assert!(g.rejects(mv), "{mv}");
+    }
+}
+
+/// The seed's test game (SEED-GAMES.md, Dominup), after the 7|7 opening: each move as
+/// (low, high, player, row, column, direction), the sheet's move, and the mover's legal
+/// moves when the move is a compulsory climb.
+const SEED_GAME: &[(&str, &str, Option<&[&str]>)] = &[
+    ("two", "(place 2 4 11 10 n)", None),
+    ("one", "(place 3 3 12 10 e)", None),
+    ("two", "(place 4 7 10 10 n)", Some(&["(place 4 7 10 10 n)"])),
+    ("two", "(place 0 5 11 12 w)", None),
+    ("one", "(place 2 3 11 10 s)", Some(&["(place 2 3 11 10 s)"])),
+    ("one", "(place 1 1 9 8 s)", None),
+    ("two", "(place 3 5 12 11 n)", Some(&["(place 3 5 12 11 n)"])),
+    ("two", "(place 2 5 11 10 e)", Some(&["(place 2 5 11 10 e)"])),
+    ("two", "(place 6 6 11 13 s)", None),
+];
+
+#[test]
+fn dominup_seed_game_replays() {
+    let mut g = Game::new("dominup");
+    for (i, &(player, mv, climbs)) in SEED_GAME.iter().enumerate() {
+        let role = dominup_role(player);
+        assert!(g.holds(&format!("(control {player})")), "move {}", i + 1);
+        let legal = g.legal(role);
+        match climbs {
+            // Climbing is compulsory: the climbs are the only legal moves.
+            Some(climbs) => assert_eq!(legal, set(climbs), "move {}", i + 1),
+            // An expansion: legal only because no climb is possible.
+            None => assert!(legal.len() > 20 && legal.contains(mv), "move {}", i + 1),
+        }
+        g.play(mv);
+        assert!(!g.terminal(), "move {}", i + 1);
+    }
+
+    let mut expected = BTreeSet::new();
+    expected.extend(half(9, 8, 1, 1, "s", "v"));
+    expected.extend(half(10, 8, 1, 1, "n", "v"));
+    expected.extend(half(9, 9, 1, 7, "e", "h"));
+    expected.extend(half(9, 10, 2, 7, "s", "h")); // 4|7 climbed onto 7|7 and 2|4
+    expected.extend(half(10, 10, 2, 4, "n", "v"));
+    expected.extend(half(11, 10, 3, 2, "e", "v")); // 2|5 on 2|3 and 3|5, on 2|4 and 0|5
+    expected.extend(half(11, 11, 3, 5, "w", "h"));
+    expected.extend(half(11, 12, 1, 0, "w", "h"));
+    expected.extend(half(12, 10, 2, 3, "n", "h")); // 2|3 on 2|4 and 3|3
+    expected.extend(half(12, 11, 2, 3, "n", "h")); // 3|5 on 3|3 and 0|5
+    expected.extend(half(11, 13, 1, 6, "s", "v"));
+    expected.extend(half(12, 13, 1, 6, "n", "v"));
+    assert_eq!(board(&g), expected);
+
+    assert!(g.holds("(control one)"));
+    assert!(g.holds("(tiles one 14)"));
+    assert!(g.holds("(tiles two 12)"));
+    for tile in ["3 3", "2 3", "1 1"] {
+        assert!(!g.holds(&format!("(hand one {tile})")));
+    }
+    for tile in ["2 4", "4 7", "0 5", "3 5", "2 5", "6 6"] {
+        assert!(!g.holds(&format!("(hand two {tile})")));
+    }
+    assert_eq!(g.facts_starting("(hand ").len(), 26);
+    assert_eq!(g.goals(), [0, 100]);
+
+    // One has two climbs, both on level 1: 1|7 onto the 1 of 1|1 and the 7 of 7|7, and 0|6
+    // onto the 0 of 0|5 and the 6 of 6|6.
+    assert_eq!(
+        g.legal(dominup_role("one")),
+        set(&["(place 1 7 9 8 e)", "(place 0 6 11 12 e)"])
+    );
+}
+
+#[test]
+fn dominup_expansion_only_when_no_climb() {
+    let mut g = Game::new("dominup");
+    g.play_all(&["(place 2 4 11 10 n)", "(place 3 3 12 10 e)"]);
+    // Two must climb 4|7; an expansion that would otherwise fit is refused.
+    assert!(g.rejects("(place 0 5 11 12 w)"));
+    assert!(g.rejects("pass"));
+    g.play("(place 4 7 10 10 n)");
+    assert!(g.holds("(control two)"), "a climb keeps control");
+    assert!(g.legal(dominup_role("two")).contains("(place 0 5 11 12 w)"));
+    g.play("(place 0 5 11 12 w)");
+    assert!(g.holds("(control one)"), "an expansion ends the turn");
+}
+
+/// The board of a custom position: every square covered by a horizontal tile on level 1
+/// showing 7, except the squares (1, 1) and (1, 2), which are empty, and the squares given.
+fn full_board(numbers: &[(u8, u8, u8)]) -> Vec<String> {
+    let mut facts = Vec::new();
+    for row in 1..=18u8 {
+        for col in 1..=18u8 {
+            if row == 1 && col <= 2 {
+                continue;
+            }
+            let number = numbers
+                .iter()
+                .find(|&&(r, c, _)| (r, c) == (row, col))
+                .map_or(7, |&(_, _, n)| n);
+            let link = if col % 2 == 1 { "e" } else { "w" };
+            for f in half(row, col, 1, number, link, "h") {
+                facts.push(format!("(init {f})"));
+            }
+        }
+    }
+    facts
+}
+
+fn init_facts(facts: &[&str]) -> Vec<String> {
+    facts.iter().map(|f| format!("(init {f})")).collect()
+}
+
+#[test]
+fn dominup_blocked_board_pass_and_fewer_tiles_win() {
+    // No expansion fits anywhere: the only empty squares, (1, 1) and (1, 2), touch only
+    // parallel tiles. One can climb 0|1 on (10, 2)-(10, 3), two can climb 2|3 on
+    // (12, 2)-(12, 3).
+    let mut facts = full_board(&[(10, 2, 0), (10, 3, 1), (12, 2, 2), (12, 3, 3)]);
+    facts.extend(init_facts(&[
+        "(hand one 0 1)",
+        "(hand one 4 5)",
+        "(hand two 2 3)",
+        "(hand two 5 6)",
+        "(hand two 6 6)",
+        "(tiles one 2)",
+        "(tiles two 3)",
+        "(control one)",
+    ]));
+    let mut g = dominup_from(&facts);
+    assert!(!g.terminal());
+    assert_eq!(g.legal(0), set(&["(place 0 1 10 2 e)"]));
+    assert_eq!(g.legal(1), set(&["noop"]));
+    g.play("(place 0 1 10 2 e)");
+    assert!(g.holds("(level 10 2 2)"));
+    assert!(g.holds("(tiles one 1)"));
+    // One can place nothing more, but two can still climb: one passes.
+    assert!(!g.terminal());
+    assert_eq!(g.legal(0), set(&["pass"]));
+    g.play("pass");
+    assert!(g.holds("(control two)"));
+    assert!(g.holds("(tiles one 1)"), "a pass places nothing");
+    assert_eq!(g.legal(1), set(&["(place 2 3 12 2 e)"]));
+    g.play("(place 2 3 12 2 e)");
+    // Nobody can place a tile: blocked. One has fewer tiles left.
+    assert!(g.terminal());
+    assert!(g.holds("(tiles two 2)"));
+    assert_eq!(g.goals(), [100, 0]);
+}
+
+#[test]
+fn dominup_blocked_with_equal_hands_is_a_draw() {
+    let mut facts = full_board(&[]);
+    facts.extend(init_facts(&[
+        "(hand one 0 1)",
+        "(hand two 2 3)",
+        "(tiles one 1)",
+        "(tiles two 1)",
+        "(control two)",
+    ]));
+    let mut g = dominup_from(&facts);
+    assert!(g.terminal());
+    assert_eq!(g.goals(), [50, 50]);
+}
+
+#[test]
+fn dominup_empty_hand_wins() {
+    // Two holds 2|4 and 4|7, one holds 3|3 and 1|2.
+    let mut facts = init_facts(&[
+        "(level 9 9 1)",
+        "(level 9 10 1)",
+        "(face 9 9 7)",
+        "(face 9 10 7)",
+        "(link 9 9 e)",
+        "(link 9 10 w)",
+        "(bottom 9 9 h)",
+        "(bottom 9 10 h)",
+        "(hand one 3 3)",
+        "(hand one 1 2)",
+        "(hand two 2 4)",
+        "(hand two 4 7)",
+        "(tiles one 2)",
+        "(tiles two 2)",
+        "(control two)",
+    ]);
+    let mut g = dominup_from(&facts);
+    g.play_all(&["(place 2 4 11 10 n)", "(place 3 3 12 10 e)"]);
+    assert!(!g.terminal());
+    assert_eq!(g.goals(), [50, 50]);
+    // Two's last tile climbs: the hand is empty and the game ends at once.
+    g.play("(place 4 7 10 10 n)");
+    assert!(g.holds("(tiles two 0)"));
+    assert!(g.terminal());
+    assert_eq!(g.goals(), [0, 100]);
+
+    // The same after an expansion: one's last tile.
+    facts.retain(|f| f != "(init (hand one 1 2))" && f != "(init (tiles one 2))");
+    facts.push("(init (tiles one 1))".into());
+    let mut g = dominup_from(&facts);
+    g.play("(place 2 4 11 10 n)");
+    assert!(!g.terminal());
+    g.play("(place 3 3 12 10 e)");
+    assert!(g.holds("(tiles one 0)"));
+    assert!(g.terminal());
+    assert_eq!(g.goals(), [100, 0]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Both engines
+
+/// Each role's legal moves in `state`, printed and sorted, with the engine's moves.
+fn sorted_legal<M: StateMachine>(m: &mut M, state: &M::State) -> Vec<Vec<(String, M::Move)>> {
+    (0..m.roles().len())
+        .map(|r| {
+            let mut moves: Vec<(String, M::Move)> = m
+                .legal_moves(state, r)
+                .unwrap()
+                .into_iter()
+                .map(|mv| (m.move_term(mv).to_string(), mv))
+                .collect();
+            moves.sort_by(|a, b| a.0.cmp(&b.0));
+            moves
+        })
+        .collect()
+}
+
+fn printed_state<M: StateMachine>(m: &M, state: &M::State) -> BTreeSet<String> {
+    m.state_terms(state).iter().map(Term::to_string).collect()
+}
+
+/// Plays sheet `name` on the Datalog engine and the propnet in lockstep: first the moves of
+/// `script` (each played by the one role for which it is legal, the others playing their only
+/// legal move), then `playouts` random playouts making the same choices on both. Checks at
+/// every step that the state, each role's legal moves, terminal and the goals agree. Returns
+/// the number of states compared.
+fn engines_agree(name: &str, script: &[&str], playouts: usize) -> usize {
+    let description = Description::from_text(&sheet_text(name)).unwrap();
+    let mut d = DatalogMachine::new(&description).unwrap();
+    let mut p = PropnetMachine::new(&description, &Budget::default())
+        .unwrap_or_else(|e| panic!("{name}: the propnet does not build: {e}"));
+    assert_eq!(d.roles(), p.roles());
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(0x5eed);
+    let mut steps = 0;
+    // Playout 0 is the script, then random; the others are random.
+    for playout in 0..playouts.max(1) {
+        let mut ds = d.initial_state();
+        let mut ps = p.initial_state();
+        for step in 0.. {
+            let at = format!("{name}: playout {playout}, step {step}");
+            assert_eq!(
+                printed_state(&d, &ds),
+                printed_state(&p, &ps),
+                "{at}: state"
+            );
+            let terminal = d.is_terminal(&ds).unwrap();
+            assert_eq!(terminal, p.is_terminal(&ps).unwrap(), "{at}: terminal");
+            for r in 0..d.roles().len() {
+                let goals = d.goal_values(&ds, r).unwrap();
+                assert_eq!(goals, p.goal_values(&ps, r).unwrap(), "{at}: goals");
+                assert_eq!(
+                    goals.len(),
+                    1,
+                    "{at}: one goal value per role, in every state"
+                );
+            }
+            steps += 1;
+            if terminal {
+                break;
+            }
+            let dl = sorted_legal(&mut d, &ds);
+            let pl = sorted_legal(&mut p, &ps);
+            let scripted = script.get(step).filter(|_| playout == 0);
+            let mut found = false;
+            let mut djoint = Vec::new();
+            let mut pjoint = Vec::new();
+            for (dm, pm) in dl.iter().zip(&pl) {
+                let dn: Vec<&String> = dm.iter().map(|x| &x.0).collect();
+                let pn: Vec<&String> = pm.iter().map(|x| &x.0).collect();
+                assert_eq!(dn, pn, "{at}: legal moves");
+                assert!(!dm.is_empty(), "{at}: a role has no legal move");
+                let i = match scripted.and_then(|mv| dm.iter().position(|x| x.0 == *mv)) {
+                    Some(i) => {
+                        found = true;
+                        i
+                    }
+                    None if scripted.is_some() => {
+                        assert_eq!(dm.len(), 1, "{at}: a role other than the script's mover");
+                        0
+                    }
+                    None => rng.random_range(0..dm.len()),
+                };
+                djoint.push(dm[i].1);
+                pjoint.push(pm[i].1);
+            }
+            if let Some(mv) = scripted {
+                assert!(found, "{at}: the script's {mv} is not legal");
+            }
+            ds = d.next_state(&ds, &djoint).unwrap();
+            ps = p.next_state(&ps, &pjoint).unwrap();
+        }
+    }
+    eprintln!("{name}: {steps} states agree");
+    steps
+}
+
+#[test]
+fn engines_agree_on_tic_tac_toe() {
+    assert!(engines_agree("ticTacToe", &[], 30) >= 30 * 6);
+}
+
+#[test]
+fn engines_agree_on_connect_four() {
+    assert!(engines_agree("connectFour", &[], 10) >= 10 * 8);
+}
+
+#[test]
+fn engines_agree_on_jeson_mor() {
+    assert!(engines_agree("jesonMor", &[], 3) >= 3 * 3);
+}
+
+#[test]
+fn engines_agree_on_dominup() {
+    // The seed's game first. Unless the board is blocked, a game ends only when a hand of 17
+    // or 18 tiles is empty: at least 18 states.
+    let script: Vec<&str> = SEED_GAME.iter().map(|&(_, mv, _)| mv).collect();
+    assert!(engines_agree("dominup", &script, 3) >= 3 * 18);
 }

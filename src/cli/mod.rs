@@ -146,7 +146,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     trace::write_playouts(&mut m, &mut rng, count, max_steps, &mut out)
                 }
             };
-            print!("{out}");
+            write_stdout(&out)?;
             result.with_context(|| format!("playing {}", game.display()))?;
             Ok(ExitCode::SUCCESS)
         }
@@ -293,6 +293,16 @@ fn load_engine(path: &Path, choice: EngineChoice) -> anyhow::Result<Loaded> {
                 }
             }
         }
+    }
+}
+
+/// Writes `text` to standard output; a reader that has gone away (`ggp playout | head`) is
+/// not an error.
+fn write_stdout(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
     }
 }
 
