@@ -247,7 +247,10 @@ fn browser_plays_tic_tac_toe_by_clicking() {
     assert!(result.starts_with("Game over: "), "{result}");
     assert!(stdout.contains("step 0: click b2"), "{stdout}");
     assert!(stdout.contains("\nreplayed "), "{stdout}");
-    assert!(stdout.contains("connectFour: clicked d6, red on d1"), "{stdout}");
+    assert!(
+        stdout.contains("connectFour: clicked d6, red on d1"),
+        "{stdout}"
+    );
     let png = std::fs::read(&screenshot).expect("a screenshot");
     assert!(
         png.starts_with(b"\x89PNG") && png.len() > 5_000,

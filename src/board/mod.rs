@@ -9,7 +9,8 @@
 //!   every pair of its arguments is a candidate when the arguments are constants, take at least
 //!   two values each, and never repeat as a pair within one sampled state. The best candidate
 //!   has the most *ordered* axes (see below), then the most distinct squares seen, then the
-//!   earliest argument positions. The other arguments are the square's content.
+//!   most distinct contents, then the earliest argument positions. The other arguments are the
+//!   square's content.
 //! - **Which axis is which.** When exactly one axis is all integers it is the rank (drawn
 //!   bottom to top, the highest at the top); otherwise the first coordinate argument is the
 //!   file (drawn left to right).
@@ -21,6 +22,7 @@
 //! - **Their order.** Integers numerically; else by a successor chain: a two-argument static
 //!   fact relation whose pairs form one path covering every value; else by first appearance
 //!   in the rule sheet; else lexically.
+//!   A square or piece met later in the game widens the board ([`Layout::include`]).
 //! - **Blank squares.** A square without a fact is empty. A content value that fills at least
 //!   two fifths of the squares of the first sampled state, and more of them than any other, is
 //!   the blank marker, and its squares are empty too.
@@ -101,6 +103,7 @@ pub struct Layout {
     rank: Axis,
     blank: Option<Vec<Term>>,
     labels: Vec<(Vec<Term>, String)>,
+    statics: StaticFacts,
 }
 
 /// The content of every square, rank by rank from the bottom: `None` when empty.
@@ -152,15 +155,20 @@ impl Layout {
     /// relation has the shape of a board.
     pub fn detect(samples: &[Vec<Term>], rules: &[Rule]) -> Option<Layout> {
         let statics = StaticFacts::new(rules);
-        // Score: ordered axes, squares seen, earlier argument positions.
-        type Score = (usize, usize, std::cmp::Reverse<usize>);
+        // Score: ordered axes, squares seen, distinct contents, earlier argument positions.
+        type Score = (usize, usize, usize, std::cmp::Reverse<usize>);
         let mut best: Option<(Candidate, Score)> = None;
         for (index, candidate) in candidates(samples).into_iter().enumerate() {
             let ordered = [&candidate.first, &candidate.second]
                 .iter()
                 .filter(|values| all_integers(values) || statics.chain_covering(values).is_some())
                 .count();
-            let score = (ordered, candidate.squares, std::cmp::Reverse(index));
+            let score = (
+                ordered,
+                candidate.squares,
+                candidate.contents,
+                std::cmp::Reverse(index),
+            );
             if best.as_ref().is_none_or(|(_, s)| score > *s) {
                 best = Some((candidate, score));
             }
@@ -180,21 +188,59 @@ impl Layout {
             rank: label_ranks(rank),
             blank: None,
             labels: Vec::new(),
+            statics,
         };
         layout.blank = layout.find_blank(&samples[0]);
-        let mut contents = Vec::new();
         for facts in samples {
-            for fact in facts {
-                if let Some((_, content)) = layout.locate(fact)
-                    && Some(&content) != layout.blank.as_ref()
-                    && !contents.contains(&content)
-                {
-                    contents.push(content);
+            layout.include_contents(facts);
+        }
+        Some(layout)
+    }
+
+    /// Widens the board to squares and pieces of `facts` it has not seen (the sample may miss
+    /// some); true when it changed. Labels of files and pieces may change with it.
+    pub fn include(&mut self, facts: &[Term]) -> bool {
+        let (mut files, mut ranks) = (self.file.values.clone(), self.rank.values.clone());
+        for fact in facts {
+            if let Term::App(rel, args) = fact
+                && *rel == self.rel
+                && args.len() == self.arity
+            {
+                for (arg, values) in [(self.file.arg, &mut files), (self.rank.arg, &mut ranks)] {
+                    if matches!(args[arg], Term::Const(_)) && !values.contains(&args[arg]) {
+                        values.push(args[arg].clone());
+                    }
                 }
             }
         }
-        layout.labels = piece_labels(&contents);
-        Some(layout)
+        let mut changed = false;
+        if files.len() > self.file.values.len() {
+            self.file = label_files(self.statics.axis(self.file.arg, &files));
+            changed = true;
+        }
+        if ranks.len() > self.rank.values.len() {
+            self.rank = label_ranks(self.statics.axis(self.rank.arg, &ranks));
+            changed = true;
+        }
+        self.include_contents(facts) || changed
+    }
+
+    fn include_contents(&mut self, facts: &[Term]) -> bool {
+        let mut contents: Vec<Vec<Term>> = self.labels.iter().map(|(c, _)| c.clone()).collect();
+        let known = contents.len();
+        for fact in facts {
+            if let Some((_, content)) = self.locate(fact)
+                && Some(&content) != self.blank.as_ref()
+                && !contents.contains(&content)
+            {
+                contents.push(content);
+            }
+        }
+        if contents.len() == known {
+            return false;
+        }
+        self.labels = piece_labels(&contents);
+        true
     }
 
     /// The board relation.
@@ -463,6 +509,8 @@ struct Candidate {
     second: Vec<Term>,
     /// Distinct pairs seen.
     squares: usize,
+    /// Distinct contents (the other arguments) seen.
+    contents: usize,
 }
 
 fn candidates(samples: &[Vec<Term>]) -> Vec<Candidate> {
@@ -497,6 +545,7 @@ fn candidate(
 ) -> Option<Candidate> {
     let (mut first, mut second) = (Vec::new(), Vec::new());
     let mut squares = HashSet::new();
+    let mut contents = HashSet::new();
     for facts in samples {
         let mut seen = HashSet::new();
         for fact in facts {
@@ -518,6 +567,11 @@ fn candidate(
                 second.push(y.clone());
             }
             squares.insert((x.clone(), y.clone()));
+            let content: Vec<&Term> = (0..arity)
+                .filter(|&k| k != i && k != j)
+                .map(|k| &args[k])
+                .collect();
+            contents.insert(content);
         }
     }
     (first.len() >= 2 && second.len() >= 2).then_some(Candidate {
@@ -527,10 +581,12 @@ fn candidate(
         first,
         second,
         squares: squares.len(),
+        contents: contents.len(),
     })
 }
 
 /// The ground facts of a sheet that widen and order the axes.
+#[derive(Debug, Clone)]
 struct StaticFacts {
     /// One-argument fact relations, values in sheet order.
     sets: Vec<Vec<Term>>,

@@ -573,6 +573,9 @@ impl<M: StateMachine + Send + 'static> Game<M> {
     pub fn play(&mut self, joint: Vec<M::Move>) -> Result<(), PlayError> {
         let state = self.state().clone();
         let next = self.machine.next_state(&state, &joint)?;
+        if let Some(layout) = &mut self.layout {
+            layout.include(&self.machine.state_terms(&next));
+        }
         self.states.push(next);
         self.moves.push(joint);
         self.state_times.push(now_ms());
