@@ -184,6 +184,9 @@ fn save_then_resume_reaches_the_same_state() {
     assert_eq!(a.moves, b.moves);
     assert_eq!(a.states, b.states);
     assert_eq!(a.match_id, b.match_id);
+    assert_eq!(a.random_token, b.random_token);
+    assert_eq!(a.random_token.len(), 32);
+    assert_eq!(a.state_times[..5], b.state_times[..5]);
     assert!(!a.is_completed);
 
     // A record whose moves do not fit the game is refused with a reason.

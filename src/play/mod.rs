@@ -219,6 +219,7 @@ pub struct Game<M: StateMachine> {
     state_times: Vec<u64>,
     start_time: u64,
     match_id: String,
+    random_token: String,
     rulesheet: String,
     seed: u64,
     /// The move infos last computed: step, role, infos.
@@ -269,6 +270,7 @@ impl<M: StateMachine + Send + 'static> Game<M> {
             state_times: vec![start_time],
             start_time,
             match_id: format!("ggp.play.{start_time}"),
+            random_token: record::random_token(),
             rulesheet: rulesheet.to_string(),
             seed,
             infos: None,
@@ -640,6 +642,7 @@ impl<M: StateMachine + Send + 'static> Game<M> {
             .collect();
         Ok(Record {
             match_id: self.match_id.clone(),
+            random_token: self.random_token.clone(),
             game_rulesheet: Some(self.rulesheet.clone()),
             start_time: self.start_time,
             start_clock: 0,
@@ -714,6 +717,15 @@ impl<M: StateMachine + Send + 'static> Game<M> {
         if record.start_time > 0 {
             self.start_time = record.start_time;
             self.match_id = record.match_id.clone();
+            self.random_token = record.random_token.clone();
+            for (i, time) in record
+                .state_times
+                .iter()
+                .enumerate()
+                .take(self.state_times.len())
+            {
+                self.state_times[i] = *time;
+            }
         }
         Ok(())
     }

@@ -3,8 +3,10 @@
 //!
 //! States are written as ggp-base writes them, `( ( cell 1 1 b ) ( control x ) )`, and moves
 //! as `( mark 1 1 )` or `noop`. Reading accepts any spacing.
-//! FIXME: the match manager keeps its own record type (`manager::record`, branch `protocol`);
-//! the two should become one once both are on main.
+//! FIXME: the match manager keeps its own record type (`manager::record::MatchRecord`, branch
+//! `protocol`), with the same field names; the two should become one once both are on main.
+//! Records written here carry every field that type requires, and reading ignores fields it
+//! does not know.
 
 use serde::{Deserialize, Serialize};
 
@@ -18,6 +20,8 @@ use crate::kif::{self, Sexp};
 pub struct Record {
     /// The match's name.
     pub match_id: String,
+    /// 32 random letters and digits.
+    pub random_token: String,
     /// The rule sheet's text (so that a record can be replayed on its own).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub game_rulesheet: Option<String>,
@@ -50,6 +54,16 @@ pub struct Record {
     pub is_player_human: Vec<bool>,
     /// Whether symbols were scrambled (never, here).
     pub scrambled: bool,
+}
+
+/// A new random token: 32 letters and digits.
+pub fn random_token() -> String {
+    use rand::Rng;
+    const CHARS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let mut rng = rand::rng();
+    (0..32)
+        .map(|_| char::from(CHARS[rng.random_range(0..CHARS.len())]))
+        .collect()
 }
 
 impl Record {
