@@ -10,6 +10,8 @@ pub mod datalog;
 pub mod gdl;
 pub mod kif;
 pub mod machine;
+pub mod manager;
 pub mod propnet;
+pub mod protocol;
 pub mod search;
 pub mod trace;
