@@ -4,6 +4,8 @@
 //! that uses `anyhow`.
 
 mod bench;
+mod matches;
+mod serve;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -112,6 +114,10 @@ enum Command {
         /// The rule sheet (.kif).
         game: PathBuf,
     },
+    /// Serve as a GGP player over HTTP (the match protocol).
+    Serve(serve::ServeArgs),
+    /// Referee one match between players and write its record.
+    Match(matches::MatchArgs),
 }
 
 /// Runs the command line; the exit code says whether the work succeeded.
@@ -121,6 +127,8 @@ enum Command {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
         Command::Check { game } => check(&game),
+        Command::Serve(args) => serve::run(args),
+        Command::Match(args) => matches::run(args),
         Command::Playout {
             game,
             count,

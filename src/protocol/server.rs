@@ -187,6 +187,7 @@ impl Drop for RunningServer {
 
 /// Reads the message of one request, answers it and writes the reply.
 fn handle(shared: &Shared, mut request: tiny_http::Request, received: Instant) {
+    let _span = tracing::info_span!("serve", name = %shared.config.name).entered();
     let text = match request.method() {
         tiny_http::Method::Options => return respond(request, 200, ""),
         tiny_http::Method::Post => match read_body(&mut request, shared.config.max_body) {
@@ -332,7 +333,7 @@ impl Shared {
             && !matches!(message, Message::Start { .. })
             && !self.is_current(id)
         {
-            info!(kind = message.kind(), match_id = id, "not our match: busy");
+            info!(kind = message.kind(), match_id = %id, "not our match: busy");
             return (200, "busy".into());
         }
         let reply = match message {
@@ -492,7 +493,7 @@ impl Shared {
     fn play(&self, id: &str, moves: Option<Vec<Term>>, received: Instant) -> String {
         let mut guard = lock(&self.current);
         let Some(current) = guard.as_mut().filter(|c| c.id == id) else {
-            info!(kind = "PLAY", match_id = id, "not our match: busy");
+            info!(kind = "PLAY", match_id = %id, "not our match: busy");
             return "busy".into();
         };
         current.step += 1;
@@ -502,14 +503,14 @@ impl Shared {
         let ready = match current.await_session(deadline) {
             Ok(ready) => ready,
             Err(e) => {
-                warn!(kind = "PLAY", match_id = id, step, "no engine: {e}");
+                warn!(kind = "PLAY", match_id = %id, step, "no engine: {e}");
                 false
             }
         };
         let ms = || received.elapsed().as_millis() as u64;
         if !ready {
             current.backlog.extend(moves);
-            warn!(kind = "PLAY", match_id = id, step, mv = "nil", ms = ms(), "no engine yet");
+            warn!(kind = "PLAY", match_id = %id, step, mv = "nil", ms = ms(), "no engine yet");
             return "nil".into();
         }
         let session = current.session.as_mut().expect("the session is ready");
@@ -517,7 +518,7 @@ impl Shared {
             Ok(played) => {
                 info!(
                     kind = "PLAY",
-                    match_id = id,
+                    match_id = %id,
                     step,
                     mv = %played.mv,
                     playouts = played.iterations,
@@ -529,7 +530,7 @@ impl Shared {
                 played.mv.to_string()
             }
             Err(e) => {
-                warn!(kind = "PLAY", match_id = id, step, mv = "nil", ms = ms(), "{e}");
+                warn!(kind = "PLAY", match_id = %id, step, mv = "nil", ms = ms(), "{e}");
                 "nil".into()
             }
         }
@@ -545,7 +546,7 @@ impl Shared {
             }
         };
         let Some(current) = taken else {
-            info!(kind, match_id = id, "not our match: busy");
+            info!(kind, match_id = %id, "not our match: busy");
             return "busy".into();
         };
         {
@@ -562,7 +563,7 @@ impl Shared {
             },
             _ => "none".into(),
         };
-        info!(kind, match_id = id, steps = current.step, goals);
+        info!(kind, match_id = %id, steps = current.step, goals);
         reply.into()
     }
 }
