@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 use ggp::gdl::{Description, Term, parse_term};
 use ggp::machine::{MachineError, StateMachine};
 use ggp::propnet::{Budget, PropnetMachine};
-use ggp::protocol::{RunningServer, Server, ServerConfig, Session, SessionError, SessionFactory, launch};
+use ggp::protocol::{
+    RunningServer, Server, ServerConfig, Session, SessionError, SessionFactory, launch,
+};
 use ggp::search::{Choice, Player, PlayerKind, SearchConfig, SearchError, new_player};
 
 const TIC_TAC_TOE: &str = include_str!("../rules/ticTacToe.kif");
@@ -51,10 +53,17 @@ impl SessionFactory for Factory {
                 "propnet",
                 1,
             ),
-            Behaviour::Sleepy => launch(machine, Box::new(Rogue(true)), role, deadline, "propnet", 1),
-            Behaviour::Panicky => {
-                launch(machine, Box::new(Rogue(false)), role, deadline, "propnet", 1)
+            Behaviour::Sleepy => {
+                launch(machine, Box::new(Rogue(true)), role, deadline, "propnet", 1)
             }
+            Behaviour::Panicky => launch(
+                machine,
+                Box::new(Rogue(false)),
+                role,
+                deadline,
+                "propnet",
+                1,
+            ),
             Behaviour::SlowEngine => launch(
                 Slow(machine),
                 new_player(PlayerKind::Mcts, &config),
@@ -229,8 +238,8 @@ fn a_scripted_ggp_base_match_gets_legal_moves_and_well_formed_replies() {
     assert_eq!(send(addr, &start_message("t.1", "o", 5, 2)), "ready");
     assert_eq!(info(addr), "((name tester) (status busy))");
     assert_eq!(send(addr, "( PLAY t.1 NIL )"), "noop");
-    let mut desc = ggp::datalog::DatalogMachine::new(&Description::from_text(TIC_TAC_TOE).unwrap())
-        .unwrap();
+    let mut desc =
+        ggp::datalog::DatalogMachine::new(&Description::from_text(TIC_TAC_TOE).unwrap()).unwrap();
     let mut state = desc.initial_state();
     let x_move = desc.legal_moves(&state, 0).unwrap()[4];
     let x_text = ggp::protocol::message::spaced(&ggp::protocol::message::term_to_sexp(
@@ -240,11 +249,11 @@ fn a_scripted_ggp_base_match_gets_legal_moves_and_well_formed_replies() {
     state = desc.next_state(&state, &[x_move, noop]).unwrap();
     let reply = send(addr, &format!("( PLAY t.1 ({x_text} noop ) )"));
     let ours = desc.find_move(&parse_term(&reply).unwrap()).unwrap();
-    assert!(desc.legal_moves(&state, 1).unwrap().contains(&ours), "{reply}");
-    assert_eq!(
-        send(addr, &format!("( STOP t.1 (noop {reply} ) )")),
-        "done"
+    assert!(
+        desc.legal_moves(&state, 1).unwrap().contains(&ours),
+        "{reply}"
     );
+    assert_eq!(send(addr, &format!("( STOP t.1 (noop {reply} ) )")), "done");
     assert_eq!(info(addr), "((name tester) (status available))");
 }
 
@@ -274,13 +283,22 @@ fn malformed_messages_get_a_reply_and_the_server_keeps_answering() {
     let available = "((name tester) (status available))";
     let cases: Vec<(&str, Vec<u8>)> = vec![
         ("garbage", ggp_base_request("%$#@! not a message")),
-        ("truncated", ggp_base_request("( START m x (( role x ) ( init")),
+        (
+            "truncated",
+            ggp_base_request("( START m x (( role x ) ( init"),
+        ),
         ("unknown message", ggp_base_request("( DANCE m )")),
         ("PLAY before START", ggp_base_request("( PLAY nobody NIL )")),
         ("STOP of no match", ggp_base_request("( STOP nobody NIL )")),
         ("ABORT of no match", ggp_base_request("( ABORT nobody )")),
-        ("bad clock", ggp_base_request("( START m x (( role x )) soon 1)")),
-        ("not a game", ggp_base_request("( START m x (( init p )) 5 1)")),
+        (
+            "bad clock",
+            ggp_base_request("( START m x (( role x )) soon 1)"),
+        ),
+        (
+            "not a game",
+            ggp_base_request("( START m x (( init p )) 5 1)"),
+        ),
         ("empty body", ggp_base_request("")),
         ("binary", {
             let mut r = b"POST / HTTP/1.0\r\nContent-Length: 4\r\n\r\n".to_vec();
@@ -293,7 +311,10 @@ fn malformed_messages_get_a_reply_and_the_server_keeps_answering() {
     for (what, request) in cases {
         let (head, body) = exchange(addr, &request);
         // A reply (error or `busy`), or a clean close.
-        assert!(head.is_empty() || head.starts_with("HTTP/1."), "{what}: {head}");
+        assert!(
+            head.is_empty() || head.starts_with("HTTP/1."),
+            "{what}: {head}"
+        );
         if what.contains("no match") || what.starts_with("PLAY") || what == "not a game" {
             assert_eq!(body, "busy", "{what}");
         }
@@ -312,7 +333,10 @@ fn malformed_messages_get_a_reply_and_the_server_keeps_answering() {
     }
     chunked.extend(b"0\r\n\r\n");
     let (head, _) = exchange(addr, &chunked);
-    assert!(head.is_empty() || head.starts_with("HTTP/1.1 413"), "{head}");
+    assert!(
+        head.is_empty() || head.starts_with("HTTP/1.1 413"),
+        "{head}"
+    );
     assert_eq!(info(addr), available);
 }
 
@@ -359,7 +383,10 @@ fn an_uppercased_dresden_match_is_answered_in_upper_case() {
     assert_eq!(exchange(addr, request(&start).as_bytes()).1, "ready");
     let (_, first) = exchange(addr, request("(PLAY D.1 NIL)").as_bytes());
     assert!(first.starts_with("(MARK "), "{first}");
-    let (_, second) = exchange(addr, request(&format!("(PLAY D.1 ({first} NOOP))")).as_bytes());
+    let (_, second) = exchange(
+        addr,
+        request(&format!("(PLAY D.1 ({first} NOOP))")).as_bytes(),
+    );
     assert_eq!(second, "NOOP");
     let (_, done) = exchange(addr, request("(STOP D.1 (NOOP (MARK 1 1)))").as_bytes());
     assert_eq!(done, "done");
@@ -396,7 +423,10 @@ fn moves_arrive_in_time(behaviour: Behaviour, role: &str, plays: usize) {
             joint.swap(0, 1);
         }
         state = machine.next_state(&state, &joint).unwrap();
-        let texts: Vec<String> = joint.iter().map(|&m| machine.move_term(m).to_string()).collect();
+        let texts: Vec<String> = joint
+            .iter()
+            .map(|&m| machine.move_term(m).to_string())
+            .collect();
         last = Some(texts.join(" "));
     }
     assert_eq!(send(addr, "( ABORT c.1 )"), "aborted");

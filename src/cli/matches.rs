@@ -76,9 +76,9 @@ pub fn run(args: MatchArgs) -> anyhow::Result<ExitCode> {
     let mut servers: Vec<RunningServer> = Vec::new();
     let mut contestants: Vec<Option<Contestant>> = vec![None; roles.len()];
     for spec in &args.players {
-        let (role, player) = spec
-            .split_once('=')
-            .with_context(|| format!("--player {spec}: expected ROLE=host:port or ROLE=builtin:NAME"))?;
+        let (role, player) = spec.split_once('=').with_context(|| {
+            format!("--player {spec}: expected ROLE=host:port or ROLE=builtin:NAME")
+        })?;
         let index = find_role(&roles, role)
             .with_context(|| format!("--player {spec}: the game has no role {role}"))?;
         if contestants[index].is_some() {
@@ -173,7 +173,11 @@ fn find_role(roles: &[Term], name: &str) -> Option<usize> {
     roles
         .iter()
         .position(|r| r.to_string() == name)
-        .or_else(|| roles.iter().position(|r| r.to_string().eq_ignore_ascii_case(name)))
+        .or_else(|| {
+            roles
+                .iter()
+                .position(|r| r.to_string().eq_ignore_ascii_case(name))
+        })
 }
 
 /// The game's file stem, reduced to characters that are safe in a match id and file name.
@@ -182,7 +186,13 @@ fn game_name(path: &Path) -> String {
         .file_stem()
         .map_or("game".into(), |s| s.to_string_lossy().into_owned());
     stem.chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect()
 }
 

@@ -213,11 +213,11 @@ impl Referee<'_> {
         while !machine.is_terminal(&state)? {
             let step = record.moves.len() + 1;
             let mut legal = Vec::with_capacity(roles.len());
-            for role in 0..roles.len() {
-                let moves = machine.legal_moves(&state, role)?;
+            for (index, role) in roles.iter().enumerate() {
+                let moves = machine.legal_moves(&state, index)?;
                 if moves.is_empty() {
                     return Err(MachineError::NoLegalMoves {
-                        role: roles[role].to_string(),
+                        role: role.to_string(),
                     }
                     .into());
                 }

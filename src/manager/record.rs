@@ -23,7 +23,11 @@ pub struct MatchRecord {
     /// When the match started, in milliseconds since the Unix epoch.
     pub start_time: u64,
     /// The game's repository URL, for games from a repository.
-    #[serde(rename = "gameMetaURL", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "gameMetaURL",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub game_meta_url: Option<String>,
     /// The rule sheet, for local games.
     #[serde(default, skip_serializing_if = "Option::is_none")]

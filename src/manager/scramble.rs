@@ -132,7 +132,15 @@ mod tests {
         for gone in ["xplayer", "mark", "cell", "done", "?x ", "?w ", " b)"] {
             assert!(!text.contains(gone), "{gone} in {text}");
         }
-        for kept in ["(role ", "(<= (legal ", "(TRUE (", "(not (true ", "(distinct ", " 1 ", " 10)"] {
+        for kept in [
+            "(role ",
+            "(<= (legal ",
+            "(TRUE (",
+            "(not (true ",
+            "(distinct ",
+            " 1 ",
+            " 10)",
+        ] {
             assert!(text.contains(kept), "{kept} not in {text}");
         }
         // The same symbol gets the same word everywhere.

@@ -129,7 +129,10 @@ pub fn parse_message(text: &str) -> Result<Message, MessageError> {
         Sexp::Atom { pos, .. } => (std::slice::from_ref(&sexp), *pos),
     };
     let Some(Sexp::Atom { text: name, .. }) = items.first() else {
-        return Err(shape(pos, "expected a message name at the start of the list"));
+        return Err(shape(
+            pos,
+            "expected a message name at the start of the list",
+        ));
     };
     let args = &items[1..];
     let want = |n: usize| -> Result<(), MessageError> {
@@ -241,7 +244,11 @@ fn ground_term(sexp: &Sexp) -> Result<Term, MessageError> {
 fn joint_move(sexp: &Sexp) -> Result<Option<Vec<Term>>, MessageError> {
     match sexp {
         Sexp::Atom { .. } => Ok(None),
-        Sexp::List { items, .. } => items.iter().map(ground_term).collect::<Result<_, _>>().map(Some),
+        Sexp::List { items, .. } => items
+            .iter()
+            .map(ground_term)
+            .collect::<Result<_, _>>()
+            .map(Some),
     }
 }
 
@@ -431,7 +438,8 @@ mod tests {
         assert_eq!(parse_message("( INFO )").unwrap(), Message::Info);
         assert_eq!(parse_message("(info)").unwrap(), Message::Info);
         assert_eq!(parse_message("ping").unwrap(), Message::Ping);
-        let start = parse_message("( START m.1 xplayer (( role xplayer ) ( init p ) ) 5 3)").unwrap();
+        let start =
+            parse_message("( START m.1 xplayer (( role xplayer ) ( init p ) ) 5 3)").unwrap();
         let Message::Start {
             id,
             role,
@@ -488,19 +496,31 @@ mod tests {
     fn refuses_malformed_messages_with_a_reason() {
         let err = |text: &str| parse_message(text).unwrap_err().to_string();
         assert_eq!(err("(PLAY m)"), "1:1: PLAY takes 2 arguments, found 1");
-        assert_eq!(err("(START m r ((role r)) 5)"), "1:1: START takes 5 arguments, found 4");
+        assert_eq!(
+            err("(START m r ((role r)) 5)"),
+            "1:1: START takes 5 arguments, found 4"
+        );
         assert_eq!(err("(DANCE)"), "1:1: unknown message `DANCE`");
         assert_eq!(
             err("(START m r ((role r)) five 3)"),
             "1:23: expected a clock in seconds, found `five`"
         );
-        assert_eq!(err("(PLAY (m) NIL)"), "1:7: expected a match id, found a list");
+        assert_eq!(
+            err("(PLAY (m) NIL)"),
+            "1:7: expected a match id, found a list"
+        );
         assert_eq!(
             err("(PLAY m ((mark ?x) noop))"),
             "1:10: expected a ground term, found `(mark ?x)`"
         );
-        assert_eq!(err("(START m r rules 5 3)"), "1:12: expected the list of rules, found `rules`");
-        assert_eq!(err("((a) b)"), "1:1: expected a message name at the start of the list");
+        assert_eq!(
+            err("(START m r rules 5 3)"),
+            "1:12: expected the list of rules, found `rules`"
+        );
+        assert_eq!(
+            err("((a) b)"),
+            "1:1: expected a message name at the start of the list"
+        );
         assert!(err("(PLAY m (").contains("expected ')'"));
         assert!(err("").contains("expected an expression"));
         assert!(err("(INFO) (INFO)").contains("second expression"));
@@ -519,7 +539,10 @@ mod tests {
             Style::GgpBase.play("demo.ttt.1", Some(&joint)),
             "( PLAY demo.ttt.1 (( mark 2 3 ) noop ) )"
         );
-        assert_eq!(Style::GgpBase.play("demo.ttt.1", None), "( PLAY demo.ttt.1 NIL )");
+        assert_eq!(
+            Style::GgpBase.play("demo.ttt.1", None),
+            "( PLAY demo.ttt.1 NIL )"
+        );
         assert_eq!(
             Style::GgpBase.stop("m", Some(&joint)),
             "( STOP m (( mark 2 3 ) noop ) )"

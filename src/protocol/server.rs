@@ -200,8 +200,7 @@ fn handle(shared: &Shared, mut request: tiny_http::Request, received: Instant) {
         tiny_http::Method::Get => decode_path(request.url()),
         _ => return respond(request, 200, ""),
     };
-    let (status, reply) = match catch_unwind(AssertUnwindSafe(|| shared.answer(&text, received)))
-    {
+    let (status, reply) = match catch_unwind(AssertUnwindSafe(|| shared.answer(&text, received))) {
         Ok(answer) => answer,
         Err(_) => {
             warn!("answering a message panicked; the match is dropped");
@@ -341,7 +340,10 @@ impl Shared {
                 let busy = lock(&self.status).id.is_some();
                 let status = if busy { "busy" } else { "available" };
                 info!(kind = "INFO", status);
-                format!("((name {}) (status {status}))", atom_text(&self.config.name))
+                format!(
+                    "((name {}) (status {status}))",
+                    atom_text(&self.config.name)
+                )
             }
             Message::Ping => {
                 info!(kind = "PING");
@@ -661,8 +663,14 @@ mod tests {
             gdl::parse_term("white").unwrap(),
             gdl::parse_term("black").unwrap(),
         ];
-        assert_eq!(find_role(&roles, &gdl::parse_term("black").unwrap()), Some(1));
-        assert_eq!(find_role(&roles, &gdl::parse_term("WHITE").unwrap()), Some(0));
+        assert_eq!(
+            find_role(&roles, &gdl::parse_term("black").unwrap()),
+            Some(1)
+        );
+        assert_eq!(
+            find_role(&roles, &gdl::parse_term("WHITE").unwrap()),
+            Some(0)
+        );
         assert_eq!(find_role(&roles, &gdl::parse_term("red").unwrap()), None);
     }
 }

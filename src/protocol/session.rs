@@ -378,7 +378,10 @@ impl<M: StateMachine + Send> Tracker for Tracked<M> {
             return Ok(Vec::new());
         }
         let moves = self.machine.legal_moves(&self.state, self.role)?;
-        Ok(moves.into_iter().map(|m| self.machine.move_term(m)).collect())
+        Ok(moves
+            .into_iter()
+            .map(|m| self.machine.move_term(m))
+            .collect())
     }
 
     fn goals(&mut self) -> Result<Option<Vec<u8>>, SessionError> {
@@ -511,9 +514,16 @@ mod tests {
         assert!(["(go 1)", "(go 2)"].contains(&first.mv.to_string().as_str()));
         // Role a waits: a forced move, answered without a search.
         let second = session
-            .play(Some(&[first.mv, parse_term("wait").unwrap()]), soon(400), soon(500))
+            .play(
+                Some(&[first.mv, parse_term("wait").unwrap()]),
+                soon(400),
+                soon(500),
+            )
             .unwrap();
-        assert_eq!((second.mv.to_string(), second.searched), ("wait".into(), false));
+        assert_eq!(
+            (second.mv.to_string(), second.searched),
+            ("wait".into(), false)
+        );
         assert_eq!(
             session.stop(Some(&terms(&["wait", "(go 2)"]))),
             Ok(Some(vec![50, 50]))
@@ -545,7 +555,9 @@ mod tests {
             .play(Some(&terms(&["wait", "wait"])), soon(100), soon(200))
             .unwrap_err();
         assert_eq!(err.to_string(), "illegal move wait for role a");
-        let err = session.play(Some(&terms(&["wait"])), soon(100), soon(200)).unwrap_err();
+        let err = session
+            .play(Some(&terms(&["wait"])), soon(100), soon(200))
+            .unwrap_err();
         assert_eq!(err.to_string(), "a joint move needs 2 moves, found 1");
         // Still in the initial state: b waits.
         let played = session.play(None, soon(100), soon(200)).unwrap();
