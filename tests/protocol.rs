@@ -340,6 +340,56 @@ fn malformed_messages_get_a_reply_and_the_server_keeps_answering() {
     assert_eq!(info(addr), available);
 }
 
+/// tiny_http skips an unread body by allocating its announced size, which aborts the process
+/// when the size is absurd; this test runs the binary so that such an abort shows as a dead
+/// child rather than killing the test run.
+#[test]
+fn the_binary_survives_an_absurd_content_length() {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ggp"))
+        .args([
+            "serve",
+            "--port",
+            "0",
+            "--bind",
+            "127.0.0.1",
+            "--player",
+            "random",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let addr: SocketAddr = line
+        .trim()
+        .trim_start_matches("listening on ")
+        .parse()
+        .unwrap();
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .write_all(b"POST / HTTP/1.0\r\nContent-Length: 4611686018427387904\r\n\r\n(INFO)")
+        .unwrap();
+    stream.shutdown(std::net::Shutdown::Write).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let mut reply = Vec::new();
+    let _ = stream.read_to_end(&mut reply);
+    // The abort, when it happens, may come a little after the connection closes.
+    std::thread::sleep(Duration::from_millis(500));
+    let running = matches!(child.try_wait(), Ok(None));
+    let answered = running && info(addr).contains("available");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(reply.is_empty());
+    assert!(running && answered);
+}
+
 #[test]
 fn one_match_at_a_time_and_other_ids_are_busy() {
     let server = server(Behaviour::Random, 300);

@@ -6,7 +6,9 @@
 //! Every reply is written by hand as `Content-Type: text/acl` with `Content-Length`, the CORS
 //! headers ggp-base sends, and `Connection: close`: tiny_http closes HTTP/1.0 connections
 //! itself, and clients of HTTP/1.1 close on that header. Bodies over
-//! [`ServerConfig::max_body`] are refused with status 413.
+//! [`ServerConfig::max_body`] are refused with status 413; a request that announces more
+//! than 64 MiB is abandoned without a reply, because tiny_http would allocate the announced
+//! size to skip it.
 //!
 //! Clocks: a PLAY is answered by `arrival + play clock - margin`, a START by
 //! `arrival + start clock - margin`, where the margin is [`ServerConfig::margin`] (1 s by
@@ -185,9 +187,22 @@ impl Drop for RunningServer {
     }
 }
 
+/// Bodies announced larger than this (and than the body limit) are not drained.
+const MAX_DRAIN: usize = 64 << 20;
+
 /// Reads the message of one request, answers it and writes the reply.
 fn handle(shared: &Shared, mut request: tiny_http::Request, received: Instant) {
     let _span = tracing::info_span!("serve", name = %shared.config.name).entered();
+    if let Some(announced) = request.body_length()
+        && announced > shared.config.max_body.max(MAX_DRAIN)
+    {
+        // Dropping the request would make tiny_http 0.12 allocate the announced size to drain
+        // the body, which aborts the process when the size is absurd. The connection is
+        // abandoned instead (its file descriptors leak).
+        warn!("a request announced {announced} bytes; its connection is abandoned unanswered");
+        std::mem::forget(request);
+        return;
+    }
     let text = match request.method() {
         tiny_http::Method::Options => return respond(request, 200, ""),
         tiny_http::Method::Post => match read_body(&mut request, shared.config.max_body) {
