@@ -320,6 +320,18 @@ fn malformed_messages_get_a_reply_and_the_server_keeps_answering() {
         }
         assert_eq!(info(addr), available, "after {what}");
     }
+    // Clients that stall in the middle of their body hold nothing the others need.
+    let stalled: Vec<TcpStream> = (0..40)
+        .map(|_| {
+            let mut stream = TcpStream::connect(addr).unwrap();
+            stream
+                .write_all(b"POST / HTTP/1.0\r\nContent-Length: 100\r\n\r\n( INFO")
+                .unwrap();
+            stream
+        })
+        .collect();
+    assert_eq!(info(addr), available, "with stalled clients");
+    drop(stalled);
     // Ten megabytes, over the 1 MB limit: refused, whether announced or chunked.
     let big = "x".repeat(10 << 20);
     let (head, _) = exchange(addr, &ggp_base_request(&big));
@@ -481,6 +493,23 @@ fn moves_arrive_in_time(behaviour: Behaviour, role: &str, plays: usize) {
     }
     assert_eq!(send(addr, "( ABORT c.1 )"), "aborted");
     assert_eq!(info(addr), "((name tester) (status available))");
+}
+
+#[test]
+fn info_is_answered_while_a_move_is_being_chosen() {
+    let server = server(Behaviour::Sleepy, 250);
+    let addr = server.addr();
+    assert_eq!(send(addr, &start_message("i.1", "x", 3, 1)), "ready");
+    let play = std::thread::spawn(move || send(addr, "( PLAY i.1 NIL )"));
+    std::thread::sleep(Duration::from_millis(100));
+    let asked = Instant::now();
+    assert_eq!(info(addr), "((name tester) (status busy))");
+    assert!(
+        asked.elapsed() < Duration::from_millis(300),
+        "{:?}",
+        asked.elapsed()
+    );
+    assert!(play.join().unwrap().starts_with("(mark "));
 }
 
 #[test]

@@ -135,19 +135,10 @@ impl Server {
     fn dispatch(&self, request: tiny_http::Request) {
         let received = Instant::now();
         let shared = Arc::clone(&self.shared);
-        if shared.in_flight.fetch_add(1, Ordering::SeqCst) >= shared.config.max_requests {
-            shared.in_flight.fetch_sub(1, Ordering::SeqCst);
-            respond(request, 503, "busy");
-            return;
-        }
         let spawned = std::thread::Builder::new()
             .name("ggp-request".into())
-            .spawn(move || {
-                handle(&shared, request, received);
-                shared.in_flight.fetch_sub(1, Ordering::SeqCst);
-            });
+            .spawn(move || handle(&shared, request, received));
         if let Err(e) = spawned {
-            self.shared.in_flight.fetch_sub(1, Ordering::SeqCst);
             warn!("cannot start a request thread: {e}");
         }
     }
@@ -215,14 +206,20 @@ fn handle(shared: &Shared, mut request: tiny_http::Request, received: Instant) {
         tiny_http::Method::Get => decode_path(request.url()),
         _ => return respond(request, 200, ""),
     };
-    let (status, reply) = match catch_unwind(AssertUnwindSafe(|| shared.answer(&text, received))) {
-        Ok(answer) => answer,
-        Err(_) => {
-            warn!("answering a message panicked; the match is dropped");
-            shared.drop_match();
-            (500, "error: internal failure".to_string())
-        }
-    };
+    // Only messages being answered count: a client that stalls its body holds its own
+    // thread, not a place here.
+    if shared.in_flight.fetch_add(1, Ordering::SeqCst) >= shared.config.max_requests {
+        shared.in_flight.fetch_sub(1, Ordering::SeqCst);
+        warn!("too many messages at once; answered busy");
+        return respond(request, 503, "busy");
+    }
+    let answer = catch_unwind(AssertUnwindSafe(|| shared.answer(&text, received)));
+    shared.in_flight.fetch_sub(1, Ordering::SeqCst);
+    let (status, reply) = answer.unwrap_or_else(|_| {
+        warn!("answering a message panicked; the match is dropped");
+        shared.drop_match();
+        (500, "error: internal failure".to_string())
+    });
     respond(request, status, &reply);
 }
 
