@@ -206,12 +206,16 @@ fn handle(shared: &Shared, mut request: tiny_http::Request, received: Instant) {
         tiny_http::Method::Get => decode_path(request.url()),
         _ => return respond(request, 200, ""),
     };
+    // tiny_http keeps one of its connection threads waiting until the request is dropped;
+    // keeping only the writer lets it go while the move is being chosen.
+    let version = http_version(&request);
+    let mut writer = request.into_writer();
     // Only messages being answered count: a client that stalls its body holds its own
     // thread, not a place here.
     if shared.in_flight.fetch_add(1, Ordering::SeqCst) >= shared.config.max_requests {
         shared.in_flight.fetch_sub(1, Ordering::SeqCst);
         warn!("too many messages at once; answered busy");
-        return respond(request, 503, "busy");
+        return write_reply(&mut writer, version, 503, "busy");
     }
     let answer = catch_unwind(AssertUnwindSafe(|| shared.answer(&text, received)));
     shared.in_flight.fetch_sub(1, Ordering::SeqCst);
@@ -220,7 +224,7 @@ fn handle(shared: &Shared, mut request: tiny_http::Request, received: Instant) {
         shared.drop_match();
         (500, "error: internal failure".to_string())
     });
-    respond(request, status, &reply);
+    write_reply(&mut writer, version, status, &reply);
 }
 
 /// The body as text, or the status and reason to refuse it.
@@ -250,18 +254,28 @@ fn decode_path(url: &str) -> String {
     }
 }
 
+/// The request's HTTP version, as the reply repeats it.
+fn http_version(request: &tiny_http::Request) -> &'static str {
+    match request.http_version() {
+        tiny_http::HTTPVersion(1, 0) => "1.0",
+        _ => "1.1",
+    }
+}
+
 /// Writes a reply and lets the connection close.
 fn respond(request: tiny_http::Request, status: u16, body: &str) {
+    let version = http_version(&request);
+    write_reply(&mut request.into_writer(), version, status, body);
+}
+
+/// Writes a reply by hand: tiny_http would not let us say `Connection: close`.
+fn write_reply(writer: &mut dyn Write, version: &str, status: u16, body: &str) {
     let reason = match status {
         200 => "OK",
         400 => "Bad Request",
         413 => "Payload Too Large",
         503 => "Service Unavailable",
         _ => "Internal Server Error",
-    };
-    let version = match request.http_version() {
-        tiny_http::HTTPVersion(1, 0) => "1.0",
-        _ => "1.1",
     };
     let head = format!(
         "HTTP/{version} {status} {reason}\r\n\
@@ -274,7 +288,6 @@ fn respond(request: tiny_http::Request, status: u16, body: &str) {
          Connection: close\r\n\r\n",
         body.len()
     );
-    let mut writer = request.into_writer();
     // A client that has gone away gets no reply; nothing else to do.
     let _ = writer
         .write_all(head.as_bytes())
