@@ -25,8 +25,8 @@ use crate::search::{PlayerKind, SearchConfig};
 pub struct MatchArgs {
     /// The rule sheet (.kif).
     game: PathBuf,
-    /// A player for a role: `ROLE=host:port` or `ROLE=builtin:NAME` (random, legal, mcts,
-    /// alphabeta). Give one per role.
+    /// A player for a role: `ROLE=host:port`, or `ROLE=builtin:NAME` with NAME any value of
+    /// `ggp serve --player`. Give one per role.
     #[arg(long = "player", value_name = "ROLE=PLAYER", required = true)]
     players: Vec<String>,
     /// Seconds of the start clock.
@@ -65,6 +65,9 @@ pub struct MatchArgs {
 /// written.
 pub fn run(args: MatchArgs) -> anyhow::Result<ExitCode> {
     init_logging();
+    if args.startclock == 0 || args.playclock == 0 {
+        bail!("the clocks must be at least 1 second");
+    }
     let text = read(&args.game)?;
     let rules = kif::parse(&text).with_context(|| format!("reading {}", args.game.display()))?;
     let mut machine = load_engine(&args.game, args.engine)?;
