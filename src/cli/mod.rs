@@ -6,6 +6,8 @@
 mod bench;
 mod play;
 mod web;
+mod matches;
+mod serve;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -118,6 +120,10 @@ enum Command {
     Play(play::PlayArgs),
     /// Serve a page for playing games in the browser.
     Web(web::WebArgs),
+    /// Serve as a GGP player over HTTP (the match protocol).
+    Serve(serve::ServeArgs),
+    /// Referee one match between players and write its record.
+    Match(matches::MatchArgs),
 }
 
 /// Runs the command line; the exit code says whether the work succeeded.
@@ -129,6 +135,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Play(a) => play::run(a),
         Command::Web(a) => web::run(a),
         Command::Check { game } => check(&game),
+        Command::Serve(args) => serve::run(args),
+        Command::Match(args) => matches::run(args),
         Command::Playout {
             game,
             count,

@@ -1,0 +1,219 @@
+//! `ggp match`: referee one match and write its record.
+//!
+//! Remote players are `ROLE=host:port`; built-in players (`ROLE=builtin:NAME`) each get an
+//! in-process player server on an ephemeral 127.0.0.1 port, so they receive exactly the
+//! messages a remote player would.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use clap::ValueEnum;
+
+use super::serve::{EngineSessions, clock_seed, init_logging, margin};
+use super::{EngineChoice, Loaded, load_engine, read};
+use crate::gdl::Term;
+use crate::kif;
+use crate::machine::StateMachine;
+use crate::manager::{Contestant, MatchConfig, MatchRecord, now_ms, run_match};
+use crate::protocol::{RunningServer, Server, ServerConfig, Style};
+use crate::search::{PlayerKind, SearchConfig};
+
+/// Options of `ggp match`.
+#[derive(clap::Args, Debug)]
+pub struct MatchArgs {
+    /// The rule sheet (.kif).
+    game: PathBuf,
+    /// A player for a role: `ROLE=host:port`, or `ROLE=builtin:NAME` with NAME any value of
+    /// `ggp serve --player`. Give one per role.
+    #[arg(long = "player", value_name = "ROLE=PLAYER", required = true)]
+    players: Vec<String>,
+    /// Seconds of the start clock.
+    #[arg(long, default_value_t = 10)]
+    startclock: u64,
+    /// Seconds of the play clock.
+    #[arg(long, default_value_t = 5)]
+    playclock: u64,
+    /// The directory for the match record.
+    #[arg(long, default_value = "matches")]
+    out: PathBuf,
+    /// Rename every symbol of the game before sending it, as Tiltyard does.
+    #[arg(long)]
+    scramble: bool,
+    /// Send messages as the Dresden gamecontroller does: uppercased and without INFO.
+    #[arg(long)]
+    dresden: bool,
+    /// Seed of the default moves and the scrambling (default: from the clock).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// The engine of the referee and of the built-in players.
+    #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
+    engine: EngineChoice,
+    /// Margin of the built-in players, in seconds (see `ggp serve --margin`).
+    #[arg(long, default_value_t = 1.0)]
+    margin: f64,
+    /// Search threads of each built-in player.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+}
+
+/// Runs `ggp match`; exit status 0 when the match was completed.
+///
+/// # Errors
+/// The game cannot be loaded, the players are not one per role, or the record cannot be
+/// written.
+pub fn run(args: MatchArgs) -> anyhow::Result<ExitCode> {
+    init_logging();
+    if args.startclock == 0 || args.playclock == 0 {
+        bail!("the clocks must be at least 1 second");
+    }
+    let text = read(&args.game)?;
+    let rules = kif::parse(&text).with_context(|| format!("reading {}", args.game.display()))?;
+    let mut machine = load_engine(&args.game, args.engine)?;
+    let roles: Vec<Term> = match &machine {
+        Loaded::Datalog(m) => m.roles().to_vec(),
+        Loaded::Propnet(m) => m.roles().to_vec(),
+    };
+    let seed = args.seed.unwrap_or_else(clock_seed);
+    let mut servers: Vec<RunningServer> = Vec::new();
+    let mut contestants: Vec<Option<Contestant>> = vec![None; roles.len()];
+    for spec in &args.players {
+        let (role, player) = spec.split_once('=').with_context(|| {
+            format!("--player {spec}: expected ROLE=host:port or ROLE=builtin:NAME")
+        })?;
+        let index = find_role(&roles, role)
+            .with_context(|| format!("--player {spec}: the game has no role {role}"))?;
+        if contestants[index].is_some() {
+            bail!("--player {spec}: role {role} has two players");
+        }
+        let contestant = if let Some(name) = player.strip_prefix("builtin:") {
+            let kind = PlayerKind::from_str(name, true)
+                .map_err(|e| anyhow::anyhow!("--player {spec}: {e}"))?;
+            let server = builtin_server(kind, &args, seed.wrapping_add(index as u64 + 1))?;
+            let address = server.addr().to_string();
+            servers.push(server);
+            Contestant {
+                address,
+                name: name.to_string(),
+            }
+        } else {
+            if !player.contains(':') {
+                bail!("--player {spec}: expected host:port or builtin:NAME");
+            }
+            Contestant {
+                address: player.to_string(),
+                name: player.to_string(),
+            }
+        };
+        contestants[index] = Some(contestant);
+    }
+    let contestants: Vec<Contestant> = contestants
+        .into_iter()
+        .zip(&roles)
+        .map(|(c, role)| c.with_context(|| format!("no --player for role {role}")))
+        .collect::<anyhow::Result<_>>()?;
+
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let match_id = format!("ggp.{}.{}", game_name(&args.game), now_ms());
+    let record_path = args.out.join(format!("{match_id}.json"));
+    let config = MatchConfig {
+        match_id,
+        start_clock: args.startclock,
+        play_clock: args.playclock,
+        style: if args.dresden {
+            Style::Dresden
+        } else {
+            Style::GgpBase
+        },
+        scramble: args.scramble,
+        seed,
+        record_path: Some(record_path.clone()),
+        rulesheet: text,
+    };
+    let result = match &mut machine {
+        Loaded::Datalog(m) => run_match(&mut **m, &rules, &contestants, &config),
+        Loaded::Propnet(m) => run_match(m, &rules, &contestants, &config),
+    };
+    for server in servers {
+        server.shutdown();
+    }
+    let record = result.with_context(|| format!("match {}", config.match_id))?;
+    print_summary(&record, &roles, &record_path);
+    Ok(if record.is_completed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn builtin_server(kind: PlayerKind, args: &MatchArgs, seed: u64) -> anyhow::Result<RunningServer> {
+    let name = kind
+        .to_possible_value()
+        .map_or("builtin".to_string(), |v| v.get_name().to_string());
+    let factory = EngineSessions {
+        kind,
+        search: SearchConfig {
+            threads: args.threads.max(1),
+            seed,
+            ..SearchConfig::default()
+        },
+        engine: args.engine,
+    };
+    let config = ServerConfig {
+        name,
+        margin: margin(args.margin)?,
+        ..ServerConfig::default()
+    };
+    let server = Server::bind("127.0.0.1:0", config, Arc::new(factory))
+        .context("cannot start a built-in player")?;
+    Ok(server.spawn()?)
+}
+
+/// The role named `name`: the same spelling, or failing that the same ignoring case.
+fn find_role(roles: &[Term], name: &str) -> Option<usize> {
+    roles
+        .iter()
+        .position(|r| r.to_string() == name)
+        .or_else(|| {
+            roles
+                .iter()
+                .position(|r| r.to_string().eq_ignore_ascii_case(name))
+        })
+}
+
+/// The game's file stem, reduced to characters that are safe in a match id and file name.
+fn game_name(path: &Path) -> String {
+    let stem = path
+        .file_stem()
+        .map_or("game".into(), |s| s.to_string_lossy().into_owned());
+    stem.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn print_summary(record: &MatchRecord, roles: &[Term], path: &Path) {
+    let names = record.player_names_from_host.clone().unwrap_or_default();
+    for (i, role) in roles.iter().enumerate() {
+        let goal = record
+            .goal_values
+            .get(i)
+            .map_or("-".to_string(), u32::to_string);
+        let errors = record
+            .errors
+            .iter()
+            .filter(|step| step.get(i).is_some_and(|e| !e.is_empty()))
+            .count();
+        let name = names.get(i).map_or("?", String::as_str);
+        println!("{role} ({name}): goal {goal}, errors {errors}");
+    }
+    println!("steps: {}", record.moves.len());
+    println!("record: {}", path.display());
+}

@@ -1,0 +1,147 @@
+//! `ggp serve`: the player server, and the session factory that picks its engine and player.
+
+use std::io::{IsTerminal as _, Write as _};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+
+use super::EngineChoice;
+use crate::datalog::DatalogMachine;
+use crate::gdl::Description;
+use crate::machine::StateMachine;
+use crate::propnet::{Budget, PropnetMachine};
+use crate::protocol::{Server, ServerConfig, Session, SessionError, SessionFactory, launch};
+use crate::search::{PlayerKind, SearchConfig, new_player};
+
+/// Options of `ggp serve`.
+#[derive(clap::Args, Debug)]
+pub struct ServeArgs {
+    /// The port to listen on (0: any free port, printed at start).
+    #[arg(long, default_value_t = 9147)]
+    port: u16,
+    /// The address to listen on.
+    #[arg(long, default_value = "0.0.0.0")]
+    bind: String,
+    /// The name INFO reports.
+    #[arg(long, default_value = "ggp")]
+    name: String,
+    /// Threads for the search.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// The player.
+    #[arg(long, value_enum, default_value_t = PlayerKind::Mcts)]
+    player: PlayerKind,
+    /// The engine that runs the games.
+    #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
+    engine: EngineChoice,
+    /// Seconds before the end of each clock at which the reply is sent (at most half the
+    /// clock).
+    #[arg(long, default_value_t = 1.0)]
+    margin: f64,
+    /// Seed of the player's random choices (default: from the clock).
+    #[arg(long)]
+    seed: Option<u64>,
+}
+
+/// Sends tracing's log lines to stderr (once per process).
+pub(super) fn init_logging() {
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_ansi(std::io::stderr().is_terminal())
+        .try_init();
+}
+
+/// A seed from the clock, for runs that did not ask for one.
+pub(super) fn clock_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// The margin in seconds as a duration.
+pub(super) fn margin(seconds: f64) -> anyhow::Result<Duration> {
+    Duration::try_from_secs_f64(seconds).context("--margin must be a number of seconds, 0 or more")
+}
+
+/// Runs `ggp serve` until the process is stopped.
+///
+/// # Errors
+/// The address cannot be bound.
+pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    init_logging();
+    let factory = EngineSessions {
+        kind: args.player,
+        search: SearchConfig {
+            threads: args.threads.max(1),
+            seed: args.seed.unwrap_or_else(clock_seed),
+            ..SearchConfig::default()
+        },
+        engine: args.engine,
+    };
+    let config = ServerConfig {
+        name: args.name,
+        margin: margin(args.margin)?,
+        ..ServerConfig::default()
+    };
+    let server = Server::bind((args.bind.as_str(), args.port), config, Arc::new(factory))
+        .with_context(|| format!("cannot listen on {}:{}", args.bind, args.port))?;
+    println!("listening on {}", server.local_addr());
+    std::io::stdout().flush()?;
+    server.run();
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Builds sessions with the chosen engine and player kind. With `auto`, grounding gets half
+/// of the time left on the start clock, and a game that does not ground in it runs on the
+/// Datalog engine.
+pub(super) struct EngineSessions {
+    pub kind: PlayerKind,
+    pub search: SearchConfig,
+    pub engine: EngineChoice,
+}
+
+impl EngineSessions {
+    fn launch<M>(&self, machine: M, engine: &str, role: usize, deadline: Instant) -> Session
+    where
+        M: StateMachine + Clone + Send + 'static,
+    {
+        let player = new_player(self.kind, &self.search);
+        launch(machine, player, role, deadline, engine, self.search.seed)
+    }
+}
+
+impl SessionFactory for EngineSessions {
+    fn create(
+        &self,
+        description: &Description,
+        role: usize,
+        start_deadline: Instant,
+    ) -> Result<Session, SessionError> {
+        let left = start_deadline.saturating_duration_since(Instant::now());
+        let budget = Budget {
+            max_seconds: (left.as_secs_f64() / 2.0).clamp(0.1, Budget::default().max_seconds),
+            ..Budget::default()
+        };
+        let datalog = || {
+            DatalogMachine::new(description)
+                .map(|m| self.launch(m, "datalog", role, start_deadline))
+                .map_err(|e| SessionError::Build(e.to_string()))
+        };
+        match self.engine {
+            EngineChoice::Datalog => datalog(),
+            EngineChoice::Propnet => PropnetMachine::new(description, &budget)
+                .map(|m| self.launch(m, "propnet", role, start_deadline))
+                .map_err(|e| SessionError::Build(e.to_string())),
+            EngineChoice::Auto => match PropnetMachine::new(description, &budget) {
+                Ok(m) => Ok(self.launch(m, "propnet", role, start_deadline)),
+                Err(e) => {
+                    tracing::info!("propnet unavailable ({e}); using the datalog engine");
+                    datalog()
+                }
+            },
+        }
+    }
+}

@@ -1,0 +1,426 @@
+//! The referee (`ggp match`): runs one match between players over HTTP, as ggp-base's
+//! GameServer does, and keeps its record.
+//!
+//! The sequence is INFO to every player (ggp-base style only), START to all at once, then PLAY
+//! rounds (`NIL` first, then the previous joint move) until a terminal state, then STOP. Each
+//! player's default move, a uniformly random legal move, is drawn before each round is sent;
+//! it stands when the reply is late (`TO`: later than the play clock plus 1 s), the
+//! connection fails (`CE`), or the reply does not parse or is not legal (`IL <move>`,
+//! `IL null`). Errors are recorded and the match goes on.
+//!
+//! The record ([`record::MatchRecord`]) is written atomically after every step, so a match
+//! that stops half way leaves a record with `isCompleted: false`.
+//! **Boundary:** the referee has its own machine, given by the caller; players are only
+//! addresses.
+
+pub mod record;
+pub mod scramble;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use rand::seq::IndexedRandom;
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use tracing::{info, warn};
+
+pub use record::{MatchRecord, RecordError};
+pub use scramble::Scrambler;
+
+use crate::gdl::{self, Term};
+use crate::kif::{self, Sexp};
+use crate::machine::{MachineError, StateMachine};
+use crate::protocol::message::{spaced, state_text, term_to_sexp};
+use crate::protocol::{Client, SendError, Style};
+
+/// A player in a match.
+#[derive(Debug, Clone)]
+pub struct Contestant {
+    /// Where it listens: `host:port`.
+    pub address: String,
+    /// Its name for the record, until INFO tells a better one.
+    pub name: String,
+}
+
+/// How to run a match.
+#[derive(Debug, Clone)]
+pub struct MatchConfig {
+    /// The match id sent to the players.
+    pub match_id: String,
+    /// Seconds of the start clock.
+    pub start_clock: u64,
+    /// Seconds of the play clock.
+    pub play_clock: u64,
+    /// How messages are printed.
+    pub style: Style,
+    /// Whether players see the game with every symbol renamed.
+    pub scramble: bool,
+    /// Seed for default moves, the scrambling and the record's token.
+    pub seed: u64,
+    /// Where the record is kept up to date, if anywhere.
+    pub record_path: Option<PathBuf>,
+    /// The rule sheet as given, stored in the record.
+    pub rulesheet: String,
+}
+
+/// Why a match could not be run to the end.
+#[derive(Debug, thiserror::Error)]
+pub enum ManagerError {
+    /// The game's engine failed (for example a role with no legal move).
+    #[error(transparent)]
+    Machine(#[from] MachineError),
+    /// The record could not be written.
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    /// The HTTP client could not be set up.
+    #[error(transparent)]
+    Client(#[from] SendError),
+    /// Not one player per role.
+    #[error("the game has {roles} roles but {players} players were given")]
+    Players {
+        /// Roles of the game.
+        roles: usize,
+        /// Players given.
+        players: usize,
+    },
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// 32 random letters and digits.
+fn random_token(rng: &mut impl Rng) -> String {
+    const CHARS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    (0..32)
+        .map(|_| CHARS[rng.random_range(0..CHARS.len())] as char)
+        .collect()
+}
+
+/// Runs one match of the game `rules` (as read by [`kif::parse`], run by `machine`) between
+/// `contestants`, one per role in role order, and returns its record.
+///
+/// # Errors
+/// Not one player per role, the HTTP client cannot be set up, the record cannot be written,
+/// or the engine fails; in the last case the players are sent ABORT and the record, marked
+/// aborted, is still written.
+pub fn run_match<M: StateMachine>(
+    machine: &mut M,
+    rules: &[Sexp],
+    contestants: &[Contestant],
+    config: &MatchConfig,
+) -> Result<MatchRecord, ManagerError> {
+    let roles = machine.roles().len();
+    if contestants.len() != roles {
+        return Err(ManagerError::Players {
+            roles,
+            players: contestants.len(),
+        });
+    }
+    let mut referee = Referee {
+        client: Client::new()?,
+        rng: Xoshiro256PlusPlus::seed_from_u64(config.seed),
+        scrambler: config.scramble.then(|| Scrambler::new(rules, config.seed)),
+        contestants,
+        config,
+    };
+    let mut record = MatchRecord {
+        match_id: config.match_id.clone(),
+        random_token: random_token(&mut referee.rng),
+        start_time: now_ms(),
+        game_meta_url: None,
+        game_rulesheet: Some(config.rulesheet.clone()),
+        is_completed: false,
+        is_aborted: false,
+        states: Vec::new(),
+        moves: Vec::new(),
+        state_times: Vec::new(),
+        errors: Vec::new(),
+        goal_values: Vec::new(),
+        preview_clock: -1,
+        start_clock: config.start_clock,
+        play_clock: config.play_clock,
+        player_names_from_host: Some(contestants.iter().map(|c| c.name.clone()).collect()),
+        scrambled: config.scramble,
+    };
+    match referee.play(machine, rules, &mut record) {
+        Ok(()) => Ok(record),
+        Err(e) => {
+            warn!(match_id = %config.match_id, "match stopped: {e}");
+            let abort = config.style.abort(&config.match_id);
+            referee.broadcast(&vec![abort; roles], Duration::from_secs(1));
+            record.is_aborted = true;
+            if let Some(path) = &config.record_path {
+                record.save(path)?;
+            }
+            Err(e)
+        }
+    }
+}
+
+struct Referee<'a> {
+    client: Client,
+    rng: Xoshiro256PlusPlus,
+    scrambler: Option<Scrambler>,
+    contestants: &'a [Contestant],
+    config: &'a MatchConfig,
+}
+
+/// One player's reply and how long it took.
+type Reply = (Result<String, SendError>, Duration);
+
+impl Referee<'_> {
+    fn play<M: StateMachine>(
+        &mut self,
+        machine: &mut M,
+        rules: &[Sexp],
+        record: &mut MatchRecord,
+    ) -> Result<(), ManagerError> {
+        let config = self.config;
+        let id = config.match_id.as_str();
+        let style = config.style;
+        let roles = machine.roles().to_vec();
+        if style == Style::GgpBase {
+            let infos = self.broadcast(&vec![style.info(); roles.len()], Duration::from_secs(5));
+            let names = record.player_names_from_host.get_or_insert_default();
+            for (name, (reply, _)) in names.iter_mut().zip(infos) {
+                if let Some(told) = reply.ok().as_deref().and_then(info_name) {
+                    *name = told;
+                }
+            }
+        }
+        let rules_out: Vec<Sexp> = rules.iter().map(|r| self.outgoing(r)).collect();
+        let starts: Vec<String> = roles
+            .iter()
+            .map(|role| {
+                let role = self.outgoing(&term_to_sexp(role));
+                style.start(id, &role, &rules_out, config.start_clock, config.play_clock)
+            })
+            .collect();
+        let replies = self.broadcast(&starts, Duration::from_secs(config.start_clock));
+        let start_errors: Vec<String> = replies
+            .into_iter()
+            .map(|(reply, _)| reply.err().map_or(String::new(), error_code))
+            .collect();
+        let mut state = machine.initial_state();
+        record.errors.push(start_errors);
+        self.push_state(machine, &state, record)?;
+        let play_timeout = Duration::from_secs(config.play_clock) + Duration::from_secs(1);
+        let mut last: Option<Vec<Term>> = None;
+        while !machine.is_terminal(&state)? {
+            let step = record.moves.len() + 1;
+            let mut legal = Vec::with_capacity(roles.len());
+            for (index, role) in roles.iter().enumerate() {
+                let moves = machine.legal_moves(&state, index)?;
+                if moves.is_empty() {
+                    return Err(MachineError::NoLegalMoves {
+                        role: role.to_string(),
+                    }
+                    .into());
+                }
+                legal.push(moves);
+            }
+            let defaults: Vec<M::Move> = legal
+                .iter()
+                .map(|moves| *moves.choose(&mut self.rng).expect("not empty"))
+                .collect();
+            let message = style.play(id, self.outgoing_joint(last.as_deref()).as_deref());
+            let replies = self.broadcast(&vec![message; roles.len()], play_timeout);
+            let mut joint = Vec::with_capacity(roles.len());
+            let mut errors = Vec::with_capacity(roles.len());
+            for (role, (reply, took)) in replies.into_iter().enumerate() {
+                let verdict = match reply {
+                    Ok(text) => self.interpret(machine, &text, &legal[role]),
+                    Err(e) => Err(error_code(e)),
+                };
+                let (mv, error) = match verdict {
+                    Ok(mv) => (mv, String::new()),
+                    Err(error) => (defaults[role], error),
+                };
+                info!(
+                    match_id = %id,
+                    step,
+                    role = %roles[role],
+                    mv = %machine.move_term(mv),
+                    ms = took.as_millis() as u64,
+                    error = error.as_str(),
+                );
+                joint.push(mv);
+                errors.push(error);
+            }
+            state = machine.next_state(&state, &joint)?;
+            let terms: Vec<Term> = joint.iter().map(|&m| machine.move_term(m)).collect();
+            record
+                .moves
+                .push(terms.iter().map(|t| spaced(&term_to_sexp(t))).collect());
+            record.errors.push(errors);
+            self.push_state(machine, &state, record)?;
+            last = Some(terms);
+        }
+        let goals = machine.goals(&state)?;
+        let stop = style.stop(id, self.outgoing_joint(last.as_deref()).as_deref());
+        self.broadcast(
+            &vec![stop; roles.len()],
+            Duration::from_secs(config.play_clock),
+        );
+        record.goal_values = goals.iter().map(|&g| u32::from(g)).collect();
+        record.is_completed = true;
+        info!(match_id = %id, steps = record.moves.len(), goals = ?goals, "match over");
+        if let Some(path) = &config.record_path {
+            record.save(path)?;
+        }
+        Ok(())
+    }
+
+    /// An expression as the players see it.
+    fn outgoing(&self, sexp: &Sexp) -> Sexp {
+        match &self.scrambler {
+            Some(s) => s.scramble(sexp),
+            None => sexp.clone(),
+        }
+    }
+
+    fn outgoing_joint(&self, joint: Option<&[Term]>) -> Option<Vec<Sexp>> {
+        joint.map(|j| j.iter().map(|t| self.outgoing(&term_to_sexp(t))).collect())
+    }
+
+    /// Adds `state` to the record and saves it.
+    fn push_state<M: StateMachine>(
+        &self,
+        machine: &M,
+        state: &M::State,
+        record: &mut MatchRecord,
+    ) -> Result<(), ManagerError> {
+        let mut facts = machine.state_terms(state);
+        facts.sort_by_cached_key(|f| f.to_string());
+        record.states.push(state_text(&facts));
+        record.state_times.push(now_ms());
+        if let Some(path) = &self.config.record_path {
+            record.save(path)?;
+        }
+        Ok(())
+    }
+
+    /// The legal move a reply names, or the error string to record.
+    fn interpret<M: StateMachine>(
+        &self,
+        machine: &M,
+        reply: &str,
+        legal: &[M::Move],
+    ) -> Result<M::Move, String> {
+        let Ok(sexp) = kif::parse_one(reply) else {
+            return Err("IL null".into());
+        };
+        let sexp = match &self.scrambler {
+            Some(s) => s.unscramble(&sexp),
+            None => sexp,
+        };
+        let Ok(term) = gdl::term_from_sexp(&sexp) else {
+            return Err("IL null".into());
+        };
+        if let Some(mv) = machine.find_move(&term)
+            && legal.contains(&mv)
+        {
+            return Ok(mv);
+        }
+        if self.config.style == Style::Dresden {
+            // Dresden players answer in the upper case they were sent.
+            let wanted = term.to_string();
+            if let Some(&mv) = legal.iter().find(|&&mv| {
+                machine
+                    .move_term(mv)
+                    .to_string()
+                    .eq_ignore_ascii_case(&wanted)
+            }) {
+                return Ok(mv);
+            }
+        }
+        Err(format!("IL {}", spaced(&sexp)))
+    }
+
+    /// Sends `messages[i]` to player `i`, all at once, and waits for every reply.
+    fn broadcast(&self, messages: &[String], timeout: Duration) -> Vec<Reply> {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = self
+                .contestants
+                .iter()
+                .zip(messages)
+                .map(|(player, message)| {
+                    let client = &self.client;
+                    scope.spawn(move || {
+                        let sent = Instant::now();
+                        let reply = client.send(&player.address, &player.name, message, timeout);
+                        (reply, sent.elapsed())
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        (
+                            Err(SendError::Connection("the sender panicked".into())),
+                            Duration::ZERO,
+                        )
+                    })
+                })
+                .collect()
+        })
+    }
+}
+
+/// The record's code for a failed exchange.
+fn error_code(e: SendError) -> String {
+    match e {
+        SendError::Timeout => "TO".into(),
+        SendError::Connection(_) => "CE".into(),
+    }
+}
+
+/// The name in an INFO reply `((name NAME) (status ...))`.
+fn info_name(reply: &str) -> Option<String> {
+    let Sexp::List { items, .. } = kif::parse_one(reply).ok()? else {
+        return None;
+    };
+    items.iter().find_map(|item| match item {
+        Sexp::List { items, .. } => match items.as_slice() {
+            [Sexp::Atom { text: key, .. }, Sexp::Atom { text: value, .. }]
+                if key.eq_ignore_ascii_case("name") =>
+            {
+                Some(value.clone())
+            }
+            _ => None,
+        },
+        Sexp::Atom { .. } => None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_names_from_info_replies() {
+        assert_eq!(
+            info_name("((name ggp) (status available))"),
+            Some("ggp".into())
+        );
+        assert_eq!(
+            info_name("( ( status busy ) ( NAME Sample ) )"),
+            Some("Sample".into())
+        );
+        assert_eq!(info_name("( ( status busy ) )"), None);
+        assert_eq!(info_name("available"), None);
+        assert_eq!(info_name("(("), None);
+    }
+
+    #[test]
+    fn tokens_are_32_letters_and_digits() {
+        let token = random_token(&mut Xoshiro256PlusPlus::seed_from_u64(1));
+        assert_eq!(token.len(), 32);
+        assert!(token.chars().all(|c| c.is_ascii_alphanumeric()));
+    }
+}

@@ -1,0 +1,25 @@
+//! The GGP match protocol: messages, the player's HTTP server, and the referee's client.
+//!
+//! - [`message`]: parsing what a referee sends, printing what a referee sends (ggp-base and
+//!   Dresden styles).
+//! - [`session`]: one match as our player plays it, with the search on its own thread and a
+//!   legal fallback move always at hand.
+//! - [`server`]: the tiny_http server behind `ggp serve`.
+//! - [`client`]: the reqwest client the match manager talks to players with.
+//!
+//! **Boundary:** this module sees games only through the [`StateMachine`] trait and players
+//! only through the [`Player`] trait; the engine and the player are chosen by a
+//! [`SessionFactory`] that the caller (the command line) supplies.
+//!
+//! [`StateMachine`]: crate::machine::StateMachine
+//! [`Player`]: crate::search::Player
+
+pub mod client;
+pub mod message;
+pub mod server;
+pub mod session;
+
+pub use client::{Client, SendError};
+pub use message::{Message, MessageError, Style, parse_message};
+pub use server::{RunningServer, Server, ServerConfig};
+pub use session::{Played, Session, SessionError, SessionFactory, launch};

@@ -1,0 +1,575 @@
+//! One match as our player plays it: a referee-side copy of the game, and a search thread.
+//!
+//! [`launch`] splits a game in two halves that never share a state:
+//! - the *tracker*, kept by the server, follows the joint moves the referee sends and always
+//!   knows our legal moves, so that a legal move is at hand whatever happens to the search;
+//! - the *worker*, a thread that owns the [`Player`] and its own copy of the machine, follows
+//!   the same joint moves and searches until the deadline it is given.
+//!
+//! The two talk through channels in [`Term`]s only, so [`Session`] is one non-generic type
+//! whatever the engine: the engine is chosen once, by the [`SessionFactory`], when the match
+//! starts. [`Session::play`] waits for the worker until the reply deadline and then answers
+//! its move if it is legal, or else a random legal move (the fallback): a search that
+//! overruns, fails, panics or proposes an illegal move never makes the reply late or illegal.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::time::Instant;
+
+use rand::SeedableRng;
+use rand::seq::IndexedRandom;
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+use crate::gdl::{Description, Term};
+use crate::machine::{MachineError, StateMachine};
+use crate::search::Player;
+
+/// Builds the session for a match: picks the engine and the player.
+pub trait SessionFactory: Send + Sync {
+    /// The session in which we play role number `role` of `description`; setting up and the
+    /// player's first thinking should end by `start_deadline`.
+    ///
+    /// # Errors
+    /// No engine can run the game.
+    fn create(
+        &self,
+        description: &Description,
+        role: usize,
+        start_deadline: Instant,
+    ) -> Result<Session, SessionError>;
+}
+
+/// Why a session could not follow the match or answer.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SessionError {
+    /// The engine failed, or the referee's joint move was illegal or of the wrong size.
+    #[error(transparent)]
+    Machine(#[from] MachineError),
+    /// A move in the referee's joint move that the rules do not know.
+    #[error("role {role} has no move {mv}")]
+    UnknownMove {
+        /// The role.
+        role: String,
+        /// The move, as received.
+        mv: String,
+    },
+    /// The state is terminal or we have no legal move.
+    #[error("we have no legal move")]
+    NoLegalMove,
+    /// No engine could be built for the game.
+    #[error("cannot run the game: {0}")]
+    Build(String),
+}
+
+/// A move we answer, and where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Played {
+    /// The move, as the rules spell it.
+    pub mv: Term,
+    /// Whether the search chose it (rather than the fallback or a forced move).
+    pub searched: bool,
+    /// Playouts or nodes the search spent.
+    pub iterations: u64,
+    /// The search's value of the move, 0 to 100, if it has one.
+    pub value: Option<f64>,
+    /// Why the fallback was used, if it was.
+    pub note: Option<String>,
+}
+
+/// A match in progress: the tracker and the channels to the search thread.
+pub struct Session {
+    tracker: Box<dyn Tracker>,
+    jobs: Sender<Job>,
+    outcomes: Receiver<Outcome>,
+    next_seq: u64,
+    rng: Xoshiro256PlusPlus,
+    /// The engine's name, for logs.
+    pub engine: String,
+    /// The player's name, for logs.
+    pub player: String,
+}
+
+/// Starts a session: `machine` is copied for the search thread, which at once lets `player`
+/// think about role number `role` until `start_deadline`.
+pub fn launch<M>(
+    machine: M,
+    player: Box<dyn Player<M>>,
+    role: usize,
+    start_deadline: Instant,
+    engine: &str,
+    seed: u64,
+) -> Session
+where
+    M: StateMachine + Clone + Send + 'static,
+{
+    let (jobs, job_rx) = mpsc::channel();
+    let (outcome_tx, outcomes) = mpsc::channel();
+    let player_name = player.name();
+    let worker_machine = machine.clone();
+    let spawned = std::thread::Builder::new()
+        .name("ggp-search".into())
+        .spawn(move || {
+            run_worker(
+                worker_machine,
+                player,
+                role,
+                start_deadline,
+                &job_rx,
+                &outcome_tx,
+            );
+        });
+    if let Err(e) = spawned {
+        // Without a search thread every move is the fallback; the session still plays.
+        tracing::warn!("cannot start the search thread: {e}");
+    }
+    let state = machine.initial_state();
+    Session {
+        tracker: Box::new(Tracked {
+            machine,
+            state,
+            role,
+        }),
+        jobs,
+        outcomes,
+        next_seq: 0,
+        rng: Xoshiro256PlusPlus::seed_from_u64(seed),
+        engine: engine.to_string(),
+        player: player_name,
+    }
+}
+
+impl Session {
+    /// Waits until `deadline` for the player's start-clock thinking. `Ok(true)` when it has
+    /// finished, `Ok(false)` when it is still thinking (its first move then waits for it).
+    ///
+    /// # Errors
+    /// The player failed to start (it is still asked for moves; the fallback covers it).
+    pub fn wait_started(&mut self, deadline: Instant) -> Result<bool, String> {
+        let wait = deadline.saturating_duration_since(Instant::now());
+        match self.outcomes.recv_timeout(wait) {
+            Ok(Outcome::Started(result)) => result.map(|()| true),
+            Ok(Outcome::Chose { .. }) => Ok(true),
+            Err(RecvTimeoutError::Timeout) => Ok(false),
+            Err(RecvTimeoutError::Disconnected) => Err("the search thread is gone".into()),
+        }
+    }
+
+    /// Follows `joint` without asking for a move (a PLAY we could not answer in time).
+    ///
+    /// # Errors
+    /// The joint move is not legal here, or the engine failed.
+    pub fn apply(&mut self, joint: &[Term]) -> Result<(), SessionError> {
+        self.tracker.apply(joint)?;
+        // A worker that has gone away is covered by the fallback.
+        let _ = self.jobs.send(Job::Apply(joint.to_vec()));
+        Ok(())
+    }
+
+    /// Follows `joint` (the previous joint move, `None` on the first turn) and answers our
+    /// move by `deadline`; the search is told to finish by `search_deadline`.
+    ///
+    /// # Errors
+    /// The joint move could not be followed, or we have no legal move; the session's state
+    /// is then unchanged.
+    pub fn play(
+        &mut self,
+        joint: Option<&[Term]>,
+        search_deadline: Instant,
+        deadline: Instant,
+    ) -> Result<Played, SessionError> {
+        if let Some(joint) = joint {
+            self.tracker.apply(joint)?;
+        }
+        let legal = self.tracker.legal()?;
+        let Some(fallback) = legal.choose(&mut self.rng).cloned() else {
+            if let Some(joint) = joint {
+                let _ = self.jobs.send(Job::Apply(joint.to_vec()));
+            }
+            return Err(SessionError::NoLegalMove);
+        };
+        let answer = |mv: Term, note: &str| Played {
+            mv,
+            searched: false,
+            iterations: 0,
+            value: None,
+            note: Some(note.to_string()),
+        };
+        if legal.len() == 1 {
+            // A forced move: answer at once, so that no search runs into the next turn.
+            if let Some(joint) = joint {
+                let _ = self.jobs.send(Job::Apply(joint.to_vec()));
+            }
+            return Ok(Played {
+                note: None,
+                ..answer(fallback, "")
+            });
+        }
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let job = Job::Choose {
+            seq,
+            joint: joint.map(<[Term]>::to_vec),
+            deadline: search_deadline,
+        };
+        if self.jobs.send(job).is_err() {
+            return Ok(answer(fallback, "the search thread is gone"));
+        }
+        loop {
+            let wait = deadline.saturating_duration_since(Instant::now());
+            match self.outcomes.recv_timeout(wait) {
+                Ok(Outcome::Chose { seq: s, result }) if s == seq => {
+                    return Ok(match result {
+                        Ok(chosen) if legal.contains(&chosen.mv) => Played {
+                            mv: chosen.mv,
+                            searched: true,
+                            iterations: chosen.iterations,
+                            value: chosen.value,
+                            note: None,
+                        },
+                        Ok(chosen) => answer(
+                            fallback,
+                            &format!("the search chose the illegal move {}", chosen.mv),
+                        ),
+                        Err(e) => answer(fallback, &format!("the search failed: {e}")),
+                    });
+                }
+                // The start or an earlier, overrun search reporting late.
+                Ok(_) => continue,
+                Err(RecvTimeoutError::Timeout) => {
+                    return Ok(answer(fallback, "the search overran its deadline"));
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Ok(answer(fallback, "the search thread is gone"));
+                }
+            }
+        }
+    }
+
+    /// Follows the last joint move (if any) and ends the session; the goal values in role
+    /// order if the final state is terminal. The search thread ends after its current job.
+    ///
+    /// # Errors
+    /// The joint move could not be followed, or the goals are not well defined.
+    pub fn stop(mut self, joint: Option<&[Term]>) -> Result<Option<Vec<u8>>, SessionError> {
+        if let Some(joint) = joint {
+            self.tracker.apply(joint)?;
+        }
+        self.tracker.goals()
+    }
+}
+
+/// Work for the search thread.
+enum Job {
+    /// Follow a joint move.
+    Apply(Vec<Term>),
+    /// Follow a joint move (if any), then choose a move by the deadline.
+    Choose {
+        seq: u64,
+        joint: Option<Vec<Term>>,
+        deadline: Instant,
+    },
+}
+
+/// What the search thread reports.
+enum Outcome {
+    /// The player's start-clock thinking ended.
+    Started(Result<(), String>),
+    /// The answer to the `Choose` job `seq`.
+    Chose {
+        seq: u64,
+        result: Result<Chosen, String>,
+    },
+}
+
+struct Chosen {
+    mv: Term,
+    iterations: u64,
+    value: Option<f64>,
+}
+
+/// The search thread: follows the match and runs the player, until the session is dropped.
+fn run_worker<M: StateMachine>(
+    mut machine: M,
+    mut player: Box<dyn Player<M>>,
+    role: usize,
+    start_deadline: Instant,
+    jobs: &Receiver<Job>,
+    outcomes: &Sender<Outcome>,
+) {
+    let mut state = machine.initial_state();
+    // Set when the worker can no longer follow the match; it then only reports the reason.
+    let mut broken: Option<String> = None;
+    let started = match catch_unwind(AssertUnwindSafe(|| {
+        player.start(&mut machine, role, start_deadline)
+    })) {
+        Ok(result) => result.map_err(|e| e.to_string()),
+        Err(_) => {
+            broken = Some("the player panicked".into());
+            Err("the player panicked while starting".into())
+        }
+    };
+    if outcomes.send(Outcome::Started(started)).is_err() {
+        return;
+    }
+    for job in jobs {
+        let (joint, choose) = match job {
+            Job::Apply(joint) => (Some(joint), None),
+            Job::Choose {
+                seq,
+                joint,
+                deadline,
+            } => (joint, Some((seq, deadline))),
+        };
+        if broken.is_none()
+            && let Some(joint) = joint
+            && let Err(e) = advance(&mut machine, &mut state, &joint)
+        {
+            broken = Some(format!("cannot follow the match: {e}"));
+        }
+        let Some((seq, deadline)) = choose else {
+            continue;
+        };
+        let result = match &broken {
+            Some(reason) => Err(reason.clone()),
+            None => match catch_unwind(AssertUnwindSafe(|| {
+                player.choose(&mut machine, &state, deadline)
+            })) {
+                Ok(Ok(choice)) => Ok(Chosen {
+                    mv: machine.move_term(choice.mv),
+                    iterations: choice.iterations,
+                    value: choice.value,
+                }),
+                Ok(Err(e)) => Err(e.to_string()),
+                Err(_) => {
+                    broken = Some("the player panicked".into());
+                    Err("the player panicked".into())
+                }
+            },
+        };
+        if outcomes.send(Outcome::Chose { seq, result }).is_err() {
+            return;
+        }
+    }
+}
+
+/// The server's half: follows the match on its own copy of the machine.
+trait Tracker: Send {
+    /// Follows a joint move; the state is unchanged on error.
+    fn apply(&mut self, joint: &[Term]) -> Result<(), SessionError>;
+    /// Our legal moves in the current state (empty when it is terminal).
+    fn legal(&mut self) -> Result<Vec<Term>, SessionError>;
+    /// The goal values if the current state is terminal.
+    fn goals(&mut self) -> Result<Option<Vec<u8>>, SessionError>;
+}
+
+struct Tracked<M: StateMachine> {
+    machine: M,
+    state: M::State,
+    role: usize,
+}
+
+impl<M: StateMachine + Send> Tracker for Tracked<M> {
+    fn apply(&mut self, joint: &[Term]) -> Result<(), SessionError> {
+        advance(&mut self.machine, &mut self.state, joint)
+    }
+
+    fn legal(&mut self) -> Result<Vec<Term>, SessionError> {
+        if self.machine.is_terminal(&self.state)? {
+            return Ok(Vec::new());
+        }
+        let moves = self.machine.legal_moves(&self.state, self.role)?;
+        Ok(moves
+            .into_iter()
+            .map(|m| self.machine.move_term(m))
+            .collect())
+    }
+
+    fn goals(&mut self) -> Result<Option<Vec<u8>>, SessionError> {
+        if !self.machine.is_terminal(&self.state)? {
+            return Ok(None);
+        }
+        Ok(Some(self.machine.goals(&self.state)?))
+    }
+}
+
+/// Moves `state` on by a joint move given as terms, checking each move.
+fn advance<M: StateMachine>(
+    machine: &mut M,
+    state: &mut M::State,
+    joint: &[Term],
+) -> Result<(), SessionError> {
+    let n_roles = machine.roles().len();
+    if joint.len() != n_roles {
+        return Err(MachineError::JointMoveSize {
+            expected: n_roles,
+            found: joint.len(),
+        }
+        .into());
+    }
+    let mut moves = Vec::with_capacity(n_roles);
+    for (role, term) in joint.iter().enumerate() {
+        moves.push(resolve(machine, state, role, term)?);
+    }
+    *state = machine.next_state(state, &moves)?;
+    Ok(())
+}
+
+/// The machine's move for `term`. A term the machine does not know is matched against the
+/// role's legal moves ignoring case, for referees that change the case of what they send.
+fn resolve<M: StateMachine>(
+    machine: &mut M,
+    state: &M::State,
+    role: usize,
+    term: &Term,
+) -> Result<M::Move, SessionError> {
+    if let Some(mv) = machine.find_move(term) {
+        return Ok(mv);
+    }
+    let wanted = term.to_string();
+    let legal = machine.legal_moves(state, role)?;
+    legal
+        .into_iter()
+        .find(|&mv| {
+            machine
+                .move_term(mv)
+                .to_string()
+                .eq_ignore_ascii_case(&wanted)
+        })
+        .ok_or_else(|| SessionError::UnknownMove {
+            role: machine.roles()[role].to_string(),
+            mv: wanted,
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::datalog::DatalogMachine;
+    use crate::gdl::parse_term;
+    use crate::search::{Choice, PlayerKind, SearchConfig, SearchError, new_player};
+
+    const GAME: &str = "(role a) (role b) (init (turn a)) (init (count 0))
+        (<= (legal ?r (go ?n)) (role ?r) (true (turn ?r)) (num ?n))
+        (<= (legal ?r wait) (role ?r) (not (true (turn ?r))))
+        (num 1) (num 2)
+        (<= (next (turn b)) (true (turn a))) (<= (next (turn a)) (true (turn b)))
+        (<= (next (count 1)) (true (count 0))) (<= (next (count 2)) (true (count 1)))
+        (<= terminal (true (count 2)))
+        (<= (goal ?r 50) (role ?r))";
+
+    fn machine() -> DatalogMachine {
+        DatalogMachine::new(&Description::from_text(GAME).unwrap()).unwrap()
+    }
+
+    fn terms(texts: &[&str]) -> Vec<Term> {
+        texts.iter().map(|t| parse_term(t).unwrap()).collect()
+    }
+
+    fn soon(ms: u64) -> Instant {
+        Instant::now() + Duration::from_millis(ms)
+    }
+
+    /// A player that misbehaves in a chosen way.
+    struct Rogue(&'static str);
+
+    impl<M: StateMachine> Player<M> for Rogue {
+        fn name(&self) -> String {
+            self.0.into()
+        }
+        fn start(&mut self, _: &mut M, _: usize, _: Instant) -> Result<(), SearchError> {
+            Ok(())
+        }
+        fn choose(
+            &mut self,
+            machine: &mut M,
+            state: &M::State,
+            _: Instant,
+        ) -> Result<Choice<M::Move>, SearchError> {
+            match self.0 {
+                "slow" => std::thread::sleep(Duration::from_secs(2)),
+                "panic" => panic!("a deliberately panicking player"),
+                "fail" => return Err(SearchError::NoMove),
+                _ => {}
+            }
+            // "illegal": the other role's move.
+            let mv = machine.legal_moves(state, 1)?[0];
+            Ok(Choice {
+                mv,
+                iterations: 7,
+                value: None,
+                proven: false,
+            })
+        }
+    }
+
+    #[test]
+    fn plays_legal_moves_from_the_search_and_follows_the_match() {
+        let player = new_player::<DatalogMachine>(PlayerKind::Legal, &SearchConfig::default());
+        let mut session = launch(machine(), player, 0, soon(500), "datalog", 1);
+        assert_eq!(session.wait_started(soon(500)), Ok(true));
+        let first = session.play(None, soon(400), soon(500)).unwrap();
+        assert!(first.searched);
+        assert!(["(go 1)", "(go 2)"].contains(&first.mv.to_string().as_str()));
+        // Role a waits: a forced move, answered without a search.
+        let second = session
+            .play(
+                Some(&[first.mv, parse_term("wait").unwrap()]),
+                soon(400),
+                soon(500),
+            )
+            .unwrap();
+        assert_eq!(
+            (second.mv.to_string(), second.searched),
+            ("wait".into(), false)
+        );
+        assert_eq!(
+            session.stop(Some(&terms(&["wait", "(go 2)"]))),
+            Ok(Some(vec![50, 50]))
+        );
+    }
+
+    #[test]
+    fn misbehaving_players_still_give_a_legal_move_in_time() {
+        for kind in ["slow", "panic", "fail", "illegal"] {
+            let mut session = launch(machine(), Box::new(Rogue(kind)), 0, soon(100), "datalog", 1);
+            let started = Instant::now();
+            let played = session.play(None, soon(250), soon(300)).unwrap();
+            assert!(started.elapsed() < Duration::from_millis(600), "{kind}");
+            assert!(!played.searched, "{kind}");
+            assert!(played.note.is_some(), "{kind}");
+            assert!(["(go 1)", "(go 2)"].contains(&played.mv.to_string().as_str()));
+        }
+    }
+
+    #[test]
+    fn bad_joint_moves_are_refused_and_leave_the_state() {
+        let player = new_player::<DatalogMachine>(PlayerKind::Random, &SearchConfig::default());
+        let mut session = launch(machine(), player, 1, soon(100), "datalog", 1);
+        let err = session
+            .play(Some(&terms(&["(go 3)", "wait"])), soon(100), soon(200))
+            .unwrap_err();
+        assert_eq!(err.to_string(), "role a has no move (go 3)");
+        let err = session
+            .play(Some(&terms(&["wait", "wait"])), soon(100), soon(200))
+            .unwrap_err();
+        assert_eq!(err.to_string(), "illegal move wait for role a");
+        let err = session
+            .play(Some(&terms(&["wait"])), soon(100), soon(200))
+            .unwrap_err();
+        assert_eq!(err.to_string(), "a joint move needs 2 moves, found 1");
+        // Still in the initial state: b waits.
+        let played = session.play(None, soon(100), soon(200)).unwrap();
+        assert_eq!(played.mv.to_string(), "wait");
+    }
+
+    #[test]
+    fn moves_in_another_case_are_matched() {
+        let player = new_player::<DatalogMachine>(PlayerKind::Random, &SearchConfig::default());
+        let mut session = launch(machine(), player, 1, soon(100), "datalog", 1);
+        session.apply(&terms(&["(GO 2)", "WAIT"])).unwrap();
+        let played = session.play(None, soon(100), soon(200)).unwrap();
+        assert!(played.mv.to_string().starts_with("(go "));
+    }
+}
