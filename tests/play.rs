@@ -10,7 +10,7 @@ use ggp::datalog::DatalogMachine;
 use ggp::gdl::{Description, Sym, Term};
 use ggp::kif::{self, Sexp};
 use ggp::machine::StateMachine;
-use ggp::play::Record;
+use ggp::manager::MatchRecord;
 
 const BASE: &str = "../shared/games/base";
 
@@ -178,8 +178,8 @@ fn save_then_resume_reaches_the_same_state() {
     // The same position, board and legal moves, shown after resuming.
     let cut = |s: &str| s[..s.find("red> ").unwrap()].to_string();
     assert_eq!(cut(after), cut(&before));
-    let a = Record::from_json(&std::fs::read_to_string(&first).unwrap()).unwrap();
-    let b = Record::from_json(&std::fs::read_to_string(&second).unwrap()).unwrap();
+    let a = MatchRecord::from_json(&std::fs::read_to_string(&first).unwrap()).unwrap();
+    let b = MatchRecord::from_json(&std::fs::read_to_string(&second).unwrap()).unwrap();
     assert_eq!(a.moves.len(), 4, "d, a reply, e, a reply");
     assert_eq!(a.moves, b.moves);
     assert_eq!(a.states, b.states);

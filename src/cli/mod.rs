@@ -4,10 +4,10 @@
 //! that uses `anyhow`.
 
 mod bench;
-mod play;
-mod web;
 mod matches;
+mod play;
 mod serve;
+mod web;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

@@ -11,8 +11,9 @@ use super::{EngineChoice, load_description, read};
 use crate::datalog::DatalogMachine;
 use crate::gdl::Term;
 use crate::machine::StateMachine;
+use crate::manager::MatchRecord;
 use crate::play::terminal::{self, Ending, Options};
-use crate::play::{AnyMachine, Game, Level, Record, Seat};
+use crate::play::{AnyMachine, Game, Level, Seat};
 use crate::propnet::PropnetMachine;
 
 /// Arguments of `ggp play`.
@@ -65,7 +66,7 @@ pub fn run(args: PlayArgs) -> anyhow::Result<ExitCode> {
     };
     let record = match &args.resume {
         Some(path) => Some(
-            Record::from_json(&read(path)?)
+            MatchRecord::from_json(&read(path)?)
                 .with_context(|| format!("reading {}", path.display()))?,
         ),
         None => None,
@@ -82,7 +83,7 @@ fn session<M: StateMachine + Send + 'static>(
     rules: &[crate::gdl::Rule],
     text: &str,
     args: &PlayArgs,
-    record: Option<&Record>,
+    record: Option<&MatchRecord>,
 ) -> anyhow::Result<ExitCode> {
     let seats = seats(machine.roles(), &args.roles, args.watch, args.vs)?;
     let mut game = Game::new(machine, rules, text, seats, args.seed)?;

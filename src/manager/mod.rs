@@ -19,12 +19,12 @@ pub mod scramble;
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use rand::SeedableRng;
 use rand::seq::IndexedRandom;
-use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use tracing::{info, warn};
 
-pub use record::{MatchRecord, RecordError};
+pub use record::{MatchRecord, RecordError, random_token};
 pub use scramble::Scrambler;
 
 use crate::gdl::{self, Term};
@@ -93,13 +93,6 @@ pub fn now_ms() -> u64 {
 }
 
 /// 32 random letters and digits.
-fn random_token(rng: &mut impl Rng) -> String {
-    const CHARS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-    (0..32)
-        .map(|_| CHARS[rng.random_range(0..CHARS.len())] as char)
-        .collect()
-}
-
 /// Runs one match of the game `rules` (as read by [`kif::parse`], run by `machine`) between
 /// `contestants`, one per role in role order, and returns its record.
 ///
@@ -145,6 +138,7 @@ pub fn run_match<M: StateMachine>(
         play_clock: config.play_clock,
         player_names_from_host: Some(contestants.iter().map(|c| c.name.clone()).collect()),
         scrambled: config.scramble,
+        is_player_human: Vec::new(),
     };
     match referee.play(machine, rules, &mut record) {
         Ok(()) => Ok(record),

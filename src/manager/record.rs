@@ -12,6 +12,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::gdl::{Term, term_from_sexp};
+use crate::kif::{self, Sexp};
+
 /// One match, as ggp.org stores it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -62,6 +65,41 @@ pub struct MatchRecord {
     /// Whether the players saw the game with every symbol renamed.
     #[serde(default)]
     pub scrambled: bool,
+    /// Which roles a person played (games from `ggp play` and `ggp web`; empty otherwise).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub is_player_human: Vec<bool>,
+}
+
+/// A new random token: 32 letters and digits.
+pub fn random_token(rng: &mut impl rand::Rng) -> String {
+    const CHARS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    (0..32)
+        .map(|_| CHARS[rng.random_range(0..CHARS.len())] as char)
+        .collect()
+}
+
+/// Reads the states of a record, each as its facts in sorted order; an error names the state.
+///
+/// # Errors
+/// A state that is not a list of terms.
+pub fn parse_states(states: &[String]) -> Result<Vec<Vec<Term>>, String> {
+    states
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            let bad = |why: String| format!("state {i}: {why}");
+            let sexp = kif::parse_one(text).map_err(|e| bad(e.to_string()))?;
+            let Sexp::List { items, .. } = sexp else {
+                return Err(bad("not a list of facts".into()));
+            };
+            let mut facts = items
+                .iter()
+                .map(|s| term_from_sexp(s).map_err(|e| bad(e.to_string())))
+                .collect::<Result<Vec<_>, _>>()?;
+            facts.sort();
+            Ok(facts)
+        })
+        .collect()
 }
 
 fn no_preview() -> i64 {
@@ -90,6 +128,19 @@ pub enum RecordError {
 }
 
 impl MatchRecord {
+    /// Reads a record from JSON text.
+    ///
+    /// # Errors
+    /// The text is not a match record.
+    pub fn from_json(text: &str) -> Result<MatchRecord, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+
+    /// The record as pretty-printed JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a record always serializes")
+    }
+
     /// Reads a record.
     ///
     /// # Errors

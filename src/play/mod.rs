@@ -6,7 +6,6 @@
 //! types ([`Game::resolve`]): a move's number, its KIF term, or its squares on the board, which
 //! come from comparing the board before and after each legal move ([`Game::move_infos`]).
 
-pub mod record;
 pub mod terminal;
 
 use std::fmt;
@@ -17,10 +16,10 @@ use crate::board::{Change, Layout, Typed, sample_states};
 use crate::datalog::{BuildError, DatalogMachine};
 use crate::gdl::{Description, Rule, Term, parse_term};
 use crate::machine::{MachineError, StateMachine};
+use crate::manager::record::{MatchRecord, parse_states, random_token};
 use crate::propnet::{Budget, PropnetMachine};
+use crate::protocol::message::{spaced, state_text, term_to_sexp};
 use crate::search::{Choice, Player, PlayerKind, SearchConfig, SearchError, new_player};
-
-pub use record::Record;
 
 /// Why playing failed.
 #[derive(Debug, thiserror::Error)]
@@ -270,7 +269,7 @@ impl<M: StateMachine + Send + 'static> Game<M> {
             state_times: vec![start_time],
             start_time,
             match_id: format!("ggp.play.{start_time}"),
-            random_token: record::random_token(),
+            random_token: random_token(&mut rand::rng()),
             rulesheet: rulesheet.to_string(),
             seed,
             infos: None,
@@ -623,24 +622,24 @@ impl<M: StateMachine + Send + 'static> Game<M> {
     ///
     /// # Errors
     /// The engine failed computing goals.
-    pub fn record(&mut self) -> Result<Record, PlayError> {
+    pub fn record(&mut self) -> Result<MatchRecord, PlayError> {
         let completed = self.is_terminal()?;
         let goals = if completed {
-            Some(self.goals()?.into_iter().map(i64::from).collect())
+            self.goals()?.into_iter().map(u32::from).collect()
         } else {
-            None
+            Vec::new()
         };
         let states = self
             .states
             .iter()
-            .map(|s| record::state_text(&self.machine.state_terms(s)))
+            .map(|s| state_text(&self.machine.state_terms(s)))
             .collect();
         let moves = self
             .move_terms()
             .iter()
-            .map(|joint| joint.iter().map(record::term_text).collect())
+            .map(|joint| joint.iter().map(|t| spaced(&term_to_sexp(t))).collect())
             .collect();
-        Ok(Record {
+        Ok(MatchRecord {
             match_id: self.match_id.clone(),
             random_token: self.random_token.clone(),
             game_rulesheet: Some(self.rulesheet.clone()),
@@ -653,16 +652,18 @@ impl<M: StateMachine + Send + 'static> Game<M> {
             state_times: self.state_times.clone(),
             errors: vec![vec![String::new(); self.roles().len()]; self.states.len()],
             goal_values: goals,
+            game_meta_url: None,
             is_completed: completed,
             is_aborted: false,
-            player_names_from_host: self
-                .seats
-                .iter()
-                .map(|s| match s {
-                    Seat::Human => "human".to_string(),
-                    Seat::Computer(level) => format!("ggp ({level})"),
-                })
-                .collect(),
+            player_names_from_host: Some(
+                self.seats
+                    .iter()
+                    .map(|s| match s {
+                        Seat::Human => "human".to_string(),
+                        Seat::Computer(level) => format!("ggp ({level})"),
+                    })
+                    .collect(),
+            ),
             is_player_human: self.seats.iter().map(|s| *s == Seat::Human).collect(),
             scrambled: false,
         })
@@ -673,9 +674,9 @@ impl<M: StateMachine + Send + 'static> Game<M> {
     ///
     /// # Errors
     /// A move that does not parse or is not legal, or a state that differs from the record's.
-    pub fn resume(&mut self, record: &Record) -> Result<(), PlayError> {
+    pub fn resume(&mut self, record: &MatchRecord) -> Result<(), PlayError> {
         while self.undo() {}
-        let expected = record::parse_states(&record.states)?;
+        let expected = parse_states(&record.states).map_err(PlayError::Record)?;
         let check = |game: &Game<M>, step: usize| -> Result<(), PlayError> {
             if let Some(want) = expected.get(step) {
                 let mut got = game.facts_at(step);

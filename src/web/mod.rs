@@ -33,7 +33,8 @@ use serde_json::{Value, json};
 use tiny_http::{Header, Method, Request, Response, Server};
 
 use crate::gdl::Description;
-use crate::play::{Level, Record, Seat};
+use crate::manager::MatchRecord;
+use crate::play::{Level, Seat};
 use session::{Session, SessionError};
 
 /// The page, compiled into the binary.
@@ -385,6 +386,6 @@ struct Move {
 
 #[derive(Deserialize)]
 struct ReplayRequest {
-    record: Record,
+    record: MatchRecord,
     game: Option<String>,
 }

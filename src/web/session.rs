@@ -6,7 +6,8 @@ use serde::Serialize;
 use crate::board::{Layout, Square, content_text, facts_by_relation};
 use crate::gdl::{Description, Term};
 use crate::machine::StateMachine;
-use crate::play::{AnyMachine, Game, PlayError, Record, Seat, result_text};
+use crate::manager::MatchRecord;
+use crate::play::{AnyMachine, Game, PlayError, Seat, result_text};
 
 /// Why a request about a game failed.
 #[derive(Debug, thiserror::Error)]
@@ -145,7 +146,7 @@ pub trait Session: Send {
     ///
     /// # Errors
     /// The engine failed.
-    fn record(&mut self) -> Result<Record, SessionError>;
+    fn record(&mut self) -> Result<MatchRecord, SessionError>;
 }
 
 /// A [`Game`] with the moves people have chosen for the next joint move.
@@ -182,7 +183,7 @@ pub fn new_session(
 pub fn replay(
     description: &Description,
     text: &str,
-    record: &Record,
+    record: &MatchRecord,
 ) -> Result<Replay, SessionError> {
     match AnyMachine::auto(description, &AnyMachine::quick_budget()).map_err(PlayError::from)? {
         AnyMachine::Datalog(m) => replay_on(*m, description, text, record),
@@ -194,7 +195,7 @@ fn replay_on<M: StateMachine + Send + 'static>(
     machine: M,
     description: &Description,
     text: &str,
-    record: &Record,
+    record: &MatchRecord,
 ) -> Result<Replay, SessionError> {
     let seats = vec![Seat::Human; machine.roles().len()];
     let mut game = Game::new(machine, description.rules(), text, seats, 0)?;
@@ -379,7 +380,7 @@ impl<M: StateMachine + Send + 'static> Session for WebGame<M> {
         Ok(())
     }
 
-    fn record(&mut self) -> Result<Record, SessionError> {
+    fn record(&mut self) -> Result<MatchRecord, SessionError> {
         Ok(self.game.record()?)
     }
 }
