@@ -4,6 +4,7 @@
 //! that uses `anyhow`.
 
 mod bench;
+mod think;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -112,6 +113,8 @@ enum Command {
         /// The rule sheet (.kif).
         game: PathBuf,
     },
+    /// One search by a built-in player: the move, its value and the iterations per second.
+    Think(think::ThinkArgs),
 }
 
 /// Runs the command line; the exit code says whether the work succeeded.
@@ -191,6 +194,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Think(args) => think::run(&args),
         Command::Ground { game } => {
             let description = load_description(&game)?;
             let start = std::time::Instant::now();

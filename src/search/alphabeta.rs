@@ -169,7 +169,8 @@ impl<M: StateMachine> AlphaBetaPlayer<M> {
         }
         let nodes = searcher.nodes;
         let errors = searcher.errors;
-        let (index, value, proven) = best.map_or((0, None, false), |b| (b.index, Some(b.value), b.proven));
+        let (index, value, proven) =
+            best.map_or((0, None, false), |b| (b.index, Some(b.value), b.proven));
         let mv = ours.get(index).copied().unwrap_or(first);
         self.last = Some((state.clone(), mv));
         self.stats = AlphaBetaStats {
@@ -420,7 +421,13 @@ impl<M: StateMachine> Searcher<'_, M> {
 
     /// The value of `state` for us with `depth` joint moves to go, within `alpha..beta`
     /// (fail-soft).
-    fn search(&mut self, state: &M::State, depth: u32, alpha: f64, beta: f64) -> Result<Scored, Halt> {
+    fn search(
+        &mut self,
+        state: &M::State,
+        depth: u32,
+        alpha: f64,
+        beta: f64,
+    ) -> Result<Scored, Halt> {
         self.nodes += 1;
         if self.out_of_time() {
             return Err(Halt::Deadline);
@@ -474,7 +481,8 @@ impl<M: StateMachine> Searcher<'_, M> {
         let first = hint.map(|h| h.0 as usize);
         for a in ordered(ours.len(), first) {
             let reply_hint = hint.filter(|h| h.0 as usize == a).map(|h| h.1 as usize);
-            let ((v, p), b) = self.min_over_replies(state, ours[a], &replies, depth, alpha, beta, reply_hint)?;
+            let ((v, p), b) =
+                self.min_over_replies(state, ours[a], &replies, depth, alpha, beta, reply_hint)?;
             all_proven &= p;
             if v > best {
                 best = v;
@@ -496,7 +504,11 @@ impl<M: StateMachine> Searcher<'_, M> {
         } else {
             Bound::Exact
         };
-        let depth16 = if proven { PROVEN } else { depth.min(u32::from(PROVEN) - 1) as u16 };
+        let depth16 = if proven {
+            PROVEN
+        } else {
+            depth.min(u32::from(PROVEN) - 1) as u16
+        };
         if entry.key == key || entry.generation != self.generation || depth16 >= entry.depth {
             self.table[slot] = Entry {
                 key,
@@ -551,7 +563,9 @@ impl<M: StateMachine> Searcher<'_, M> {
 /// The indices `0..n`, with `first` (if in range) moved to the front.
 fn ordered(n: usize, first: Option<usize>) -> impl Iterator<Item = usize> {
     let first = first.filter(|&f| f < n);
-    first.into_iter().chain((0..n).filter(move |&i| Some(i) != first))
+    first
+        .into_iter()
+        .chain((0..n).filter(move |&i| Some(i) != first))
 }
 
 /// A 64-bit hash of a state, the same in every run.

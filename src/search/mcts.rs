@@ -8,17 +8,23 @@
 //! turn-taking position the one role with a choice makes it and the others have a single
 //! move, so this is plain UCT.
 //!
-//! **Solver.** A node is *settled* when its value is known exactly: terminal nodes, and
-//! - in a position where at most one role (the mover) has a choice: as soon as one child is
-//!   settled with the largest possible value (100) for the mover, or when every child is
-//!   settled and the children best for the mover agree on every role's value;
-//! - in a simultaneous position: only when every joint move has a settled child and all those
-//!   children have the same value (conservative: no mixed-strategy reasoning).
+//! **Solver: score bounds.** Every node keeps, per role, a value it is sure of (`low`) and a
+//! value it cannot exceed (`high`), on the 0..1 scale (Cazenave and Saffidine, "Score Bounded
+//! Monte-Carlo Tree Search", 2010, extended to any number of roles). A terminal node's bounds
+//! are its goals; a new node's are 0 and 1. After each iteration the bounds are recomputed
+//! bottom up along the path (`Tree::tighten`):
+//! - where at most one role (the mover) has a choice, the mover is sure of its best child's
+//!   `low`; a child that gives it 100 for sure is taken outright (a proven win); otherwise the
+//!   other roles' bounds range over the children the mover may still prefer;
+//! - in a simultaneous position each role is sure of what its best move guarantees against
+//!   every reply, and the node is exact only when all outcomes agree (conservative: no
+//!   mixed-strategy reasoning).
 //!
-//! A settled node is never searched below again: reaching it backs up its value without a
-//! playout. At a turn-taking node the mover's estimate of a move with a settled child is the
-//! settled value, so settled losses are all but avoided. At the root, a move that guarantees
-//! 100 is played at once, and the search stops as soon as the root is settled.
+//! A node is *settled* when `low == high` for every role. Selection never descends into a
+//! settled node (reaching one backs up its value without a playout), and the mover skips
+//! moves whose child is settled or cannot beat what it is already sure of, so proven losses
+//! are avoided and draws can be proven. At the root, a move sure to give 100 is played at
+//! once, and the search stops as soon as the root is settled.
 //!
 //! **Tree reuse.** The tree of the previous search is kept. When [`Player::choose`] is called
 //! with a new state, it is looked for among the previous root's children and grandchildren;
@@ -139,7 +145,6 @@ impl<M: StateMachine> MctsPlayer<M> {
     pub fn nodes(&self) -> usize {
         self.trees.iter().map(|t| t.nodes.len()).sum()
     }
-
 }
 
 impl<M: StateMachine + Send> MctsPlayer<M> {
@@ -159,7 +164,11 @@ impl<M: StateMachine + Send> MctsPlayer<M> {
         let budget = self.settings.memory_bytes / threads;
         self.trees = (0..threads).map(|_| Tree::new(budget)).collect();
         self.rngs = (0..threads as u64)
-            .map(|i| Xoshiro256PlusPlus::seed_from_u64(self.config.seed ^ i.wrapping_mul(0x9E37_79B9_7F4A_7C15)))
+            .map(|i| {
+                Xoshiro256PlusPlus::seed_from_u64(
+                    self.config.seed ^ i.wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                )
+            })
             .collect();
     }
 
@@ -198,7 +207,13 @@ impl<M: StateMachine + Send> MctsPlayer<M> {
             }
         };
         let counts: Vec<Counts> = if threads == 1 {
-            vec![run_tree(&mut self.trees[0], machine, &mut self.rngs[0], &ctx, quota(0))]
+            vec![run_tree(
+                &mut self.trees[0],
+                machine,
+                &mut self.rngs[0],
+                &ctx,
+                quota(0),
+            )]
         } else {
             let ctx = &ctx;
             let machines = std::iter::once(machine).chain(self.forks.iter_mut());
@@ -523,7 +538,11 @@ impl<S: Clone, Mv: Copy> Node<S, Mv> {
         size_of::<Self>()
             + OVERHEAD
             + self.low.len() * 16
-            + self.moves.iter().map(|m| m.len() * per_move + 48).sum::<usize>()
+            + self
+                .moves
+                .iter()
+                .map(|m| m.len() * per_move + 48)
+                .sum::<usize>()
     }
 
     fn child(&self, key: u64) -> Option<u32> {
@@ -640,8 +659,10 @@ impl<S: Clone + Eq, Mv: Copy> Tree<S, Mv> {
         if root == 0 {
             return;
         }
-        let mut slots: Vec<Option<Node<S, Mv>>> =
-            std::mem::take(&mut self.nodes).into_iter().map(Some).collect();
+        let mut slots: Vec<Option<Node<S, Mv>>> = std::mem::take(&mut self.nodes)
+            .into_iter()
+            .map(Some)
+            .collect();
         let mut queue = VecDeque::from([root]);
         let mut renumbered: Vec<(u32, u32)> = Vec::new();
         let mut assigned = 1u32;
@@ -776,9 +797,9 @@ impl<S: Clone + Eq, Mv: Copy> Tree<S, Mv> {
                 continue;
             }
             scratch.joint.clear();
-            scratch.joint.extend(
-                (0..n_roles).map(|r| node.moves[r][scratch.choices[start + r] as usize]),
-            );
+            scratch
+                .joint
+                .extend((0..n_roles).map(|r| node.moves[r][scratch.choices[start + r] as usize]));
             let state = machine.next_state_unchecked(&node.state, &scratch.joint)?;
             if past(ctx.deadline) {
                 return Err(Halt::Deadline);
@@ -948,7 +969,11 @@ mod tests {
 
     #[test]
     fn the_most_visited_open_move_is_picked() {
-        let moves = [summary(10, 0.9, None), summary(500, 0.6, None), summary(40, 0.5, None)];
+        let moves = [
+            summary(10, 0.9, None),
+            summary(500, 0.6, None),
+            summary(40, 0.5, None),
+        ];
         assert_eq!(pick_move(&moves), 1);
     }
 
