@@ -196,15 +196,15 @@ fn finds_win_and_block<M: StateMachine + Send + 'static>(
 #[test]
 fn connect_four_win_and_block_on_the_propnet() {
     let d = ours("connectFour");
-    finds_win_and_block(propnet(&d), PlayerKind::Mcts, 3000);
-    finds_win_and_block(propnet(&d), PlayerKind::Alphabeta, 20_000);
+    finds_win_and_block(propnet(&d), PlayerKind::Mcts, 1500);
+    finds_win_and_block(propnet(&d), PlayerKind::Alphabeta, 5000);
 }
 
 #[test]
 fn connect_four_win_and_block_on_datalog() {
     let d = ours("connectFour");
-    finds_win_and_block(datalog(&d), PlayerKind::Mcts, 1000);
-    finds_win_and_block(datalog(&d), PlayerKind::Alphabeta, 3000);
+    finds_win_and_block(datalog(&d), PlayerKind::Mcts, 600);
+    finds_win_and_block(datalog(&d), PlayerKind::Alphabeta, 2000);
 }
 
 #[test]
@@ -258,6 +258,86 @@ fn mcts_solver_proves_a_tic_tac_toe_draw() {
     assert!(player.stats().root_settled, "{:?}", player.stats());
     assert_eq!(choice.value, Some(50.0));
     assert!(choice.proven);
+}
+
+/// Random positions: where the MCTS solver settles the root, its value is the one alpha-beta
+/// proves.
+fn solver_agrees_with_alphabeta<M: StateMachine + Send>(m: &mut M, plies: usize, positions: u64) {
+    use rand::Rng;
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(21);
+    let mut settled = 0;
+    for p in 0..positions {
+        let mut state = m.initial_state();
+        let (mut joint, mut scratch) = (Vec::new(), Vec::new());
+        let n = plies + rng.random_range(0..3);
+        for _ in 0..n {
+            if m.is_terminal(&state).unwrap() {
+                break;
+            }
+            // A random move that does not end the game, if one is found.
+            let mut next = state.clone();
+            for _ in 0..20 {
+                m.random_joint_move_into(&state, &mut rng, &mut joint, &mut scratch)
+                    .unwrap();
+                next = m.next_state_unchecked(&state, &joint).unwrap();
+                if !m.is_terminal(&next).unwrap() {
+                    break;
+                }
+            }
+            state = next;
+        }
+        if m.is_terminal(&state).unwrap() {
+            continue;
+        }
+        for role in 0..2 {
+            let mut ab = AlphaBetaPlayer::<M>::new(config(p, u64::MAX));
+            ab.start(m, role, Instant::now()).unwrap();
+            let solved = ab.choose(m, &state, far()).unwrap();
+            assert!(solved.proven);
+            let mut mcts = MctsPlayer::<M>::new(config(p, 30_000));
+            mcts.start(m, role, Instant::now()).unwrap();
+            let choice = mcts.choose(m, &state, far()).unwrap();
+            if mcts.stats().root_settled {
+                settled += 1;
+                assert_eq!(choice.value, solved.value, "position {p} role {role}");
+                assert!(choice.proven);
+            }
+            if choice.proven {
+                // The move MCTS plays as proven is worth the solved value.
+                let mut ab = AlphaBetaPlayer::<M>::new(config(p, u64::MAX));
+                ab.start(m, role, Instant::now()).unwrap();
+                let joint: Vec<M::Move> = (0..2)
+                    .map(|r| {
+                        if r == role {
+                            choice.mv
+                        } else {
+                            m.legal_moves(&state, r).unwrap()[0]
+                        }
+                    })
+                    .collect();
+                if m.legal_moves(&state, 1 - role).unwrap().len() == 1 {
+                    let next = m.next_state(&state, &joint).unwrap();
+                    let value = if m.is_terminal(&next).unwrap() {
+                        f64::from(m.goal(&next, role).unwrap())
+                    } else {
+                        ab.choose(m, &next, far()).unwrap().value.unwrap()
+                    };
+                    assert_eq!(Some(value), solved.value, "position {p} role {role}");
+                }
+            }
+        }
+    }
+    assert!(settled >= positions, "only {settled} roots settled");
+}
+
+#[test]
+fn mcts_solver_agrees_with_alphabeta_at_tic_tac_toe() {
+    solver_agrees_with_alphabeta(&mut propnet(&ours("ticTacToe")), 1, 12);
+}
+
+#[test]
+fn mcts_solver_agrees_with_alphabeta_late_in_connect_four() {
+    solver_agrees_with_alphabeta(&mut propnet(&ours("connectFour")), 20, 8);
 }
 
 #[test]
@@ -344,16 +424,13 @@ fn mcts_beats_random_at_tic_tac_toe() {
         ours.iter().all(|&g| g >= 50),
         "mcts {ours:?} random {theirs:?}"
     );
-    assert!(
-        ours.contains(&100),
-        "mcts {ours:?} random {theirs:?}"
-    );
+    assert!(ours.contains(&100), "mcts {ours:?} random {theirs:?}");
 }
 
 #[test]
 fn mcts_beats_random_at_connect_four() {
     let mut m = propnet(&ours("connectFour"));
-    let (ours, theirs) = mcts_against_random(&mut m, 4, 1000);
+    let (ours, theirs) = mcts_against_random(&mut m, 4, 400);
     assert!(
         ours.iter().all(|&g| g == 100),
         "mcts {ours:?} random {theirs:?}"
@@ -535,4 +612,24 @@ fn engine_failures_are_counted_not_fatal() {
     let choice = ab.choose(&mut m, &state, far()).unwrap();
     assert!(m.legal_moves(&state, 0).unwrap().contains(&choice.mv));
     assert!(ab.stats().errors > 0, "{:?}", ab.stats());
+}
+
+#[test]
+fn think_prints_the_solved_value_of_tic_tac_toe() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ggp"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "think",
+            "rules/ticTacToe.kif",
+            "--player",
+            "alphabeta",
+            "--seconds",
+            "60",
+        ])
+        .output()
+        .expect("ggp runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains("alphabeta: move (mark "), "{stdout}");
+    assert!(stdout.contains("value 50.0 proven true"), "{stdout}");
 }

@@ -312,6 +312,10 @@ impl<M: StateMachine> Searcher<'_, M> {
             let Ok(((value, proven), _)) =
                 self.min_over_replies(state, ours[a], &replies, depth, alpha, 100.0, None)
             else {
+                // Cut short: only a proven 100 proves the root.
+                if let Some(b) = &mut best {
+                    b.proven &= b.value >= 100.0;
+                }
                 return (best, false);
             };
             all_proven &= proven;

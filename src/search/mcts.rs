@@ -183,7 +183,8 @@ impl<M: StateMachine + Send> MctsPlayer<M> {
         let started = Instant::now();
         let mut reused = 0;
         for tree in &mut self.trees {
-            if tree.reroot(state) {
+            // A kept root without moves is a node whose expansion failed: try again.
+            if tree.reroot(state) && !tree.nodes[0].moves.is_empty() {
                 reused += tree.nodes.len();
             } else {
                 let root = Node::new(machine, state.clone())?;
@@ -267,6 +268,20 @@ impl<M: StateMachine + Send> MctsPlayer<M> {
                 s.lower = s.lower.max(bounds[i].0);
                 s.upper = s.upper.min(bounds[i].1);
             }
+        }
+        if let Some(tree) = self.trees.iter().find(|t| t.root_settled()) {
+            // The root's value is known: play a move sure to give it.
+            let value = tree.nodes[0].low[role];
+            let pick = (0..merged.len())
+                .filter(|&i| merged[i].lower >= value)
+                .max_by_key(|&i| merged[i].visits)
+                .unwrap_or(0);
+            return Ok(Choice {
+                mv: moves[pick],
+                iterations: self.stats.iterations,
+                value: Some(value * 100.0),
+                proven: true,
+            });
         }
         let pick = pick_move(&merged);
         let s = &merged[pick];
