@@ -46,7 +46,8 @@ pub struct AlphaBetaSettings {
     /// A playout that has not ended after this many moves is scored by the goals of its last
     /// state.
     pub max_playout_steps: usize,
-    /// The deepest iteration.
+    /// The deepest iteration (the search recurses once per joint move, so this also bounds
+    /// its stack).
     pub max_depth: u32,
 }
 
@@ -56,7 +57,7 @@ impl Default for AlphaBetaSettings {
             table_bits: 20,
             leaf_playouts: 1,
             max_playout_steps: 5000,
-            max_depth: 1000,
+            max_depth: 300,
         }
     }
 }
@@ -177,7 +178,7 @@ impl<M: StateMachine> AlphaBetaPlayer<M> {
             nodes,
             depth: depth_done,
             value,
-            proven: proven && depth_done > 0,
+            proven,
             errors,
             seconds: started.elapsed().as_secs_f64(),
         };
