@@ -8,6 +8,7 @@ mod matches;
 mod play;
 mod serve;
 mod web;
+mod think;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -124,6 +125,8 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Referee one match between players and write its record.
     Match(matches::MatchArgs),
+    /// One search by a built-in player: the move, its value and the iterations per second.
+    Think(think::ThinkArgs),
 }
 
 /// Runs the command line; the exit code says whether the work succeeded.
@@ -207,6 +210,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Think(args) => think::run(&args),
         Command::Ground { game } => {
             let description = load_description(&game)?;
             let start = std::time::Instant::now();

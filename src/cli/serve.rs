@@ -27,11 +27,11 @@ pub struct ServeArgs {
     /// The name INFO reports.
     #[arg(long, default_value = "ggp")]
     name: String,
-    /// Threads for the search.
-    #[arg(long, default_value_t = 1)]
+    /// Threads for the search (default: the machine's cores).
+    #[arg(long, default_value_t = default_threads())]
     threads: usize,
     /// The player.
-    #[arg(long, value_enum, default_value_t = PlayerKind::Mcts)]
+    #[arg(long, value_enum, default_value_t = PlayerKind::Auto)]
     player: PlayerKind,
     /// The engine that runs the games.
     #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
@@ -144,4 +144,9 @@ impl SessionFactory for EngineSessions {
             },
         }
     }
+}
+
+/// The number of cores, the default for search threads.
+fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
 }

@@ -4,6 +4,22 @@
 //! and then asked for a move in each state ([`Player::choose`]) with a deadline it must meet.
 //! The players are built by [`new_player`] from a [`PlayerKind`]; they never know which engine
 //! runs the rules.
+//!
+//! - [`mcts`]: Monte Carlo tree search for every game (decoupled UCT, solver, tree reuse,
+//!   several threads).
+//! - [`alphabeta`]: iterative-deepening alpha-beta with a transposition table, for two-player
+//!   turn-taking constant-sum games.
+//! - [`probe`]: random playouts that tell which of the two suits a game; the `auto` player
+//!   uses them.
+//!
+//! Every search checks the clock inside its inner loops (playouts included) and returns the
+//! best move found so far when the deadline comes. Goal values are 0 to 100; an undefined goal
+//! counts as 0 and a goal defined more than once as its largest value.
+
+pub mod alphabeta;
+mod auto;
+pub mod mcts;
+pub mod probe;
 
 use std::time::Instant;
 
@@ -24,6 +40,9 @@ pub enum PlayerKind {
     Mcts,
     /// Alpha-beta with iterative deepening (two-player turn-taking zero-sum games).
     Alphabeta,
+    /// Probes the game at the start and plays alpha-beta when the game qualifies for it and
+    /// alpha-beta solves it within the start clock, MCTS otherwise (see [`probe`]).
+    Auto,
 }
 
 /// Settings shared by every player.
@@ -103,9 +122,83 @@ where
     match kind {
         PlayerKind::Random => Box::new(SimplePlayer::new(true, config.seed)),
         PlayerKind::Legal => Box::new(SimplePlayer::new(false, config.seed)),
-        // Search players arrive in their own modules (issue 4).
-        PlayerKind::Mcts | PlayerKind::Alphabeta => Box::new(SimplePlayer::new(true, config.seed)),
+        PlayerKind::Mcts => Box::new(mcts::MctsPlayer::new(config.clone())),
+        PlayerKind::Alphabeta => Box::new(alphabeta::AlphaBetaPlayer::new(config.clone())),
+        PlayerKind::Auto => Box::new(auto::AutoPlayer::new(config.clone())),
     }
+}
+
+/// Whether `deadline` has passed.
+fn past(deadline: Instant) -> bool {
+    Instant::now() >= deadline
+}
+
+/// Why a timed computation stopped before its end.
+#[derive(Debug)]
+enum Halt {
+    /// The deadline passed.
+    Deadline,
+    /// The engine failed.
+    Engine(MachineError),
+}
+
+impl From<MachineError> for Halt {
+    fn from(e: MachineError) -> Halt {
+        Halt::Engine(e)
+    }
+}
+
+/// The goal value of role number `role` in `state`, 0 to 100: 0 when the rules give none,
+/// the largest when they give several.
+fn goal_or_zero<M: StateMachine>(
+    machine: &mut M,
+    state: &M::State,
+    role: usize,
+) -> Result<u8, MachineError> {
+    Ok(machine
+        .goal_values(state, role)?
+        .last()
+        .copied()
+        .unwrap_or(0))
+}
+
+/// Scratch buffers for [`timed_playout`].
+struct PlayoutBuffers<Mv> {
+    joint: Vec<Mv>,
+    legal: Vec<Mv>,
+}
+
+impl<Mv> Default for PlayoutBuffers<Mv> {
+    fn default() -> Self {
+        PlayoutBuffers {
+            joint: Vec::new(),
+            legal: Vec::new(),
+        }
+    }
+}
+
+/// Plays uniformly random joint moves from `state` until a terminal state or `max_steps`
+/// moves, looking at the clock before every move; returns the last state.
+fn timed_playout<M: StateMachine>(
+    machine: &mut M,
+    state: &M::State,
+    rng: &mut impl rand::Rng,
+    deadline: Instant,
+    max_steps: usize,
+    buffers: &mut PlayoutBuffers<M::Move>,
+) -> Result<M::State, Halt> {
+    let mut state = state.clone();
+    for _ in 0..max_steps {
+        if machine.is_terminal(&state)? {
+            break;
+        }
+        if past(deadline) {
+            return Err(Halt::Deadline);
+        }
+        machine.random_joint_move_into(&state, rng, &mut buffers.joint, &mut buffers.legal)?;
+        state = machine.next_state_unchecked(&state, &buffers.joint)?;
+    }
+    Ok(state)
 }
 
 /// The `random` and `legal` players.

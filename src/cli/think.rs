@@ -1,0 +1,113 @@
+//! `ggp think`: one search by a built-in player, with what it did, to watch and time the
+//! players outside a match.
+//!
+//! The position is the initial state, or the state after `--random-moves` random joint moves
+//! from it (seeded). The player gets `--start-seconds` to start and `--seconds` to choose; the
+//! line printed gives the move, its value, whether it is proven, the iterations (playouts for
+//! MCTS, nodes for alpha-beta) and their rate.
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use rand::SeedableRng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+use crate::machine::StateMachine;
+use crate::search::{PlayerKind, SearchConfig, new_player};
+
+use super::{EngineChoice, Loaded, load_engine};
+
+/// Arguments of `ggp think`.
+#[derive(clap::Args, Debug)]
+pub struct ThinkArgs {
+    /// The rule sheet (.kif).
+    game: std::path::PathBuf,
+    /// The player.
+    #[arg(long, value_enum, default_value_t = PlayerKind::Mcts)]
+    player: PlayerKind,
+    /// The role number (0 is the first role).
+    #[arg(long, default_value_t = 0)]
+    role: usize,
+    /// Seconds to choose.
+    #[arg(long, default_value_t = 1.0)]
+    seconds: f64,
+    /// Seconds to start (the start clock).
+    #[arg(long, default_value_t = 0.0)]
+    start_seconds: f64,
+    /// Random joint moves played from the initial state first.
+    #[arg(long, default_value_t = 0)]
+    random_moves: usize,
+    /// Search threads.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Seed of the search and of the random moves.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// The engine.
+    #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
+    engine: EngineChoice,
+}
+
+/// Runs `ggp think`.
+///
+/// # Errors
+/// The game cannot be loaded, or the engine or the search failed.
+pub fn run(args: &ThinkArgs) -> anyhow::Result<ExitCode> {
+    let loaded = load_engine(&args.game, args.engine)?;
+    println!("engine: {}", loaded.name());
+    match loaded {
+        Loaded::Datalog(mut m) => think(&mut *m, args),
+        Loaded::Propnet(mut m) => think(&mut m, args),
+    }
+}
+
+fn think<M: StateMachine + Send + 'static>(
+    machine: &mut M,
+    args: &ThinkArgs,
+) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(
+        args.role < machine.roles().len(),
+        "the game has {} roles",
+        machine.roles().len()
+    );
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(args.seed);
+    let mut state = machine.initial_state();
+    let (mut joint, mut scratch) = (Vec::new(), Vec::new());
+    for _ in 0..args.random_moves {
+        if machine.is_terminal(&state)? {
+            break;
+        }
+        machine.random_joint_move_into(&state, &mut rng, &mut joint, &mut scratch)?;
+        state = machine.next_state_unchecked(&state, &joint)?;
+    }
+    let config = SearchConfig {
+        threads: args.threads,
+        seed: args.seed,
+        max_iterations: None,
+    };
+    let mut player = new_player::<M>(args.player, &config);
+    let seconds = |s: f64| Duration::from_secs_f64(s.max(0.0));
+    player
+        .start(
+            machine,
+            args.role,
+            Instant::now() + seconds(args.start_seconds),
+        )
+        .context("starting")?;
+    let started = Instant::now();
+    let choice = player
+        .choose(machine, &state, started + seconds(args.seconds))
+        .context("choosing")?;
+    let elapsed = started.elapsed().as_secs_f64();
+    println!(
+        "{}: move {} value {} proven {} iterations {} in {elapsed:.3} s ({:.0}/s)",
+        player.name(),
+        machine.move_term(choice.mv),
+        choice.value.map_or("-".into(), |v| format!("{v:.1}")),
+        choice.proven,
+        choice.iterations,
+        choice.iterations as f64 / elapsed.max(1e-9),
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,635 @@
+//! The search players on real games, on both engines: alpha-beta solves tic-tac-toe, both
+//! searches find an immediate win and block an immediate loss in Connect Four, MCTS plays a
+//! simultaneous-move game, reuses its tree, plays a proven win at once, beats random players,
+//! survives engine failures, and every search answers by its deadline.
+
+use std::time::{Duration, Instant};
+
+use ggp::datalog::DatalogMachine;
+use ggp::gdl::{Description, Term, parse_term};
+use ggp::machine::{MachineError, StateMachine};
+use ggp::propnet::{Budget, PropnetMachine};
+use ggp::search::alphabeta::AlphaBetaPlayer;
+use ggp::search::mcts::MctsPlayer;
+use ggp::search::probe::probe;
+use ggp::search::{Player, PlayerKind, SearchConfig, new_player};
+use rand::SeedableRng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+fn sheet(path: &str) -> Description {
+    let path = format!("{}/{path}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
+    Description::from_text(&text).unwrap_or_else(|e| panic!("{path} is invalid: {e:?}"))
+}
+
+fn ours(name: &str) -> Description {
+    sheet(&format!("rules/{name}.kif"))
+}
+
+fn base(name: &str) -> Description {
+    sheet(&format!("../shared/games/base/{name}.kif"))
+}
+
+fn datalog(d: &Description) -> DatalogMachine {
+    DatalogMachine::new(d).expect("the Datalog machine builds")
+}
+
+fn propnet(d: &Description) -> PropnetMachine {
+    PropnetMachine::new(d, &Budget::default()).expect("the game grounds")
+}
+
+fn term(text: &str) -> Term {
+    parse_term(text).unwrap_or_else(|e| panic!("bad term {text:?}: {e:?}"))
+}
+
+fn config(seed: u64, iterations: u64) -> SearchConfig {
+    SearchConfig {
+        threads: 1,
+        seed,
+        max_iterations: Some(iterations),
+    }
+}
+
+/// A deadline far enough away that only the iteration limit stops a search.
+fn far() -> Instant {
+    Instant::now() + Duration::from_secs(600)
+}
+
+/// The state after `moves` from the initial state of a turn-taking game: each entry is the
+/// mover's move; every other role plays its only legal move.
+fn after<M: StateMachine>(m: &mut M, moves: &[&str]) -> M::State {
+    let mut state = m.initial_state();
+    for text in moves {
+        let mv = m.find_move(&term(text)).expect("a known move");
+        let joint: Vec<M::Move> = (0..m.roles().len())
+            .map(|r| {
+                let legal = m.legal_moves(&state, r).unwrap();
+                if legal.contains(&mv) {
+                    mv
+                } else {
+                    assert_eq!(legal.len(), 1, "{text}: role {r} has a choice");
+                    legal[0]
+                }
+            })
+            .collect();
+        state = m.next_state(&state, &joint).expect("a legal move");
+    }
+    state
+}
+
+fn printed<M: StateMachine>(m: &M, mv: M::Move) -> String {
+    m.move_term(mv).to_string()
+}
+
+/// Plays a match to the end, every player asked in every state (the one without a choice
+/// too, as a match manager does); returns the goals.
+fn play_match<M: StateMachine>(
+    m: &mut M,
+    players: &mut [Box<dyn Player<M>>],
+    per_move: Duration,
+) -> Vec<u8> {
+    for (role, p) in players.iter_mut().enumerate() {
+        p.start(m, role, Instant::now() + per_move).unwrap();
+    }
+    let mut state = m.initial_state();
+    while !m.is_terminal(&state).unwrap() {
+        let joint: Vec<M::Move> = players
+            .iter_mut()
+            .map(|p| p.choose(m, &state, Instant::now() + per_move).unwrap().mv)
+            .collect();
+        state = m
+            .next_state(&state, &joint)
+            .expect("players make legal moves");
+    }
+    m.goals(&state).unwrap()
+}
+
+// Alpha-beta.
+
+fn alphabeta_solves_tic_tac_toe<M: StateMachine + Send>(mut m: M) {
+    let mut player = AlphaBetaPlayer::<M>::new(config(1, u64::MAX));
+    player.start(&mut m, 0, far()).unwrap();
+    let state = m.initial_state();
+    let choice = player.choose(&mut m, &state, far()).unwrap();
+    assert_eq!(choice.value, Some(50.0));
+    assert!(
+        choice.proven,
+        "the initial state is solved: {:?}",
+        player.stats()
+    );
+    // X in a corner, O on an adjacent edge: X wins, though not at once.
+    let state = after(&mut m, &["(mark 1 1)", "(mark 2 1)"]);
+    let choice = player.choose(&mut m, &state, far()).unwrap();
+    assert_eq!(choice.value, Some(100.0));
+    assert!(choice.proven);
+    let reply = printed(&m, choice.mv);
+    let next = after(&mut m, &["(mark 1 1)", "(mark 2 1)", &reply]);
+    assert!(!m.is_terminal(&next).unwrap());
+    // Playing on from there, O's best defence loses.
+    let mut o = AlphaBetaPlayer::<M>::new(config(2, u64::MAX));
+    o.start(&mut m, 1, far()).unwrap();
+    let mut players: Vec<Box<dyn Player<M>>> = vec![Box::new(player), Box::new(o)];
+    let mut state = state;
+    while !m.is_terminal(&state).unwrap() {
+        let joint: Vec<M::Move> = players
+            .iter_mut()
+            .map(|p| p.choose(&mut m, &state, far()).unwrap().mv)
+            .collect();
+        state = m.next_state(&state, &joint).unwrap();
+    }
+    assert_eq!(m.goals(&state).unwrap(), [100, 0]);
+}
+
+#[test]
+fn alphabeta_solves_tic_tac_toe_on_the_propnet() {
+    alphabeta_solves_tic_tac_toe(propnet(&ours("ticTacToe")));
+}
+
+#[test]
+fn alphabeta_solves_tic_tac_toe_on_datalog() {
+    alphabeta_solves_tic_tac_toe(datalog(&ours("ticTacToe")));
+}
+
+// Connect Four: the seed's position (bottom row first, X = red to move, columns 0-based)
+//   [-1, 1, 1,-1, 1,-1,-1]
+//   [ 0, 1, 0, 0,-1,-1, 0]
+//   [ 0, 1, 0, 0, 0, 1, 0]
+// where column 1 (our column 2) wins at once.
+const SEED_POSITION: &[&str] = &[
+    "(drop 3)", "(drop 1)", "(drop 5)", "(drop 4)", "(drop 2)", "(drop 6)", "(drop 2)", "(drop 7)",
+    "(drop 2)", "(drop 6)", "(drop 6)", "(drop 5)",
+];
+
+/// Red to move, yellow threatens four in column 7, red has no win.
+const MUST_BLOCK: &[&str] = &[
+    "(drop 1)", "(drop 7)", "(drop 1)", "(drop 7)", "(drop 3)", "(drop 7)",
+];
+
+fn finds_win_and_block<M: StateMachine + Send + 'static>(
+    mut m: M,
+    kind: PlayerKind,
+    iterations: u64,
+) {
+    let win = after(&mut m, SEED_POSITION);
+    assert!(!m.is_terminal(&win).unwrap());
+    let block = after(&mut m, MUST_BLOCK);
+    for seed in 0..2 {
+        let mut player = new_player::<M>(kind, &config(seed, iterations));
+        player.start(&mut m, 0, Instant::now()).unwrap();
+        let choice = player.choose(&mut m, &win, far()).unwrap();
+        assert_eq!(
+            printed(&m, choice.mv),
+            "(drop 2)",
+            "{kind:?} seed {seed}: {choice:?}"
+        );
+        assert_eq!(choice.value, Some(100.0));
+        assert!(choice.proven);
+        let choice = player.choose(&mut m, &block, far()).unwrap();
+        assert_eq!(
+            printed(&m, choice.mv),
+            "(drop 7)",
+            "{kind:?} seed {seed}: {choice:?}"
+        );
+    }
+}
+
+#[test]
+fn connect_four_win_and_block_on_the_propnet() {
+    let d = ours("connectFour");
+    finds_win_and_block(propnet(&d), PlayerKind::Mcts, 1500);
+    finds_win_and_block(propnet(&d), PlayerKind::Alphabeta, 5000);
+}
+
+#[test]
+fn connect_four_win_and_block_on_datalog() {
+    let d = ours("connectFour");
+    finds_win_and_block(datalog(&d), PlayerKind::Mcts, 600);
+    finds_win_and_block(datalog(&d), PlayerKind::Alphabeta, 2000);
+}
+
+#[test]
+fn mcts_on_two_threads_finds_the_connect_four_win() {
+    let mut m = propnet(&ours("connectFour"));
+    let state = after(&mut m, SEED_POSITION);
+    let mut player = MctsPlayer::new(SearchConfig {
+        threads: 2,
+        seed: 5,
+        max_iterations: Some(2000),
+    });
+    player.start(&mut m, 0, Instant::now()).unwrap();
+    let choice = player.choose(&mut m, &state, far()).unwrap();
+    assert_eq!(player.stats().threads, 2);
+    assert_eq!(printed(&m, choice.mv), "(drop 2)");
+    assert!(choice.proven);
+}
+
+// MCTS.
+
+#[test]
+fn mcts_plays_a_proven_win_at_once() {
+    let mut m = propnet(&ours("ticTacToe"));
+    // X: (1,1) (2,1); O: (1,2) (2,2); X to move wins with (3,1), and must.
+    let state = after(
+        &mut m,
+        &["(mark 1 1)", "(mark 1 2)", "(mark 2 1)", "(mark 2 2)"],
+    );
+    let mut player = MctsPlayer::new(config(3, 100_000));
+    player.start(&mut m, 0, Instant::now()).unwrap();
+    let choice = player.choose(&mut m, &state, far()).unwrap();
+    assert_eq!(printed(&m, choice.mv), "(mark 3 1)");
+    assert_eq!(choice.value, Some(100.0));
+    assert!(choice.proven);
+    assert!(
+        choice.iterations < 100,
+        "the search stops when the root is settled: {:?}",
+        player.stats()
+    );
+    assert!(player.stats().root_settled);
+}
+
+#[test]
+fn mcts_solver_proves_a_tic_tac_toe_draw() {
+    let mut m = propnet(&ours("ticTacToe"));
+    let mut player = MctsPlayer::new(config(4, 20_000));
+    player.start(&mut m, 0, Instant::now()).unwrap();
+    // X in the centre, O in a corner: a draw.
+    let state = after(&mut m, &["(mark 2 2)", "(mark 1 1)"]);
+    let choice = player.choose(&mut m, &state, far()).unwrap();
+    assert!(player.stats().root_settled, "{:?}", player.stats());
+    assert_eq!(choice.value, Some(50.0));
+    assert!(choice.proven);
+}
+
+/// Random positions: where the MCTS solver settles the root, its value is the one alpha-beta
+/// proves.
+fn solver_agrees_with_alphabeta<M: StateMachine + Send>(m: &mut M, plies: usize, positions: u64) {
+    use rand::Rng;
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(21);
+    let mut settled = 0;
+    for p in 0..positions {
+        let mut state = m.initial_state();
+        let (mut joint, mut scratch) = (Vec::new(), Vec::new());
+        let n = plies + rng.random_range(0..3);
+        for _ in 0..n {
+            if m.is_terminal(&state).unwrap() {
+                break;
+            }
+            // A random move that does not end the game, if one is found.
+            let mut next = state.clone();
+            for _ in 0..20 {
+                m.random_joint_move_into(&state, &mut rng, &mut joint, &mut scratch)
+                    .unwrap();
+                next = m.next_state_unchecked(&state, &joint).unwrap();
+                if !m.is_terminal(&next).unwrap() {
+                    break;
+                }
+            }
+            state = next;
+        }
+        if m.is_terminal(&state).unwrap() {
+            continue;
+        }
+        for role in 0..2 {
+            let mut ab = AlphaBetaPlayer::<M>::new(config(p, u64::MAX));
+            ab.start(m, role, Instant::now()).unwrap();
+            let solved = ab.choose(m, &state, far()).unwrap();
+            assert!(solved.proven);
+            let mut mcts = MctsPlayer::<M>::new(config(p, 30_000));
+            mcts.start(m, role, Instant::now()).unwrap();
+            let choice = mcts.choose(m, &state, far()).unwrap();
+            if mcts.stats().root_settled {
+                settled += 1;
+                assert_eq!(choice.value, solved.value, "position {p} role {role}");
+                assert!(choice.proven);
+            }
+            if choice.proven {
+                // The move MCTS plays as proven is worth the solved value.
+                let mut ab = AlphaBetaPlayer::<M>::new(config(p, u64::MAX));
+                ab.start(m, role, Instant::now()).unwrap();
+                let joint: Vec<M::Move> = (0..2)
+                    .map(|r| {
+                        if r == role {
+                            choice.mv
+                        } else {
+                            m.legal_moves(&state, r).unwrap()[0]
+                        }
+                    })
+                    .collect();
+                if m.legal_moves(&state, 1 - role).unwrap().len() == 1 {
+                    let next = m.next_state(&state, &joint).unwrap();
+                    let value = if m.is_terminal(&next).unwrap() {
+                        f64::from(m.goal(&next, role).unwrap())
+                    } else {
+                        ab.choose(m, &next, far()).unwrap().value.unwrap()
+                    };
+                    assert_eq!(Some(value), solved.value, "position {p} role {role}");
+                }
+            }
+        }
+    }
+    assert!(settled >= positions, "only {settled} roots settled");
+}
+
+#[test]
+fn mcts_solver_agrees_with_alphabeta_at_tic_tac_toe() {
+    solver_agrees_with_alphabeta(&mut propnet(&ours("ticTacToe")), 1, 12);
+}
+
+#[test]
+fn mcts_solver_agrees_with_alphabeta_late_in_connect_four() {
+    solver_agrees_with_alphabeta(&mut propnet(&ours("connectFour")), 20, 8);
+}
+
+#[test]
+fn mcts_reuses_its_tree() {
+    let mut m = propnet(&ours("connectFour"));
+    let mut player = MctsPlayer::new(config(6, 2000));
+    player.start(&mut m, 0, far()).unwrap();
+    assert_eq!(player.stats().iterations, 2000);
+    let initial = m.initial_state();
+    let first = player.choose(&mut m, &initial, far()).unwrap();
+    assert!(player.stats().reused > 1000, "{:?}", player.stats());
+    let before = player.nodes();
+    let mv = printed(&m, first.mv);
+    let state = after(&mut m, &[&mv, "(drop 4)"]);
+    player.choose(&mut m, &state, far()).unwrap();
+    let kept = player.stats().reused;
+    assert!(kept > 10 && kept < before, "kept {kept} of {before}");
+    assert_eq!(player.nodes(), player.stats().nodes);
+}
+
+/// The iterated prisoner's dilemma: defecting gains whatever the other does, in every round.
+fn mcts_defects<M: StateMachine + Send>(mut m: M) {
+    let state = m.initial_state();
+    assert_eq!(m.legal_moves(&state, 0).unwrap().len(), 2);
+    assert_eq!(m.legal_moves(&state, 1).unwrap().len(), 2);
+    for role in 0..2 {
+        let mut player = MctsPlayer::<M>::new(config(7, 3000));
+        player.start(&mut m, role, Instant::now()).unwrap();
+        let choice = player.choose(&mut m, &state, far()).unwrap();
+        assert_eq!(printed(&m, choice.mv), "defect", "role {role}");
+        assert!(!choice.proven);
+    }
+}
+
+#[test]
+fn mcts_plays_a_simultaneous_game_on_the_propnet() {
+    mcts_defects(propnet(&base("gt_prisoner")));
+}
+
+#[test]
+fn mcts_plays_a_simultaneous_game_on_datalog() {
+    mcts_defects(datalog(&base("gt_prisoner")));
+}
+
+#[test]
+fn mcts_plays_rock_paper_scissors_to_the_end() {
+    let mut m = propnet(&base("roshambo2"));
+    let mut players: Vec<Box<dyn Player<PropnetMachine>>> = vec![
+        new_player(PlayerKind::Mcts, &config(8, 500)),
+        new_player(PlayerKind::Mcts, &config(9, 500)),
+    ];
+    let goals = play_match(&mut m, &mut players, Duration::from_secs(60));
+    assert_eq!(goals.len(), 2);
+}
+
+/// Scores of `mcts` over `games` games against `random`, alternating sides.
+fn mcts_against_random<M: StateMachine + Send + 'static>(
+    m: &mut M,
+    games: u64,
+    iterations: u64,
+) -> (Vec<u8>, Vec<u8>) {
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    for game in 0..games {
+        let mcts = new_player::<M>(PlayerKind::Mcts, &config(game, iterations));
+        let random = new_player::<M>(PlayerKind::Random, &config(100 + game, 0));
+        let mcts_role = (game % 2) as usize;
+        let mut players = if mcts_role == 0 {
+            vec![mcts, random]
+        } else {
+            vec![random, mcts]
+        };
+        let goals = play_match(m, &mut players, Duration::from_secs(60));
+        ours.push(goals[mcts_role]);
+        theirs.push(goals[1 - mcts_role]);
+    }
+    (ours, theirs)
+}
+
+#[test]
+fn mcts_beats_random_at_tic_tac_toe() {
+    let mut m = propnet(&ours("ticTacToe"));
+    let (ours, theirs) = mcts_against_random(&mut m, 4, 2000);
+    assert!(
+        ours.iter().all(|&g| g >= 50),
+        "mcts {ours:?} random {theirs:?}"
+    );
+    assert!(ours.contains(&100), "mcts {ours:?} random {theirs:?}");
+}
+
+#[test]
+fn mcts_beats_random_at_connect_four() {
+    let mut m = propnet(&ours("connectFour"));
+    let (ours, theirs) = mcts_against_random(&mut m, 4, 400);
+    assert!(
+        ours.iter().all(|&g| g == 100),
+        "mcts {ours:?} random {theirs:?}"
+    );
+}
+
+// The clock.
+
+/// Every search kind answers within the deadline plus a generous slack, on a game whose
+/// playouts are long enough to be cut.
+fn answers_in_time<M: StateMachine + Send + 'static>(mut m: M, threads: usize) {
+    let state = after(&mut m, &[]);
+    let budget = Duration::from_millis(300);
+    let slack = Duration::from_millis(300);
+    for kind in [PlayerKind::Mcts, PlayerKind::Alphabeta, PlayerKind::Auto] {
+        let cfg = SearchConfig {
+            threads,
+            seed: 11,
+            max_iterations: None,
+        };
+        let mut player = new_player::<M>(kind, &cfg);
+        let started = Instant::now();
+        player.start(&mut m, 1, started + budget).unwrap();
+        assert!(
+            started.elapsed() < budget + slack,
+            "{kind:?} start took {:?}",
+            started.elapsed()
+        );
+        let started = Instant::now();
+        let choice = player.choose(&mut m, &state, started + budget).unwrap();
+        assert!(
+            started.elapsed() < budget + slack,
+            "{kind:?} took {:?}",
+            started.elapsed()
+        );
+        assert!(m.legal_moves(&state, 1).unwrap().contains(&choice.mv));
+    }
+}
+
+#[test]
+fn searches_meet_the_deadline_on_the_propnet() {
+    answers_in_time(propnet(&base("breakthrough")), 2);
+}
+
+#[test]
+fn searches_meet_the_deadline_on_datalog() {
+    answers_in_time(datalog(&base("breakthrough")), 1);
+}
+
+// Auto and probing.
+
+#[test]
+fn probe_tells_turn_taking_zero_sum_games() {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
+    let mut check = |d: Description, expected: bool| {
+        let mut m = propnet(&d);
+        let found = probe(&mut m, &mut rng, far(), 50, 1000);
+        assert_eq!(found.playouts, 50);
+        assert_eq!(found.alternating_zero_sum(), expected, "{found:?}");
+    };
+    check(ours("ticTacToe"), true);
+    check(ours("connectFour"), true);
+    check(base("gt_prisoner"), false);
+    check(base("roshambo2"), false);
+}
+
+#[test]
+fn auto_picks_alphabeta_where_it_solves_and_mcts_elsewhere() {
+    let mut m = propnet(&ours("ticTacToe"));
+    let mut auto = new_player::<PropnetMachine>(PlayerKind::Auto, &config(12, u64::MAX));
+    auto.start(&mut m, 0, Instant::now() + Duration::from_secs(10))
+        .unwrap();
+    assert_eq!(auto.name(), "auto:alphabeta");
+    let state = m.initial_state();
+    let choice = auto.choose(&mut m, &state, far()).unwrap();
+    assert!(choice.proven);
+
+    let mut m = propnet(&base("gt_prisoner"));
+    let mut auto = new_player::<PropnetMachine>(PlayerKind::Auto, &config(13, 200));
+    auto.start(&mut m, 0, Instant::now() + Duration::from_millis(500))
+        .unwrap();
+    assert_eq!(auto.name(), "auto:mcts");
+}
+
+#[test]
+fn built_in_players_have_names() {
+    for (kind, name) in [
+        (PlayerKind::Random, "random"),
+        (PlayerKind::Legal, "legal"),
+        (PlayerKind::Mcts, "mcts"),
+        (PlayerKind::Alphabeta, "alphabeta"),
+        (PlayerKind::Auto, "auto"),
+    ] {
+        let player = new_player::<DatalogMachine>(kind, &SearchConfig::default());
+        assert_eq!(player.name(), name);
+    }
+}
+
+// Engine failures.
+
+/// A machine that fails every `period`-th next-state computation.
+struct Flaky<M> {
+    inner: M,
+    period: u64,
+    calls: u64,
+}
+
+impl<M: StateMachine> StateMachine for Flaky<M> {
+    type State = M::State;
+    type Move = M::Move;
+
+    fn roles(&self) -> &[Term] {
+        self.inner.roles()
+    }
+
+    fn initial_state(&self) -> M::State {
+        self.inner.initial_state()
+    }
+
+    fn legal_moves_into(
+        &mut self,
+        state: &M::State,
+        role: usize,
+        out: &mut Vec<M::Move>,
+    ) -> Result<(), MachineError> {
+        self.inner.legal_moves_into(state, role, out)
+    }
+
+    fn is_terminal(&mut self, state: &M::State) -> Result<bool, MachineError> {
+        self.inner.is_terminal(state)
+    }
+
+    fn goal_values(&mut self, state: &M::State, role: usize) -> Result<Vec<u8>, MachineError> {
+        self.inner.goal_values(state, role)
+    }
+
+    fn next_state_unchecked(
+        &mut self,
+        state: &M::State,
+        joint: &[M::Move],
+    ) -> Result<M::State, MachineError> {
+        self.calls += 1;
+        if self.calls.is_multiple_of(self.period) {
+            return Err(MachineError::Engine("deliberate failure".into()));
+        }
+        self.inner.next_state_unchecked(state, joint)
+    }
+
+    fn move_term(&self, mv: M::Move) -> Term {
+        self.inner.move_term(mv)
+    }
+
+    fn find_move(&self, term: &Term) -> Option<M::Move> {
+        self.inner.find_move(term)
+    }
+
+    fn state_terms(&self, state: &M::State) -> Vec<Term> {
+        self.inner.state_terms(state)
+    }
+}
+
+#[test]
+fn engine_failures_are_counted_not_fatal() {
+    let mut m = Flaky {
+        inner: propnet(&ours("connectFour")),
+        period: 97,
+        calls: 0,
+    };
+    let state = m.initial_state();
+    let mut mcts = MctsPlayer::new(config(14, 500));
+    mcts.start(&mut m, 0, Instant::now()).unwrap();
+    let choice = mcts.choose(&mut m, &state, far()).unwrap();
+    assert!(m.legal_moves(&state, 0).unwrap().contains(&choice.mv));
+    assert!(mcts.stats().errors > 0, "{:?}", mcts.stats());
+    assert!(mcts.stats().last_error.is_some());
+
+    let mut ab = AlphaBetaPlayer::new(config(15, 5000));
+    ab.start(&mut m, 0, Instant::now()).unwrap();
+    let choice = ab.choose(&mut m, &state, far()).unwrap();
+    assert!(m.legal_moves(&state, 0).unwrap().contains(&choice.mv));
+    assert!(ab.stats().errors > 0, "{:?}", ab.stats());
+}
+
+#[test]
+fn think_prints_the_solved_value_of_tic_tac_toe() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ggp"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "think",
+            "rules/ticTacToe.kif",
+            "--player",
+            "alphabeta",
+            "--seconds",
+            "60",
+        ])
+        .output()
+        .expect("ggp runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains("alphabeta: move (mark "), "{stdout}");
+    assert!(stdout.contains("value 50.0 proven true"), "{stdout}");
+}
