@@ -7,8 +7,8 @@ mod bench;
 mod matches;
 mod play;
 mod serve;
-mod web;
 mod think;
+mod web;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

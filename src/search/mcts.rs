@@ -270,11 +270,18 @@ impl<M: StateMachine + Send> MctsPlayer<M> {
             }
         }
         if let Some(tree) = self.trees.iter().find(|t| t.root_settled()) {
-            // The root's value is known: play a move sure to give it.
+            // The root's value is known: play a move sure to give it. Among several, the one
+            // whose playouts scored best, which leaves a fallible opponent the most chances
+            // to go wrong (a proven draw against a random player is often a win).
             let value = tree.nodes[0].low[role];
             let pick = (0..merged.len())
                 .filter(|&i| merged[i].lower >= value)
-                .max_by_key(|&i| merged[i].visits)
+                .max_by(|&i, &j| {
+                    merged[i]
+                        .mean()
+                        .total_cmp(&merged[j].mean())
+                        .then(merged[i].visits.cmp(&merged[j].visits))
+                })
                 .unwrap_or(0);
             return Ok(Choice {
                 mv: moves[pick],
