@@ -5,6 +5,7 @@
 //! [`datalog`] reasoner.
 #![warn(missing_docs)]
 
+pub mod chess;
 pub mod cli;
 pub mod datalog;
 pub mod gdl;

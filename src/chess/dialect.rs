@@ -1,0 +1,601 @@
+//! Dialects: how a chess rule sheet writes its board, its side to move and its other state.
+//!
+//! A dialect is knowledge about one known sheet, and the only place in `chess` that looks at
+//! symbol names. It reads a state's facts into a board and a side to move, writes a position
+//! (from a FEN) as facts, builds the state used to ask the sheet whether a side is in check,
+//! and says which endings the sheet implements, so that a replay can tell what to expect.
+//! Moves are never read here: they are worked out from boards (see
+//! [`shape`](super::shape)), so a dialect does not need to know how a sheet writes them.
+
+use std::fmt;
+
+use shakmaty::{Board, CastlingSide, Chess, Color, EnPassantMode, File, Piece, Position, Rank, Role, Square};
+
+use crate::gdl::{Sym, Term};
+
+/// A chess sheet's way of writing state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    /// Our `rules/chess.kif`: `(cell e 1 wk)` with `b` for an empty square, `(control white)`,
+    /// `(castle white king)`, `(ep e 3)`, `(halfmove N)`, `(step N)`.
+    Ggp,
+    /// The repository's `chess.kif` (Fawcett, Love, Stracuzzi): the same `cell` facts,
+    /// `(piece_has_moved wk e 1)`, `(pawn_moved_two wp e)`, `(check white rook a 1)` and
+    /// `(step N)` from 1.
+    Stanford,
+    /// The repository's `chess_200.kif` (Landau): `(cell e 1 white king)` for occupied squares
+    /// only, `(kingHasMoved white)`, `(aRookHasMoved white)`, `(hRookHasMoved white)`,
+    /// `(canEnPassantCapture e)` and `(step N)` from 1.
+    Landau,
+}
+
+/// Which positions end the game in a sheet, beyond checkmate and stalemate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Endings {
+    /// 100 half-moves without a capture or pawn move end the game.
+    pub fifty_moves: bool,
+    /// Which dead positions end the game.
+    pub dead: DeadPositions,
+    /// The game ends after this many plies from the sheet's starting state.
+    pub step_limit: Option<usize>,
+}
+
+/// Dead positions a sheet recognises.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeadPositions {
+    /// None.
+    None,
+    /// Only two bare kings.
+    BareKings,
+    /// Two bare kings, or a king and one bishop or knight against a bare king.
+    KingAndMinor,
+}
+
+/// How a sheet says whether the side to move is in check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CheckSource {
+    /// The sheet has no notion of check in its state: ask whether the opponent, were it to
+    /// move with its own king lifted off the board (so that no pin or check of its own holds
+    /// it back), could take the king.
+    Probe,
+    /// The state holds check facts for the side to move.
+    StateFacts,
+}
+
+/// What a dialect reads from a state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Snapshot {
+    /// The pieces.
+    pub board: Board,
+    /// The side to move, if the state names exactly one.
+    pub turn: Option<Color>,
+    /// For [`CheckSource::StateFacts`]: whether the state holds a check fact for the side to
+    /// move.
+    pub check_fact: bool,
+}
+
+/// A state the dialect cannot read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DialectError {
+    /// Two facts put different pieces on one square.
+    #[error("two pieces on {square}: {first} and {second}")]
+    TwoPieces {
+        /// The square.
+        square: Square,
+        /// The first fact.
+        first: String,
+        /// The second fact.
+        second: String,
+    },
+    /// A board fact the dialect does not understand.
+    #[error("unreadable board fact {0}")]
+    BadFact(String),
+}
+
+impl fmt::Display for Dialect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Dialect {
+    /// Every dialect, in the order `auto` tries them.
+    pub const ALL: [Dialect; 3] = [Dialect::Ggp, Dialect::Stanford, Dialect::Landau];
+
+    /// The dialect's name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Dialect::Ggp => "ggp",
+            Dialect::Stanford => "stanford",
+            Dialect::Landau => "landau",
+        }
+    }
+
+    /// The dialect with this name.
+    pub fn from_name(name: &str) -> Option<Dialect> {
+        Dialect::ALL.into_iter().find(|d| d.name() == name)
+    }
+
+    /// The endings the sheet implements, as its header or rules say.
+    pub fn endings(self) -> Endings {
+        match self {
+            Dialect::Ggp => Endings {
+                fifty_moves: true,
+                dead: DeadPositions::KingAndMinor,
+                step_limit: Some(1000),
+            },
+            Dialect::Stanford => Endings {
+                fifty_moves: false,
+                dead: DeadPositions::None,
+                step_limit: Some(200),
+            },
+            Dialect::Landau => Endings {
+                fifty_moves: false,
+                dead: DeadPositions::BareKings,
+                step_limit: Some(200),
+            },
+        }
+    }
+
+    /// Where the sheet's notion of check comes from.
+    pub fn check_source(self) -> CheckSource {
+        match self {
+            Dialect::Stanford => CheckSource::StateFacts,
+            Dialect::Ggp | Dialect::Landau => CheckSource::Probe,
+        }
+    }
+
+    /// The role names, white first.
+    pub fn role_names(self) -> [&'static str; 2] {
+        ["white", "black"]
+    }
+
+    /// A reader of this dialect's states.
+    pub fn reader(self) -> Reader {
+        Reader::new(self)
+    }
+
+    /// The facts of a state holding `pos`, for a game that starts there.
+    pub fn write(self, pos: &Chess) -> Vec<Term> {
+        let mut facts = Vec::new();
+        let board = pos.board();
+        let turn = pos.turn();
+        let castles = pos.castles();
+        let ep = pos.ep_square(EnPassantMode::Always);
+        facts.push(app("control", &[color_name(turn)]));
+        match self {
+            Dialect::Ggp | Dialect::Stanford => {
+                for square in Square::ALL {
+                    let code = board.piece_at(square).map_or("b", piece_code);
+                    facts.push(app("cell", &[file_name(square), rank_name(square), code]));
+                }
+            }
+            Dialect::Landau => {
+                for (square, piece) in board {
+                    facts.push(app(
+                        "cell",
+                        &[
+                            file_name(square),
+                            rank_name(square),
+                            color_name(piece.color),
+                            role_name(piece.role),
+                        ],
+                    ));
+                }
+            }
+        }
+        match self {
+            Dialect::Ggp => {
+                for color in Color::ALL {
+                    for side in [CastlingSide::KingSide, CastlingSide::QueenSide] {
+                        if castles.has(color, side) {
+                            let side = if side == CastlingSide::KingSide { "king" } else { "queen" };
+                            facts.push(app("castle", &[color_name(color), side]));
+                        }
+                    }
+                }
+                if let Some(sq) = ep {
+                    facts.push(app("ep", &[file_name(sq), rank_name(sq)]));
+                }
+                let clock = pos.halfmoves().min(100).to_string();
+                facts.push(app("halfmove", &[&clock]));
+                facts.push(app("step", &["0"]));
+            }
+            Dialect::Stanford => {
+                for color in Color::ALL {
+                    let (king, rook, rank) = match color {
+                        Color::White => ("wk", "wr", "1"),
+                        Color::Black => ("bk", "br", "8"),
+                    };
+                    if !castles.has_color(color) {
+                        facts.push(app("piece_has_moved", &[king, "e", rank]));
+                    } else {
+                        if !castles.has(color, CastlingSide::KingSide) {
+                            facts.push(app("piece_has_moved", &[rook, "h", rank]));
+                        }
+                        if !castles.has(color, CastlingSide::QueenSide) {
+                            facts.push(app("piece_has_moved", &[rook, "a", rank]));
+                        }
+                    }
+                }
+                if let Some(sq) = ep {
+                    let pawn = if turn == Color::White { "bp" } else { "wp" };
+                    facts.push(app("pawn_moved_two", &[pawn, file_name(sq)]));
+                }
+                for square in pos.checkers() {
+                    if let Some(piece) = board.piece_at(square) {
+                        facts.push(app(
+                            "check",
+                            &[
+                                color_name(turn),
+                                role_name(piece.role),
+                                file_name(square),
+                                rank_name(square),
+                            ],
+                        ));
+                    }
+                }
+                facts.push(app("step", &["1"]));
+            }
+            Dialect::Landau => {
+                for color in Color::ALL {
+                    if !castles.has_color(color) {
+                        facts.push(app("kingHasMoved", &[color_name(color)]));
+                    }
+                    if !castles.has(color, CastlingSide::KingSide) {
+                        facts.push(app("hRookHasMoved", &[color_name(color)]));
+                    }
+                    if !castles.has(color, CastlingSide::QueenSide) {
+                        facts.push(app("aRookHasMoved", &[color_name(color)]));
+                    }
+                }
+                if let Some(sq) = ep {
+                    facts.push(app("canEnPassantCapture", &[file_name(sq)]));
+                }
+                facts.push(app("step", &["1"]));
+            }
+        }
+        facts
+    }
+}
+
+/// Reads states of one dialect: the symbols it looks for, interned once, and tables from
+/// symbol ids to what they mean.
+#[derive(Clone, Debug)]
+pub struct Reader {
+    dialect: Dialect,
+    cell: Sym,
+    control: Sym,
+    check: Sym,
+    /// Per symbol id: file index + 1 (0: not a file).
+    files: Vec<u8>,
+    /// Per symbol id: rank index + 1.
+    ranks: Vec<u8>,
+    /// Per symbol id: colour + 1.
+    colors: Vec<u8>,
+    /// Per symbol id: the piece code (Ggp, Stanford) or role (Landau) it names, as
+    /// `PieceCode`.
+    pieces: Vec<PieceCode>,
+}
+
+/// What a symbol in a cell fact's piece position means.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PieceCode {
+    Unknown,
+    Blank,
+    Piece(Piece),
+    Role(Role),
+}
+
+fn table<T: Copy>(entries: &[(Sym, T)], none: T) -> Vec<T> {
+    let len = entries.iter().map(|(s, _)| s.index() + 1).max().unwrap_or(0);
+    let mut v = vec![none; len];
+    for &(s, t) in entries {
+        v[s.index()] = t;
+    }
+    v
+}
+
+fn lookup<T: Copy>(table: &[T], t: &Term, none: T) -> T {
+    match t {
+        Term::Const(s) => table.get(s.index()).copied().unwrap_or(none),
+        _ => none,
+    }
+}
+
+impl Reader {
+    fn new(dialect: Dialect) -> Reader {
+        let files: Vec<(Sym, u8)> = (0..8).map(|i| (Sym::new(FILES[i]), i as u8 + 1)).collect();
+        let ranks: Vec<(Sym, u8)> = (0..8).map(|i| (Sym::new(RANKS[i]), i as u8 + 1)).collect();
+        let colors = [(Sym::new("white"), 1), (Sym::new("black"), 2)];
+        let mut pieces = Vec::new();
+        if dialect == Dialect::Landau {
+            for role in Role::ALL {
+                pieces.push((Sym::new(role_name(role)), PieceCode::Role(role)));
+            }
+        } else {
+            pieces.push((Sym::new("b"), PieceCode::Blank));
+            for color in Color::ALL {
+                for role in Role::ALL {
+                    let piece = Piece { color, role };
+                    pieces.push((Sym::new(piece_code(piece)), PieceCode::Piece(piece)));
+                }
+            }
+        }
+        Reader {
+            dialect,
+            cell: Sym::new("cell"),
+            control: Sym::new("control"),
+            check: Sym::new("check"),
+            files: table(&files, 0),
+            ranks: table(&ranks, 0),
+            colors: table(&colors, 0),
+            pieces: table(&pieces, PieceCode::Unknown),
+        }
+    }
+
+    /// The dialect read.
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    fn square(&self, file: &Term, rank: &Term) -> Option<Square> {
+        let f = lookup(&self.files, file, 0);
+        let r = lookup(&self.ranks, rank, 0);
+        (f > 0 && r > 0).then(|| {
+            Square::from_coords(File::new(u32::from(f - 1)), Rank::new(u32::from(r - 1)))
+        })
+    }
+
+    fn color(&self, t: &Term) -> Option<Color> {
+        match lookup(&self.colors, t, 0) {
+            1 => Some(Color::White),
+            2 => Some(Color::Black),
+            _ => None,
+        }
+    }
+
+    /// Reads the board and the side to move from a state's facts. Facts the dialect does not
+    /// know are ignored.
+    ///
+    /// # Errors
+    /// A board fact that cannot be read, or two pieces on one square.
+    pub fn read(&self, facts: &[Term]) -> Result<Snapshot, DialectError> {
+        let mut board = Board::empty();
+        let mut placed: [Option<&Term>; 64] = [None; 64];
+        let mut turn = None;
+        let mut turns = 0;
+        let mut check_fact_for = [false; 2];
+        let landau = self.dialect == Dialect::Landau;
+        for fact in facts {
+            let Term::App(name, args) = fact else {
+                continue;
+            };
+            let bad = || DialectError::BadFact(fact.to_string());
+            if *name == self.cell && args.len() == 3 && !landau {
+                let square = self.square(&args[0], &args[1]).ok_or_else(bad)?;
+                let piece = match lookup(&self.pieces, &args[2], PieceCode::Unknown) {
+                    PieceCode::Blank => None,
+                    PieceCode::Piece(p) => Some(p),
+                    _ => return Err(bad()),
+                };
+                place(&mut board, &mut placed, square, piece, fact)?;
+            } else if *name == self.cell && args.len() == 4 && landau {
+                let square = self.square(&args[0], &args[1]).ok_or_else(bad)?;
+                let color = self.color(&args[2]).ok_or_else(bad)?;
+                let PieceCode::Role(role) = lookup(&self.pieces, &args[3], PieceCode::Unknown)
+                else {
+                    return Err(bad());
+                };
+                place(&mut board, &mut placed, square, Some(Piece { color, role }), fact)?;
+            } else if *name == self.control && args.len() == 1 {
+                turns += 1;
+                turn = self.color(&args[0]);
+            } else if *name == self.check
+                && args.len() == 4
+                && self.dialect == Dialect::Stanford
+                && let Some(c) = self.color(&args[0])
+            {
+                check_fact_for[c as usize] = true;
+            }
+        }
+        if turns != 1 {
+            turn = None;
+        }
+        let check_fact = turn.is_some_and(|c| check_fact_for[c as usize]);
+        Ok(Snapshot {
+            board,
+            turn,
+            check_fact,
+        })
+    }
+
+    /// The facts of the check probe for a state whose side to move is `mover`: the other side
+    /// to move, its king lifted off the board, no en passant. `None` if the state has no king
+    /// of the other side to lift.
+    pub fn probe_facts(&self, facts: &[Term], mover: Color) -> Option<Vec<Term>> {
+        let other = !mover;
+        let landau = self.dialect == Dialect::Landau;
+        let king = Piece {
+            color: other,
+            role: Role::King,
+        };
+        let mut out = Vec::with_capacity(facts.len());
+        let mut lifted = false;
+        for fact in facts {
+            let Term::App(name, args) = fact else {
+                out.push(fact.clone());
+                continue;
+            };
+            if *name == self.control && args.len() == 1 {
+                out.push(app("control", &[color_name(other)]));
+            } else if *name == self.cell && args.len() == 3 && !landau {
+                if lookup(&self.pieces, &args[2], PieceCode::Unknown) == PieceCode::Piece(king) {
+                    lifted = true;
+                    out.push(Term::App(
+                        *name,
+                        vec![args[0].clone(), args[1].clone(), constant("b")],
+                    ));
+                } else {
+                    out.push(fact.clone());
+                }
+            } else if *name == self.cell && args.len() == 4 && landau {
+                let is_king = self.color(&args[2]) == Some(other)
+                    && lookup(&self.pieces, &args[3], PieceCode::Unknown)
+                        == PieceCode::Role(Role::King);
+                if is_king {
+                    lifted = true;
+                } else {
+                    out.push(fact.clone());
+                }
+            } else if matches!(
+                (name.name(), args.len()),
+                ("ep", 2) | ("canEnPassantCapture", 1) | ("pawn_moved_two", 2)
+            ) {
+                // En passant is a right of the side that was to move; the probe drops it.
+            } else {
+                out.push(fact.clone());
+            }
+        }
+        lifted.then_some(out)
+    }
+}
+
+fn place<'a>(
+    board: &mut Board,
+    placed: &mut [Option<&'a Term>; 64],
+    square: Square,
+    piece: Option<Piece>,
+    fact: &'a Term,
+) -> Result<(), DialectError> {
+    if let Some(first) = placed[square as usize] {
+        if first != fact {
+            return Err(DialectError::TwoPieces {
+                square,
+                first: first.to_string(),
+                second: fact.to_string(),
+            });
+        }
+        return Ok(());
+    }
+    placed[square as usize] = Some(fact);
+    if let Some(piece) = piece {
+        board.set_piece_at(square, piece);
+    }
+    Ok(())
+}
+
+fn constant(name: &str) -> Term {
+    Term::Const(Sym::new(name))
+}
+
+fn app(name: &str, args: &[&str]) -> Term {
+    Term::App(Sym::new(name), args.iter().map(|a| constant(a)).collect())
+}
+
+fn color_name(c: Color) -> &'static str {
+    match c {
+        Color::White => "white",
+        Color::Black => "black",
+    }
+}
+
+const FILES: [&str; 8] = ["a", "b", "c", "d", "e", "f", "g", "h"];
+const RANKS: [&str; 8] = ["1", "2", "3", "4", "5", "6", "7", "8"];
+
+fn file_name(sq: Square) -> &'static str {
+    FILES[sq.file() as usize]
+}
+
+fn rank_name(sq: Square) -> &'static str {
+    RANKS[sq.rank() as usize]
+}
+
+fn piece_code(piece: Piece) -> &'static str {
+    const CODES: [[&str; 6]; 2] = [
+        ["wp", "wn", "wb", "wr", "wq", "wk"],
+        ["bp", "bn", "bb", "br", "bq", "bk"],
+    ];
+    let color = usize::from(piece.color == Color::Black);
+    CODES[color][piece.role as usize - 1]
+}
+
+fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::Pawn => "pawn",
+        Role::Knight => "knight",
+        Role::Bishop => "bishop",
+        Role::Rook => "rook",
+        Role::Queen => "queen",
+        Role::King => "king",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shakmaty::fen::Fen;
+
+    fn position(fen: &str) -> Chess {
+        Fen::from_ascii(fen.as_bytes())
+            .unwrap()
+            .into_position(shakmaty::CastlingMode::Standard)
+            .unwrap()
+    }
+
+    #[test]
+    fn facts_round_trip_through_every_dialect() {
+        let pos = position("r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w Kq - 3 9");
+        for d in Dialect::ALL {
+            let facts = d.write(&pos);
+            let snap = d.reader().read(&facts).unwrap();
+            assert_eq!(&snap.board, pos.board(), "{d}");
+            assert_eq!(snap.turn, Some(Color::White), "{d}");
+            assert!(!snap.check_fact, "{d}");
+        }
+    }
+
+    #[test]
+    fn ggp_facts_are_readable() {
+        let pos = position("8/8/8/1k6/3Pp3/8/8/4KQ2 b - d3 5 40");
+        let printed: Vec<String> = Dialect::Ggp.write(&pos).iter().map(Term::to_string).collect();
+        for fact in ["(control black)", "(cell d 4 wp)", "(cell a 1 b)", "(ep d 3)", "(halfmove 5)", "(step 0)"] {
+            assert!(printed.iter().any(|f| f == fact), "{fact} missing");
+        }
+        assert!(!printed.iter().any(|f| f.starts_with("(castle")));
+    }
+
+    #[test]
+    fn stanford_check_facts_name_the_checker() {
+        let pos = position("4k3/8/8/8/8/8/4r3/4K3 w - - 0 1");
+        let facts = Dialect::Stanford.write(&pos);
+        assert!(facts.iter().any(|f| f.to_string() == "(check white rook e 2)"));
+        assert!(Dialect::Stanford.reader().read(&facts).unwrap().check_fact);
+    }
+
+    #[test]
+    fn probe_lifts_the_other_king() {
+        let pos = position("4k3/8/8/8/8/8/4r3/4K3 w - - 0 1");
+        for d in [Dialect::Ggp, Dialect::Landau] {
+            let reader = d.reader();
+            let probe = reader.probe_facts(&d.write(&pos), Color::White).unwrap();
+            let snap = reader.read(&probe).unwrap();
+            assert_eq!(snap.turn, Some(Color::Black));
+            assert_eq!(snap.board.king_of(Color::Black), None);
+            assert_eq!(snap.board.king_of(Color::White), Some(Square::E1));
+        }
+    }
+
+    #[test]
+    fn bad_facts_are_refused() {
+        let bad = crate::gdl::parse_term("(cell i 1 wk)").unwrap();
+        let reader = Dialect::Ggp.reader();
+        assert!(matches!(reader.read(&[bad]), Err(DialectError::BadFact(_))));
+        let a = crate::gdl::parse_term("(cell a 1 wk)").unwrap();
+        let b = crate::gdl::parse_term("(cell a 1 bk)").unwrap();
+        assert!(matches!(
+            reader.read(&[a, b]),
+            Err(DialectError::TwoPieces { .. })
+        ));
+    }
+}
