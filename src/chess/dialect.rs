@@ -55,8 +55,8 @@ pub enum DeadPositions {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CheckSource {
     /// The sheet has no notion of check in its state: ask whether the opponent, were it to
-    /// move with its own king lifted off the board (so that no pin or check of its own holds
-    /// it back), could take the king.
+    /// move without a king of its own (so that no pin or check holds it back), could take the
+    /// king (see [`Reader::probe_facts`]).
     Probe,
     /// The state holds check facts for the side to move.
     StateFacts,
@@ -77,14 +77,14 @@ pub struct Snapshot {
 /// A state the dialect cannot read.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum DialectError {
-    /// Two facts put different pieces on one square.
-    #[error("two pieces on {square}: {first} and {second}")]
+    /// Two facts give one square different contents.
+    #[error("{square} holds both {first} and {second}")]
     TwoPieces {
         /// The square.
         square: Square,
-        /// The first fact.
+        /// The first content.
         first: String,
-        /// The second fact.
+        /// The second content.
         second: String,
     },
     /// A board fact the dialect does not understand.
@@ -287,6 +287,75 @@ enum PieceCode {
     Role(Role),
 }
 
+/// What one fact of a state says about the position.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Meaning {
+    /// A square's content.
+    Cell(Square, Option<Piece>),
+    /// The side to move (`None`: a role that is no colour).
+    Control(Option<Color>),
+    /// A check fact for this side (the Stanford dialect).
+    Check(Color),
+    /// Nothing the dialect reads.
+    Other,
+}
+
+/// A snapshot from the meanings of a state's facts.
+///
+/// # Errors
+/// Two different contents for one square.
+pub fn assemble(meanings: impl Iterator<Item = Meaning>) -> Result<Snapshot, DialectError> {
+    let mut board = Board::empty();
+    let mut placed: [Option<Option<Piece>>; 64] = [None; 64];
+    let mut turn = None;
+    let mut turns = 0;
+    let mut check_fact_for = [false; 2];
+    for m in meanings {
+        match m {
+            Meaning::Cell(square, piece) => {
+                match placed[square as usize] {
+                    Some(first) if first != piece => {
+                        return Err(DialectError::TwoPieces {
+                            square,
+                            first: describe(first),
+                            second: describe(piece),
+                        });
+                    }
+                    Some(_) => {}
+                    None => {
+                        placed[square as usize] = Some(piece);
+                        if let Some(p) = piece {
+                            board.set_piece_at(square, p);
+                        }
+                    }
+                }
+            }
+            Meaning::Control(c) => {
+                turns += 1;
+                turn = c;
+            }
+            Meaning::Check(c) => check_fact_for[c as usize] = true,
+            Meaning::Other => {}
+        }
+    }
+    if turns != 1 {
+        turn = None;
+    }
+    let check_fact = turn.is_some_and(|c| check_fact_for[c as usize]);
+    Ok(Snapshot {
+        board,
+        turn,
+        check_fact,
+    })
+}
+
+fn describe(piece: Option<Piece>) -> String {
+    match piece {
+        None => "nothing".into(),
+        Some(p) => format!("{} {}", color_name(p.color), role_name(p.role)),
+    }
+}
+
 fn table<T: Copy>(entries: &[(Sym, T)], none: T) -> Vec<T> {
     let len = entries.iter().map(|(s, _)| s.index() + 1).max().unwrap_or(0);
     let mut v = vec![none; len];
@@ -355,134 +424,145 @@ impl Reader {
         }
     }
 
+    /// What one fact says.
+    ///
+    /// # Errors
+    /// A board fact that cannot be read.
+    pub fn meaning(&self, fact: &Term) -> Result<Meaning, DialectError> {
+        let Term::App(name, args) = fact else {
+            return Ok(Meaning::Other);
+        };
+        if *name == self.cell {
+            return match self.cell(fact) {
+                Some((square, piece)) => Ok(Meaning::Cell(square, piece)),
+                None => Err(DialectError::BadFact(fact.to_string())),
+            };
+        }
+        if *name == self.control && args.len() == 1 {
+            return Ok(Meaning::Control(self.color(&args[0])));
+        }
+        if *name == self.check
+            && args.len() == 4
+            && self.dialect == Dialect::Stanford
+            && let Some(c) = self.color(&args[0])
+        {
+            return Ok(Meaning::Check(c));
+        }
+        Ok(Meaning::Other)
+    }
+
     /// Reads the board and the side to move from a state's facts. Facts the dialect does not
     /// know are ignored.
     ///
     /// # Errors
     /// A board fact that cannot be read, or two pieces on one square.
     pub fn read(&self, facts: &[Term]) -> Result<Snapshot, DialectError> {
-        let mut board = Board::empty();
-        let mut placed: [Option<&Term>; 64] = [None; 64];
-        let mut turn = None;
-        let mut turns = 0;
-        let mut check_fact_for = [false; 2];
-        let landau = self.dialect == Dialect::Landau;
-        for fact in facts {
-            let Term::App(name, args) = fact else {
-                continue;
-            };
-            let bad = || DialectError::BadFact(fact.to_string());
-            if *name == self.cell && args.len() == 3 && !landau {
-                let square = self.square(&args[0], &args[1]).ok_or_else(bad)?;
-                let piece = match lookup(&self.pieces, &args[2], PieceCode::Unknown) {
-                    PieceCode::Blank => None,
-                    PieceCode::Piece(p) => Some(p),
-                    _ => return Err(bad()),
-                };
-                place(&mut board, &mut placed, square, piece, fact)?;
-            } else if *name == self.cell && args.len() == 4 && landau {
-                let square = self.square(&args[0], &args[1]).ok_or_else(bad)?;
-                let color = self.color(&args[2]).ok_or_else(bad)?;
-                let PieceCode::Role(role) = lookup(&self.pieces, &args[3], PieceCode::Unknown)
-                else {
-                    return Err(bad());
-                };
-                place(&mut board, &mut placed, square, Some(Piece { color, role }), fact)?;
-            } else if *name == self.control && args.len() == 1 {
-                turns += 1;
-                turn = self.color(&args[0]);
-            } else if *name == self.check
-                && args.len() == 4
-                && self.dialect == Dialect::Stanford
-                && let Some(c) = self.color(&args[0])
-            {
-                check_fact_for[c as usize] = true;
-            }
+        let mut meanings = Vec::with_capacity(facts.len());
+        for f in facts {
+            meanings.push(self.meaning(f)?);
         }
-        if turns != 1 {
-            turn = None;
-        }
-        let check_fact = turn.is_some_and(|c| check_fact_for[c as usize]);
-        Ok(Snapshot {
-            board,
-            turn,
-            check_fact,
-        })
+        assemble(meanings.into_iter())
     }
 
-    /// The facts of the check probe for a state whose side to move is `mover`: the other side
-    /// to move, its king lifted off the board, no en passant. `None` if the state has no king
-    /// of the other side to lift.
-    pub fn probe_facts(&self, facts: &[Term], mover: Color) -> Option<Vec<Term>> {
+    /// The two states of the check probe for a state whose side to move is `mover`, or
+    /// `None` if it has no king of each side. In both, the other side is to move, there is no
+    /// en passant, and the other side's king is replaced by a knight of `mover`'s: without a
+    /// king of its own the other side has no pin or check to respect, so every move its
+    /// pieces can make is legal, and the knight still blocks the lines the king blocked (it
+    /// cannot move: it is not the side to move). In the second state `mover`'s king is also
+    /// replaced, by a knight of the other side, which no move of that side can land on. The
+    /// moves legal in the first state and not in the second are exactly those that take
+    /// `mover`'s king.
+    pub fn probe_facts(&self, facts: &[Term], mover: Color) -> Option<(Vec<Term>, Vec<Term>)> {
         let other = !mover;
-        let landau = self.dialect == Dialect::Landau;
-        let king = Piece {
-            color: other,
+        let king = |color| Piece {
+            color,
             role: Role::King,
         };
-        let mut out = Vec::with_capacity(facts.len());
-        let mut lifted = false;
+        let knight = |color| Piece {
+            color,
+            role: Role::Knight,
+        };
+        let mut kings = 0;
+        let mut open = Vec::with_capacity(facts.len());
+        let mut blocked = Vec::with_capacity(facts.len());
         for fact in facts {
             let Term::App(name, args) = fact else {
-                out.push(fact.clone());
+                open.push(fact.clone());
+                blocked.push(fact.clone());
                 continue;
             };
             if *name == self.control && args.len() == 1 {
-                out.push(app("control", &[color_name(other)]));
-            } else if *name == self.cell && args.len() == 3 && !landau {
-                if lookup(&self.pieces, &args[2], PieceCode::Unknown) == PieceCode::Piece(king) {
-                    lifted = true;
-                    out.push(Term::App(
-                        *name,
-                        vec![args[0].clone(), args[1].clone(), constant("b")],
-                    ));
+                let control = app("control", &[color_name(other)]);
+                open.push(control.clone());
+                blocked.push(control);
+            } else if let Some((square, piece)) = self.cell(fact) {
+                let (a, b) = if piece == Some(king(other)) {
+                    kings += 1;
+                    (Some(knight(mover)), Some(knight(mover)))
+                } else if piece == Some(king(mover)) {
+                    kings += 1;
+                    (piece, Some(knight(other)))
                 } else {
-                    out.push(fact.clone());
-                }
-            } else if *name == self.cell && args.len() == 4 && landau {
-                let is_king = self.color(&args[2]) == Some(other)
-                    && lookup(&self.pieces, &args[3], PieceCode::Unknown)
-                        == PieceCode::Role(Role::King);
-                if is_king {
-                    lifted = true;
-                } else {
-                    out.push(fact.clone());
-                }
+                    (piece, piece)
+                };
+                open.extend(self.cell_fact(square, a));
+                blocked.extend(self.cell_fact(square, b));
             } else if matches!(
                 (name.name(), args.len()),
                 ("ep", 2) | ("canEnPassantCapture", 1) | ("pawn_moved_two", 2)
             ) {
                 // En passant is a right of the side that was to move; the probe drops it.
             } else {
-                out.push(fact.clone());
+                open.push(fact.clone());
+                blocked.push(fact.clone());
             }
         }
-        lifted.then_some(out)
+        (kings == 2).then_some((open, blocked))
     }
-}
 
-fn place<'a>(
-    board: &mut Board,
-    placed: &mut [Option<&'a Term>; 64],
-    square: Square,
-    piece: Option<Piece>,
-    fact: &'a Term,
-) -> Result<(), DialectError> {
-    if let Some(first) = placed[square as usize] {
-        if first != fact {
-            return Err(DialectError::TwoPieces {
-                square,
-                first: first.to_string(),
-                second: fact.to_string(),
-            });
+    /// The square and content of a cell fact.
+    fn cell(&self, fact: &Term) -> Option<(Square, Option<Piece>)> {
+        let Term::App(name, args) = fact else {
+            return None;
+        };
+        if *name != self.cell {
+            return None;
         }
-        return Ok(());
+        match (self.dialect, args.len()) {
+            (Dialect::Ggp | Dialect::Stanford, 3) => {
+                let square = self.square(&args[0], &args[1])?;
+                match lookup(&self.pieces, &args[2], PieceCode::Unknown) {
+                    PieceCode::Blank => Some((square, None)),
+                    PieceCode::Piece(p) => Some((square, Some(p))),
+                    _ => None,
+                }
+            }
+            (Dialect::Landau, 4) => {
+                let square = self.square(&args[0], &args[1])?;
+                let color = self.color(&args[2])?;
+                match lookup(&self.pieces, &args[3], PieceCode::Unknown) {
+                    PieceCode::Role(role) => Some((square, Some(Piece { color, role }))),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
     }
-    placed[square as usize] = Some(fact);
-    if let Some(piece) = piece {
-        board.set_piece_at(square, piece);
+
+    /// The cell fact for a square's content (none for an empty square in the Landau
+    /// dialect).
+    fn cell_fact(&self, square: Square, piece: Option<Piece>) -> Option<Term> {
+        let (f, r) = (file_name(square), rank_name(square));
+        match (self.dialect, piece) {
+            (Dialect::Landau, None) => None,
+            (Dialect::Landau, Some(p)) => Some(app(
+                "cell",
+                &[f, r, color_name(p.color), role_name(p.role)],
+            )),
+            (_, p) => Some(app("cell", &[f, r, p.map_or("b", piece_code)])),
+        }
     }
-    Ok(())
 }
 
 fn constant(name: &str) -> Term {
@@ -574,15 +654,23 @@ mod tests {
     }
 
     #[test]
-    fn probe_lifts_the_other_king() {
+    fn probe_states() {
         let pos = position("4k3/8/8/8/8/8/4r3/4K3 w - - 0 1");
+        let knight = |color| Some(Piece {
+            color,
+            role: Role::Knight,
+        });
         for d in [Dialect::Ggp, Dialect::Landau] {
             let reader = d.reader();
-            let probe = reader.probe_facts(&d.write(&pos), Color::White).unwrap();
-            let snap = reader.read(&probe).unwrap();
-            assert_eq!(snap.turn, Some(Color::Black));
-            assert_eq!(snap.board.king_of(Color::Black), None);
-            assert_eq!(snap.board.king_of(Color::White), Some(Square::E1));
+            let (open, blocked) = reader.probe_facts(&d.write(&pos), Color::White).unwrap();
+            let open = reader.read(&open).unwrap();
+            let blocked = reader.read(&blocked).unwrap();
+            assert_eq!(open.turn, Some(Color::Black));
+            assert_eq!(open.board.piece_at(Square::E8), knight(Color::White));
+            assert_eq!(open.board.king_of(Color::White), Some(Square::E1));
+            assert_eq!(blocked.board.piece_at(Square::E8), knight(Color::White));
+            assert_eq!(blocked.board.piece_at(Square::E1), knight(Color::Black));
+            assert_eq!(blocked.board.piece_at(Square::E2), open.board.piece_at(Square::E2));
         }
     }
 

@@ -10,7 +10,7 @@ use shakmaty::{ByColor, Chess, Color, Position};
 use crate::gdl::Term;
 use crate::machine::{MachineError, StateMachine};
 
-use super::dialect::{CheckSource, Dialect, DialectError, Reader, Snapshot};
+use super::dialect::{CheckSource, Dialect, DialectError, Meaning, Reader, Snapshot, assemble};
 use super::shape::{MoveShape, ShapeError};
 
 /// Why a chess sheet could not answer.
@@ -57,6 +57,10 @@ pub struct ChessGame<M: StateMachine> {
     reader: Reader,
     roles: ByColor<usize>,
     scratch: Vec<M::Move>,
+    /// What each fact id of the engine means, once read (see
+    /// [`StateMachine::fact_ids_into`]).
+    meanings: Vec<Option<Meaning>>,
+    ids: Vec<u32>,
 }
 
 impl<M: StateMachine> ChessGame<M> {
@@ -82,6 +86,8 @@ impl<M: StateMachine> ChessGame<M> {
             reader: dialect.reader(),
             roles,
             scratch: Vec::new(),
+            meanings: Vec::new(),
+            ids: Vec::new(),
         })
     }
 
@@ -141,8 +147,26 @@ impl<M: StateMachine> ChessGame<M> {
     ///
     /// # Errors
     /// The dialect cannot read the state.
-    pub fn snapshot(&self, state: &M::State) -> Result<Snapshot, ChessError> {
-        Ok(self.reader.read(&self.machine.state_terms(state))?)
+    pub fn snapshot(&mut self, state: &M::State) -> Result<Snapshot, ChessError> {
+        if !self.machine.fact_ids_into(state, &mut self.ids) {
+            return Ok(self.reader.read(&self.machine.state_terms(state))?);
+        }
+        let known = |m: &Vec<Option<Meaning>>, id: u32| m.get(id as usize).is_some_and(Option::is_some);
+        if !self.ids.iter().all(|&id| known(&self.meanings, id)) {
+            let terms = self.machine.state_terms(state);
+            for (&id, term) in self.ids.iter().zip(&terms) {
+                let meaning = self.reader.meaning(term)?;
+                let i = id as usize;
+                if self.meanings.len() <= i {
+                    self.meanings.resize(i + 1, None);
+                }
+                self.meanings[i] = Some(meaning);
+            }
+        }
+        let meanings = &self.meanings;
+        Ok(assemble(
+            self.ids.iter().map(|&id| meanings[id as usize].unwrap_or(Meaning::Other)),
+        )?)
     }
 
     /// The joint move in which the side to move plays `mv` and the other side its one
@@ -200,7 +224,8 @@ impl<M: StateMachine> ChessGame<M> {
     }
 
     /// Whether the sheet says the side to move in `state` (whose snapshot is `snap`) is in
-    /// check: from the state's check facts, or by the probe of [`CheckSource::Probe`].
+    /// check: from the state's check facts, or by the probe of [`CheckSource::Probe`]: can
+    /// the other side take the king in the probe states of [`Reader::probe_facts`]?
     ///
     /// # Errors
     /// No side to move; the engine failed.
@@ -210,21 +235,15 @@ impl<M: StateMachine> ChessGame<M> {
             return Ok(snap.check_fact);
         }
         let facts = self.machine.state_terms(state);
-        let Some(probe_facts) = self.reader.probe_facts(&facts, mover) else {
+        let Some((open, blocked)) = self.reader.probe_facts(&facts, mover) else {
             return Ok(false);
         };
-        let probe = self.machine.state_from_terms(&probe_facts)?;
-        let attacker = !mover;
-        let legal = self.machine.legal_moves(&probe, self.roles[attacker])?;
-        for mv in legal {
-            let joint = self.joint(&probe, attacker, mv)?;
-            let next = self.machine.next_state_unchecked(&probe, &joint)?;
-            let after = self.snapshot(&next)?;
-            if after.board.king_of(mover).is_none() {
-                return Ok(true);
-            }
-        }
-        Ok(false)
+        let attacker = self.roles[!mover];
+        let open = self.machine.state_from_terms(&open)?;
+        let blocked = self.machine.state_from_terms(&blocked)?;
+        let takes = self.machine.legal_moves(&open, attacker)?;
+        let others = self.machine.legal_moves(&blocked, attacker)?;
+        Ok(takes.iter().any(|m| !others.contains(m)))
     }
 }
 

@@ -6,7 +6,8 @@
 //! the text is first split into games the same way `pgn-reader` splits it (a game's movetext
 //! ends at a blank line or a line starting with `[`), and every token of each game is checked
 //! here; each game is then read by `pgn-reader` from its own slice, so a problem always
-//! belongs to the right game.
+//! belongs to the right game. One non-standard habit is accepted: an en passant capture
+//! written with `ep` run into it (`exf6ep`), which is read as `exf6`.
 
 use std::ops::ControlFlow;
 
@@ -41,8 +42,11 @@ impl PgnGame {
 pub fn read_games(text: &[u8]) -> Vec<PgnGame> {
     let mut games = Vec::new();
     for chunk in split(text) {
-        let slice = &text[chunk.start..chunk.end];
-        let mut reader = Reader::new(slice);
+        let mut slice = text[chunk.start..chunk.end].to_vec();
+        for r in &chunk.blanks {
+            slice[r.start - chunk.start..r.end - chunk.start].fill(b' ');
+        }
+        let mut reader = Reader::new(&slice[..]);
         let mut collector = Collector;
         let mut first = true;
         loop {
@@ -113,13 +117,15 @@ impl Visitor for Collector {
     }
 }
 
-/// A game's slice of the text, and the first problem found in it.
+/// A game's slice of the text, the first problem found in it, and the byte ranges to read
+/// as blanks (`ep` after an en passant capture).
 #[derive(Debug)]
 struct Chunk {
     start: usize,
     end: usize,
     line: usize,
     problem: Option<String>,
+    blanks: Vec<std::ops::Range<usize>>,
 }
 
 /// Splits `text` into games, checking every token.
@@ -128,6 +134,7 @@ fn split(text: &[u8]) -> Vec<Chunk> {
         text,
         pos: 0,
         mark: std::cell::Cell::new((0, 1)),
+        blanks: Vec::new(),
     };
     if text.starts_with(b"\xef\xbb\xbf") {
         s.pos = 3;
@@ -148,6 +155,7 @@ fn split(text: &[u8]) -> Vec<Chunk> {
             end: s.pos,
             line,
             problem,
+            blanks: std::mem::take(&mut s.blanks),
         });
     }
     chunks
@@ -158,6 +166,8 @@ struct Scanner<'a> {
     pos: usize,
     /// A known line start: (byte offset, line number), to count lines from.
     mark: std::cell::Cell<(usize, usize)>,
+    /// Byte ranges to read as blanks.
+    blanks: Vec<std::ops::Range<usize>>,
 }
 
 /// The bytes that end a token, as in `pgn-reader`.
@@ -300,7 +310,11 @@ impl<'a> Scanner<'a> {
                 _ => {
                     let start = self.pos;
                     let token = self.token();
-                    let kind = classify(token);
+                    let mut kind = classify(token);
+                    if kind == Token::Bad && is_marked_en_passant(token) {
+                        kind = Token::Move;
+                        self.blanks.push(self.pos - 2..self.pos);
+                    }
                     if kind == Token::Bad {
                         let shown = String::from_utf8_lossy(token);
                         self.note(problem, start, format!("`{shown}` is not a move, move number, annotation or result"));
@@ -372,6 +386,21 @@ fn classify(token: &[u8]) -> Token {
     }
 }
 
+/// Whether the token is a pawn capture followed by `ep`.
+fn is_marked_en_passant(token: &[u8]) -> bool {
+    let Some(san) = token.strip_suffix(b"ep") else {
+        return false;
+    };
+    matches!(
+        SanPlus::from_ascii(san).map(|s| s.san),
+        Ok(shakmaty::san::San::Normal {
+            role: shakmaty::Role::Pawn,
+            capture: true,
+            ..
+        })
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -415,6 +444,13 @@ mod tests {
         assert_eq!(games.len(), 2);
         assert_eq!(games[0].problem, None);
         assert!(games[1].problem.as_deref().unwrap().contains("`Invalidating`"));
+    }
+
+    #[test]
+    fn en_passant_marked_with_ep_is_read() {
+        let games = read_games(b"1. e4 d5 2. e5 f5 3. exf6ep *");
+        assert_eq!(games[0].problem, None);
+        assert_eq!(sans(&games[0]), ["e4", "d5", "e5", "f5", "exf6"]);
     }
 
     #[test]

@@ -137,11 +137,12 @@ fn replay_all<M: StateMachine>(
         ProgressBar::hidden()
     };
     let start = Instant::now();
-    let (mut plies, mut mismatches, mut illegal, mut lenient) = (0, 0, 0, 0);
+    let (mut plies, mut mismatches, mut illegal, mut lenient, mut unmarked) = (0, 0, 0, 0, 0);
     for (path, game) in games {
         let r = replay::replay(&mut chess, game);
         plies += r.plies;
         lenient += r.lenient_promotions;
+        unmarked += r.unmarked_checks;
         let line = match &r.verdict {
             Verdict::Agree => None,
             Verdict::Mismatch(p) => {
@@ -173,7 +174,7 @@ fn replay_all<M: StateMachine>(
         games.len()
     );
     eprintln!(
-        "{plies} plies in {secs:.2} s ({:.0} plies/s); {lenient} promotions written without a piece read as queen",
+        "{plies} plies in {secs:.2} s ({:.0} plies/s); accepted: {lenient} promotions without a piece (read as queen), {unmarked} checks not marked",
         plies as f64 / secs.max(1e-9)
     );
     Ok(if mismatches + illegal > 0 {

@@ -341,6 +341,12 @@ impl StateMachine for DatalogMachine {
         state.0.iter().map(|&t| self.engine.pool.term(t)).collect()
     }
 
+    fn fact_ids_into(&self, state: &DatalogState, out: &mut Vec<u32>) -> bool {
+        out.clear();
+        out.extend(state.0.iter().map(|t| t.index() as u32));
+        true
+    }
+
     fn state_from_terms(&mut self, facts: &[Term]) -> Result<DatalogState, MachineError> {
         let mut ids = Vec::with_capacity(facts.len());
         for fact in facts {

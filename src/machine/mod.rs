@@ -126,6 +126,17 @@ pub trait StateMachine {
     /// The facts true in `state`.
     fn state_terms(&self, state: &Self::State) -> Vec<Term>;
 
+    /// Writes into `out` (cleared first) one id per fact of `state`, in the order of
+    /// [`state_terms`](Self::state_terms); one fact always has the same id in a machine and
+    /// its clones. A caller that reads many states can then remember what each fact means
+    /// instead of building its term every time. Returns `false`, leaving `out` empty, if the
+    /// engine has no such ids (the default).
+    fn fact_ids_into(&self, state: &Self::State, out: &mut Vec<u32>) -> bool {
+        let _ = state;
+        out.clear();
+        false
+    }
+
     /// The state in which exactly `facts` are true (repeats are ignored), for starting a game
     /// from a given position. Nothing checks that the state is reachable from the initial one.
     ///

@@ -244,6 +244,21 @@ impl StateMachine for PropnetMachine {
         self.net.move_ids.get(&t).copied()
     }
 
+    fn fact_ids_into(&self, state: &PropnetState, out: &mut Vec<u32>) -> bool {
+        out.clear();
+        for (w, &word) in state.0.iter().enumerate() {
+            let mut bits = word;
+            while bits != 0 {
+                let i = w * 64 + bits.trailing_zeros() as usize;
+                if i < self.net.n_bases {
+                    out.push(i as u32);
+                }
+                bits &= bits - 1;
+            }
+        }
+        true
+    }
+
     fn state_from_terms(&mut self, facts: &[Term]) -> Result<PropnetState, MachineError> {
         let net = &*self.net;
         let mut bits = vec![0u64; net.n_bases.div_ceil(64)].into_boxed_slice();
