@@ -6,8 +6,9 @@
 //! the text is first split into games the same way `pgn-reader` splits it (a game's movetext
 //! ends at a blank line or a line starting with `[`), and every token of each game is checked
 //! here; each game is then read by `pgn-reader` from its own slice, so a problem always
-//! belongs to the right game. One non-standard habit is accepted: an en passant capture
-//! written with `ep` run into it (`exf6ep`), which is read as `exf6`.
+//! belongs to the right game. Two non-standard habits are accepted and rewritten before
+//! `pgn-reader` reads the game: an en passant capture with `ep` run into it (`exf6ep` is read
+//! as `exf6`), and a promotion without `=` (`h1Q` is read as `h1=Q`).
 
 use std::ops::ControlFlow;
 
@@ -26,6 +27,8 @@ pub struct PgnGame {
     pub moves: Vec<SanPlus>,
     /// The first thing in the game's text that is not valid PGN, with its line and column.
     pub problem: Option<String>,
+    /// Tokens written with an accepted habit and read in standard form.
+    pub rewritten: usize,
 }
 
 impl PgnGame {
@@ -42,10 +45,14 @@ impl PgnGame {
 pub fn read_games(text: &[u8]) -> Vec<PgnGame> {
     let mut games = Vec::new();
     for chunk in split(text) {
-        let mut slice = text[chunk.start..chunk.end].to_vec();
-        for r in &chunk.blanks {
-            slice[r.start - chunk.start..r.end - chunk.start].fill(b' ');
+        let mut slice = Vec::with_capacity(chunk.end - chunk.start);
+        let mut from = chunk.start;
+        for (range, replacement) in &chunk.edits {
+            slice.extend_from_slice(&text[from..range.start]);
+            slice.extend_from_slice(replacement);
+            from = range.end;
         }
+        slice.extend_from_slice(&text[from..chunk.end]);
         let mut reader = Reader::new(&slice[..]);
         let mut collector = Collector;
         let mut first = true;
@@ -60,6 +67,7 @@ pub fn read_games(text: &[u8]) -> Vec<PgnGame> {
             } else {
                 error.clone()
             };
+            let first_game = first;
             first = false;
             games.push(PgnGame {
                 number: games.len() + 1,
@@ -67,6 +75,7 @@ pub fn read_games(text: &[u8]) -> Vec<PgnGame> {
                 tags,
                 moves,
                 problem,
+                rewritten: if first_game { chunk.edits.len() } else { 0 },
             });
             if error.is_some() {
                 break;
@@ -117,15 +126,14 @@ impl Visitor for Collector {
     }
 }
 
-/// A game's slice of the text, the first problem found in it, and the byte ranges to read
-/// as blanks (`ep` after an en passant capture).
+/// A game's slice of the text, the first problem found in it, and the tokens to rewrite.
 #[derive(Debug)]
 struct Chunk {
     start: usize,
     end: usize,
     line: usize,
     problem: Option<String>,
-    blanks: Vec<std::ops::Range<usize>>,
+    edits: Vec<(std::ops::Range<usize>, Vec<u8>)>,
 }
 
 /// Splits `text` into games, checking every token.
@@ -134,7 +142,7 @@ fn split(text: &[u8]) -> Vec<Chunk> {
         text,
         pos: 0,
         mark: std::cell::Cell::new((0, 1)),
-        blanks: Vec::new(),
+        edits: Vec::new(),
     };
     if text.starts_with(b"\xef\xbb\xbf") {
         s.pos = 3;
@@ -155,7 +163,7 @@ fn split(text: &[u8]) -> Vec<Chunk> {
             end: s.pos,
             line,
             problem,
-            blanks: std::mem::take(&mut s.blanks),
+            edits: std::mem::take(&mut s.edits),
         });
     }
     chunks
@@ -167,7 +175,7 @@ struct Scanner<'a> {
     /// A known line start: (byte offset, line number), to count lines from.
     mark: std::cell::Cell<(usize, usize)>,
     /// Byte ranges to read as blanks.
-    blanks: Vec<std::ops::Range<usize>>,
+    edits: Vec<(std::ops::Range<usize>, Vec<u8>)>,
 }
 
 /// The bytes that end a token, as in `pgn-reader`.
@@ -311,9 +319,11 @@ impl<'a> Scanner<'a> {
                     let start = self.pos;
                     let token = self.token();
                     let mut kind = classify(token);
-                    if kind == Token::Bad && is_marked_en_passant(token) {
+                    if kind == Token::Bad
+                        && let Some(fixed) = repair(token)
+                    {
                         kind = Token::Move;
-                        self.blanks.push(self.pos - 2..self.pos);
+                        self.edits.push((start..self.pos, fixed));
                     }
                     if kind == Token::Bad {
                         let shown = String::from_utf8_lossy(token);
@@ -360,7 +370,8 @@ enum Token {
 /// What a movetext token is.
 fn classify(token: &[u8]) -> Token {
     let text = String::from_utf8_lossy(token).replace(['–', '—'], "-");
-    if matches!(text.as_str(), "1-0" | "0-1" | "1/2-1/2" | "½-½") {
+    // `1/2` alone is a common shorthand for a draw.
+    if matches!(text.as_str(), "1-0" | "0-1" | "1/2-1/2" | "½-½" | "1/2") {
         return Token::Result;
     }
     let rest = text.trim_start_matches(|c: char| c.is_ascii_digit());
@@ -386,19 +397,32 @@ fn classify(token: &[u8]) -> Token {
     }
 }
 
-/// Whether the token is a pawn capture followed by `ep`.
-fn is_marked_en_passant(token: &[u8]) -> bool {
-    let Some(san) = token.strip_suffix(b"ep") else {
-        return false;
-    };
-    matches!(
-        SanPlus::from_ascii(san).map(|s| s.san),
+/// The standard SAN for a token written with one of the accepted habits: `ep` after an en
+/// passant capture (`exf6ep`, `exf3ep+`), or a promotion without `=` (`h1Q`, `bxa8N+`).
+fn repair(token: &[u8]) -> Option<Vec<u8>> {
+    let body_len = token.len() - token.iter().rev().take_while(|&&b| b == b'+' || b == b'#').count();
+    let (body, suffix) = token.split_at(body_len);
+    let pawn = |san: &[u8]| match SanPlus::from_ascii(san).map(|s| s.san) {
         Ok(shakmaty::san::San::Normal {
             role: shakmaty::Role::Pawn,
-            capture: true,
+            capture,
+            promotion,
             ..
-        })
-    )
+        }) => Some((capture, promotion)),
+        _ => None,
+    };
+    if let Some(capture) = body.strip_suffix(b"ep")
+        && pawn(capture) == Some((true, None))
+    {
+        return Some([capture, suffix].concat());
+    }
+    if let [rest @ .., rank @ (b'1' | b'8'), piece @ (b'Q' | b'R' | b'B' | b'N')] = body {
+        let fixed = [rest, &[*rank, b'='], &[*piece], suffix].concat();
+        if pawn(&fixed).is_some_and(|(_, p)| p.is_some()) {
+            return Some(fixed);
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -447,10 +471,16 @@ mod tests {
     }
 
     #[test]
-    fn en_passant_marked_with_ep_is_read() {
-        let games = read_games(b"1. e4 d5 2. e5 f5 3. exf6ep *");
+    fn accepted_habits_are_rewritten() {
+        let games = read_games(b"1. e4 d5 2. e5 f5 3. exf6ep a6 4. fxg7 a5 5. gxh8Q+ Kd7 6. Qg7 a4 7. exf3ep+ *");
         assert_eq!(games[0].problem, None);
-        assert_eq!(sans(&games[0]), ["e4", "d5", "e5", "f5", "exf6"]);
+        assert_eq!(
+            sans(&games[0]),
+            ["e4", "d5", "e5", "f5", "exf6", "a6", "fxg7", "a5", "gxh8=Q+", "Kd7", "Qg7", "a4", "exf3+"]
+        );
+        assert_eq!(repair(b"h1Q"), Some(b"h1=Q".to_vec()));
+        assert_eq!(repair(b"Nf3Q"), None);
+        assert_eq!(repair(b"Nxf3ep"), None);
     }
 
     #[test]

@@ -16,7 +16,9 @@
 //! declares over (the 50-move rule, a dead position, its step limit) must be terminal with the
 //! right goals; any other final position (resignation, agreement, threefold repetition, time)
 //! must not be terminal. Threefold repetition is not a state property, so a game drawn by
-//! repetition is accepted when every move was legal.
+//! repetition is accepted when every move was legal. A record that plays on after one of the
+//! sheet's own endings (players need not claim a 50-move draw) is replayed up to that ending,
+//! which must have the right goals, and counted as ended early.
 //!
 //! A record that breaks chess or PGN (an illegal or ambiguous move, a wrong `+`, unreadable
 //! text, a null move) is *illegal*; a sheet that differs from chess is a *mismatch*. A game
@@ -88,6 +90,9 @@ pub struct Replayed {
     pub lenient_promotions: usize,
     /// Checks the record did not mark with `+` or `#`.
     pub unmarked_checks: usize,
+    /// One of the sheet's own endings (the 50-move rule, a dead position, the step limit)
+    /// that ended the game while the record went on; the rest was not replayed.
+    pub ended_early: Option<Ending>,
 }
 
 /// Replays one game on `game`'s sheet. Every problem, of the record or of the sheet
@@ -98,6 +103,7 @@ pub fn replay<M: StateMachine>(game: &mut ChessGame<M>, record: &PgnGame) -> Rep
         plies: 0,
         lenient: 0,
         unmarked_checks: 0,
+        ended_early: None,
     };
     let verdict = run.replay(record);
     Replayed {
@@ -105,6 +111,7 @@ pub fn replay<M: StateMachine>(game: &mut ChessGame<M>, record: &PgnGame) -> Rep
         plies: run.plies,
         lenient_promotions: run.lenient,
         unmarked_checks: run.unmarked_checks,
+        ended_early: run.ended_early,
     }
 }
 
@@ -113,6 +120,7 @@ struct Run<'a, M: StateMachine> {
     plies: usize,
     lenient: usize,
     unmarked_checks: usize,
+    ended_early: Option<Ending>,
 }
 
 fn illegal(what: impl Into<String>) -> Verdict {
@@ -200,6 +208,17 @@ impl<M: StateMachine> Run<'_, M> {
         for san_plus in &record.moves {
             let ply = Some((self.plies + 1, written(&pos, san_plus)));
             let fen = super::fen(&pos);
+            match self.game.machine_mut().is_terminal(&state) {
+                Ok(false) => {}
+                Ok(true) => {
+                    return match self.ended_by_rule(&state, &pos, &endings) {
+                        Ok(None) => Verdict::Agree,
+                        Ok(Some(v)) => at(v, ply, fen),
+                        Err(e) => at(mismatch(e.to_string()), ply, fen),
+                    };
+                }
+                Err(e) => return at(mismatch(e.to_string()), ply, fen),
+            }
             match self.step(&mut state, &mut snap, &mut pos, san_plus) {
                 Ok(None) => self.plies += 1,
                 Ok(Some(v)) => return at(v, ply, fen),
@@ -222,13 +241,6 @@ impl<M: StateMachine> Run<'_, M> {
         pos: &mut Chess,
         san_plus: &SanPlus,
     ) -> Result<Option<Verdict>, ChessError> {
-        if self.game.machine_mut().is_terminal(state)? {
-            let goals = self.game.machine_mut().goal_values(state, 0).ok();
-            return Ok(Some(mismatch(format!(
-                "the sheet's game is over before this move (white's goal values {:?})",
-                goals.unwrap_or_default()
-            ))));
-        }
         let moves = self.game.moves(state, snap)?;
         let mut shapes = Vec::with_capacity(moves.len());
         for m in &moves {
@@ -314,6 +326,46 @@ impl<M: StateMachine> Run<'_, M> {
         Ok(None)
     }
 
+    /// The sheet's game is over while the record goes on: that is right only if one of the
+    /// sheet's own endings (the 50-move rule, a dead position, the step limit) holds, with
+    /// its goals; the replay then stops there.
+    fn ended_by_rule(
+        &mut self,
+        state: &M::State,
+        pos: &Chess,
+        endings: &Endings,
+    ) -> Result<Option<Verdict>, ChessError> {
+        match expected_ending(pos, self.plies, endings) {
+            Some(end @ (Ending::FiftyMoves | Ending::DeadPosition | Ending::StepLimit)) => {
+                if let Some(v) = self.check_goals(state, end)? {
+                    return Ok(Some(v));
+                }
+                self.ended_early = Some(end);
+                Ok(None)
+            }
+            Some(end) => Ok(Some(illegal(format!("the record plays on after {end}")))),
+            None => Ok(Some(mismatch(
+                "the sheet's game is over before this move, but chess's is not",
+            ))),
+        }
+    }
+
+    /// Checks that each colour's goal in `state` is the one `end` gives.
+    fn check_goals(&mut self, state: &M::State, end: Ending) -> Result<Option<Verdict>, ChessError> {
+        let roles = self.game.roles();
+        let want = end.goals();
+        for color in Color::ALL {
+            let values = self.game.machine_mut().goal_values(state, roles[color])?;
+            if values != [want[color]] {
+                return Ok(Some(mismatch(format!(
+                    "the game ends in {end}: {color} should score {}, the sheet gives {values:?}",
+                    want[color]
+                ))));
+            }
+        }
+        Ok(None)
+    }
+
     /// Checks the final position's terminal status and goals.
     fn ending(
         &mut self,
@@ -331,21 +383,7 @@ impl<M: StateMachine> Run<'_, M> {
             (Some(end), false) => Ok(Some(mismatch(format!(
                 "the game ends in {end}, but the sheet's state is not terminal"
             )))),
-            (Some(end), true) => {
-                let roles = self.game.roles();
-                let want = end.goals();
-                for color in Color::ALL {
-                    let role = roles[color];
-                    let values = self.game.machine_mut().goal_values(state, role)?;
-                    if values != [want[color]] {
-                        return Ok(Some(mismatch(format!(
-                            "the game ends in {end}: {color} should score {}, the sheet gives {values:?}",
-                            want[color]
-                        ))));
-                    }
-                }
-                Ok(None)
-            }
+            (Some(end), true) => self.check_goals(state, end),
         }
     }
 }

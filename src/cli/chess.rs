@@ -137,12 +137,15 @@ fn replay_all<M: StateMachine>(
         ProgressBar::hidden()
     };
     let start = Instant::now();
-    let (mut plies, mut mismatches, mut illegal, mut lenient, mut unmarked) = (0, 0, 0, 0, 0);
+    let (mut plies, mut mismatches, mut illegal) = (0, 0, 0);
+    let (mut lenient, mut unmarked, mut early, mut rewritten) = (0, 0, 0, 0);
     for (path, game) in games {
         let r = replay::replay(&mut chess, game);
         plies += r.plies;
         lenient += r.lenient_promotions;
         unmarked += r.unmarked_checks;
+        early += usize::from(r.ended_early.is_some());
+        rewritten += game.rewritten;
         let line = match &r.verdict {
             Verdict::Agree => None,
             Verdict::Mismatch(p) => {
@@ -174,7 +177,7 @@ fn replay_all<M: StateMachine>(
         games.len()
     );
     eprintln!(
-        "{plies} plies in {secs:.2} s ({:.0} plies/s); accepted: {lenient} promotions without a piece (read as queen), {unmarked} checks not marked",
+        "{plies} plies in {secs:.2} s ({:.0} plies/s); accepted: {rewritten} moves written as `h1Q` or `exf6ep`, {lenient} promotions without a piece (read as queen), {unmarked} checks not marked, {early} games played on after the sheet's 50-move rule, dead position or step limit ended them",
         plies as f64 / secs.max(1e-9)
     );
     Ok(if mismatches + illegal > 0 {
