@@ -9,7 +9,9 @@
 
 use std::fmt;
 
-use shakmaty::{Board, CastlingSide, Chess, Color, EnPassantMode, File, Piece, Position, Rank, Role, Square};
+use shakmaty::{
+    Board, CastlingSide, Chess, Color, EnPassantMode, File, Piece, Position, Rank, Role, Square,
+};
 
 use crate::gdl::{Sym, Term};
 
@@ -189,7 +191,11 @@ impl Dialect {
                 for color in Color::ALL {
                     for side in [CastlingSide::KingSide, CastlingSide::QueenSide] {
                         if castles.has(color, side) {
-                            let side = if side == CastlingSide::KingSide { "king" } else { "queen" };
+                            let side = if side == CastlingSide::KingSide {
+                                "king"
+                            } else {
+                                "queen"
+                            };
                             facts.push(app("castle", &[color_name(color), side]));
                         }
                     }
@@ -312,24 +318,22 @@ pub fn assemble(meanings: impl Iterator<Item = Meaning>) -> Result<Snapshot, Dia
     let mut check_fact_for = [false; 2];
     for m in meanings {
         match m {
-            Meaning::Cell(square, piece) => {
-                match placed[square as usize] {
-                    Some(first) if first != piece => {
-                        return Err(DialectError::TwoPieces {
-                            square,
-                            first: describe(first),
-                            second: describe(piece),
-                        });
-                    }
-                    Some(_) => {}
-                    None => {
-                        placed[square as usize] = Some(piece);
-                        if let Some(p) = piece {
-                            board.set_piece_at(square, p);
-                        }
+            Meaning::Cell(square, piece) => match placed[square as usize] {
+                Some(first) if first != piece => {
+                    return Err(DialectError::TwoPieces {
+                        square,
+                        first: describe(first),
+                        second: describe(piece),
+                    });
+                }
+                Some(_) => {}
+                None => {
+                    placed[square as usize] = Some(piece);
+                    if let Some(p) = piece {
+                        board.set_piece_at(square, p);
                     }
                 }
-            }
+            },
             Meaning::Control(c) => {
                 turns += 1;
                 turn = c;
@@ -357,7 +361,11 @@ fn describe(piece: Option<Piece>) -> String {
 }
 
 fn table<T: Copy>(entries: &[(Sym, T)], none: T) -> Vec<T> {
-    let len = entries.iter().map(|(s, _)| s.index() + 1).max().unwrap_or(0);
+    let len = entries
+        .iter()
+        .map(|(s, _)| s.index() + 1)
+        .max()
+        .unwrap_or(0);
     let mut v = vec![none; len];
     for &(s, t) in entries {
         v[s.index()] = t;
@@ -411,9 +419,8 @@ impl Reader {
     fn square(&self, file: &Term, rank: &Term) -> Option<Square> {
         let f = lookup(&self.files, file, 0);
         let r = lookup(&self.ranks, rank, 0);
-        (f > 0 && r > 0).then(|| {
-            Square::from_coords(File::new(u32::from(f - 1)), Rank::new(u32::from(r - 1)))
-        })
+        (f > 0 && r > 0)
+            .then(|| Square::from_coords(File::new(u32::from(f - 1)), Rank::new(u32::from(r - 1))))
     }
 
     fn color(&self, t: &Term) -> Option<Color> {
@@ -556,10 +563,9 @@ impl Reader {
         let (f, r) = (file_name(square), rank_name(square));
         match (self.dialect, piece) {
             (Dialect::Landau, None) => None,
-            (Dialect::Landau, Some(p)) => Some(app(
-                "cell",
-                &[f, r, color_name(p.color), role_name(p.role)],
-            )),
+            (Dialect::Landau, Some(p)) => {
+                Some(app("cell", &[f, r, color_name(p.color), role_name(p.role)]))
+            }
             (_, p) => Some(app("cell", &[f, r, p.map_or("b", piece_code)])),
         }
     }
@@ -614,13 +620,9 @@ fn role_name(role: Role) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shakmaty::fen::Fen;
 
     fn position(fen: &str) -> Chess {
-        Fen::from_ascii(fen.as_bytes())
-            .unwrap()
-            .into_position(shakmaty::CastlingMode::Standard)
-            .unwrap()
+        crate::chess::position_from_fen(fen).unwrap()
     }
 
     #[test]
@@ -638,8 +640,19 @@ mod tests {
     #[test]
     fn ggp_facts_are_readable() {
         let pos = position("8/8/8/1k6/3Pp3/8/8/4KQ2 b - d3 5 40");
-        let printed: Vec<String> = Dialect::Ggp.write(&pos).iter().map(Term::to_string).collect();
-        for fact in ["(control black)", "(cell d 4 wp)", "(cell a 1 b)", "(ep d 3)", "(halfmove 5)", "(step 0)"] {
+        let printed: Vec<String> = Dialect::Ggp
+            .write(&pos)
+            .iter()
+            .map(Term::to_string)
+            .collect();
+        for fact in [
+            "(control black)",
+            "(cell d 4 wp)",
+            "(cell a 1 b)",
+            "(ep d 3)",
+            "(halfmove 5)",
+            "(step 0)",
+        ] {
             assert!(printed.iter().any(|f| f == fact), "{fact} missing");
         }
         assert!(!printed.iter().any(|f| f.starts_with("(castle")));
@@ -649,17 +662,23 @@ mod tests {
     fn stanford_check_facts_name_the_checker() {
         let pos = position("4k3/8/8/8/8/8/4r3/4K3 w - - 0 1");
         let facts = Dialect::Stanford.write(&pos);
-        assert!(facts.iter().any(|f| f.to_string() == "(check white rook e 2)"));
+        assert!(
+            facts
+                .iter()
+                .any(|f| f.to_string() == "(check white rook e 2)")
+        );
         assert!(Dialect::Stanford.reader().read(&facts).unwrap().check_fact);
     }
 
     #[test]
     fn probe_states() {
         let pos = position("4k3/8/8/8/8/8/4r3/4K3 w - - 0 1");
-        let knight = |color| Some(Piece {
-            color,
-            role: Role::Knight,
-        });
+        let knight = |color| {
+            Some(Piece {
+                color,
+                role: Role::Knight,
+            })
+        };
         for d in [Dialect::Ggp, Dialect::Landau] {
             let reader = d.reader();
             let (open, blocked) = reader.probe_facts(&d.write(&pos), Color::White).unwrap();
@@ -670,7 +689,10 @@ mod tests {
             assert_eq!(open.board.king_of(Color::White), Some(Square::E1));
             assert_eq!(blocked.board.piece_at(Square::E8), knight(Color::White));
             assert_eq!(blocked.board.piece_at(Square::E1), knight(Color::Black));
-            assert_eq!(blocked.board.piece_at(Square::E2), open.board.piece_at(Square::E2));
+            assert_eq!(
+                blocked.board.piece_at(Square::E2),
+                open.board.piece_at(Square::E2)
+            );
         }
     }
 

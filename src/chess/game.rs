@@ -151,7 +151,8 @@ impl<M: StateMachine> ChessGame<M> {
         if !self.machine.fact_ids_into(state, &mut self.ids) {
             return Ok(self.reader.read(&self.machine.state_terms(state))?);
         }
-        let known = |m: &Vec<Option<Meaning>>, id: u32| m.get(id as usize).is_some_and(Option::is_some);
+        let known =
+            |m: &Vec<Option<Meaning>>, id: u32| m.get(id as usize).is_some_and(Option::is_some);
         if !self.ids.iter().all(|&id| known(&self.meanings, id)) {
             let terms = self.machine.state_terms(state);
             for (&id, term) in self.ids.iter().zip(&terms) {
@@ -164,9 +165,9 @@ impl<M: StateMachine> ChessGame<M> {
             }
         }
         let meanings = &self.meanings;
-        Ok(assemble(
-            self.ids.iter().map(|&id| meanings[id as usize].unwrap_or(Meaning::Other)),
-        )?)
+        Ok(assemble(self.ids.iter().map(|&id| {
+            meanings[id as usize].unwrap_or(Meaning::Other)
+        }))?)
     }
 
     /// The joint move in which the side to move plays `mv` and the other side its one
@@ -270,8 +271,16 @@ pub fn compare_shapes(
     sheet: &[MoveShape],
     chess: &[MoveShape],
 ) -> Option<(Vec<MoveShape>, Vec<MoveShape>)> {
-    let mut lacks: Vec<MoveShape> = chess.iter().filter(|c| !sheet.contains(c)).copied().collect();
-    let mut adds: Vec<MoveShape> = sheet.iter().filter(|s| !chess.contains(s)).copied().collect();
+    let mut lacks: Vec<MoveShape> = chess
+        .iter()
+        .filter(|c| !sheet.contains(c))
+        .copied()
+        .collect();
+    let mut adds: Vec<MoveShape> = sheet
+        .iter()
+        .filter(|s| !chess.contains(s))
+        .copied()
+        .collect();
     lacks.sort_by_key(shape_key);
     lacks.dedup();
     adds.sort_by_key(shape_key);

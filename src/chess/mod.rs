@@ -38,7 +38,12 @@ pub fn board_fen(snap: &Snapshot) -> String {
 
 /// A difference of move sets, in words.
 pub fn describe_difference(lacks: &[MoveShape], adds: &[MoveShape]) -> String {
-    let list = |v: &[MoveShape]| v.iter().map(ToString::to_string).collect::<Vec<_>>().join(" ");
+    let list = |v: &[MoveShape]| {
+        v.iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
     match (lacks.is_empty(), adds.is_empty()) {
         (false, true) => format!("the sheet lacks {}", list(lacks)),
         (true, false) => format!("the sheet adds {}", list(adds)),
@@ -53,7 +58,8 @@ pub fn describe_difference(lacks: &[MoveShape], adds: &[MoveShape]) -> String {
 /// # Errors
 /// The FEN cannot be read or is no standard chess position.
 pub fn position_from_fen(text: &str) -> Result<Chess, String> {
-    let fen = Fen::from_ascii(text.trim().as_bytes()).map_err(|e| format!("bad FEN {text:?}: {e}"))?;
+    let fen =
+        Fen::from_ascii(text.trim().as_bytes()).map_err(|e| format!("bad FEN {text:?}: {e}"))?;
     fen.into_position(CastlingMode::Standard)
         .or_else(PositionError::ignore_impossible_check)
         .map_err(|e| format!("FEN {text:?}: {e}"))

@@ -146,7 +146,10 @@ fn walk<M: StateMachine>(
         path: if path.is_empty() {
             "nothing".into()
         } else {
-            path.iter().map(ToString::to_string).collect::<Vec<_>>().join(" ")
+            path.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(" ")
         },
         what,
     };

@@ -176,8 +176,10 @@ impl<M: StateMachine> Run<'_, M> {
         if let Some(fen) = record.tag("FEN") {
             match Fen::from_ascii(fen.as_bytes())
                 .map_err(|e| e.to_string())
-                .and_then(|f| f.into_position(CastlingMode::Standard).map_err(|e| e.to_string()))
-            {
+                .and_then(|f| {
+                    f.into_position(CastlingMode::Standard)
+                        .map_err(|e| e.to_string())
+                }) {
                 Ok(p) => pos = p,
                 Err(e) => return illegal(format!("FEN tag {fen:?}: {e}")),
             }
@@ -248,7 +250,9 @@ impl<M: StateMachine> Run<'_, M> {
                 Ok(s) => shapes.push(*s),
                 Err(e) => {
                     let term = self.game.machine().move_term(m.mv);
-                    return Ok(Some(mismatch(format!("the sheet's move {term} is no chess move: {e}"))));
+                    return Ok(Some(mismatch(format!(
+                        "the sheet's move {term} is no chess move: {e}"
+                    ))));
                 }
             }
         }
@@ -259,7 +263,9 @@ impl<M: StateMachine> Run<'_, M> {
             ))));
         }
         if san_plus.san == San::Null {
-            return Ok(Some(illegal(format!("{san_plus} is a null move, not a chess move"))));
+            return Ok(Some(illegal(format!(
+                "{san_plus} is a null move, not a chess move"
+            ))));
         }
         let (san, filled) = lenient_san(san_plus.san);
         let matching: Vec<usize> = (0..moves.len())
@@ -268,8 +274,15 @@ impl<M: StateMachine> Run<'_, M> {
         let chess_move = match san.to_move(pos) {
             Ok(m) => m,
             Err(e) => {
-                let what = format!("{san_plus}: {e} in chess ({} of the sheet's moves match)", matching.len());
-                return Ok(Some(if matching.len() == 1 { mismatch(what) } else { illegal(what) }));
+                let what = format!(
+                    "{san_plus}: {e} in chess ({} of the sheet's moves match)",
+                    matching.len()
+                );
+                return Ok(Some(if matching.len() == 1 {
+                    mismatch(what)
+                } else {
+                    illegal(what)
+                }));
             }
         };
         let [i] = matching[..] else {
@@ -318,7 +331,9 @@ impl<M: StateMachine> Run<'_, M> {
                 ))));
             }
             Some(Suffix::Checkmate) if !pos.is_checkmate() => {
-                return Ok(Some(illegal(format!("{san_plus} is marked as mate, but it is not"))));
+                return Ok(Some(illegal(format!(
+                    "{san_plus} is marked as mate, but it is not"
+                ))));
             }
             None if pos.is_check() => self.unmarked_checks += 1,
             _ => {}
@@ -351,7 +366,11 @@ impl<M: StateMachine> Run<'_, M> {
     }
 
     /// Checks that each colour's goal in `state` is the one `end` gives.
-    fn check_goals(&mut self, state: &M::State, end: Ending) -> Result<Option<Verdict>, ChessError> {
+    fn check_goals(
+        &mut self,
+        state: &M::State,
+        end: Ending,
+    ) -> Result<Option<Verdict>, ChessError> {
         let roles = self.game.roles();
         let want = end.goals();
         for color in Color::ALL {
@@ -408,11 +427,17 @@ impl Ending {
     pub fn goals(self) -> shakmaty::ByColor<u8> {
         match self {
             Ending::Checkmate(loser) => {
-                let mut g = shakmaty::ByColor { white: 100, black: 100 };
+                let mut g = shakmaty::ByColor {
+                    white: 100,
+                    black: 100,
+                };
                 g[loser] = 0;
                 g
             }
-            _ => shakmaty::ByColor { white: 50, black: 50 },
+            _ => shakmaty::ByColor {
+                white: 50,
+                black: 50,
+            },
         }
     }
 }
@@ -447,7 +472,8 @@ pub fn expected_ending(pos: &Chess, plies: usize, endings: &Endings) -> Option<E
         DeadPositions::None => false,
         DeadPositions::BareKings => others.is_empty(),
         DeadPositions::KingAndMinor => {
-            others.count() <= 1 && (others & (board.pawns() | board.rooks() | board.queens())).is_empty()
+            others.count() <= 1
+                && (others & (board.pawns() | board.rooks() | board.queens())).is_empty()
         }
     };
     if dead {

@@ -167,7 +167,9 @@ fn replay_all<M: StateMachine>(
                 );
             });
         }
-        bar.set_message(format!("{plies} plies, {mismatches} mismatches, {illegal} illegal"));
+        bar.set_message(format!(
+            "{plies} plies, {mismatches} mismatches, {illegal} illegal"
+        ));
         bar.inc(1);
     }
     bar.finish_and_clear();
