@@ -680,38 +680,74 @@ fn promotions_written_loosely_are_accepted() {
 #[test]
 fn the_repository_sheets_have_known_faults() {
     let base = shared("games/base");
-    // chess.kif (Stanford): no underpromotion, and an en passant capture that exposes the
-    // king along the rank.
-    let mut stanford = datalog(&base.join("chess.kif"));
-    let fault = |game: &mut ChessGame<DatalogMachine>, fen: &str, depth| {
+    let fault = |game: &mut ChessGame<DatalogMachine>, fen: &str| {
         let pos = position(fen);
         let state = game.state_of(&pos).unwrap();
-        perft_checked(game, &state, &pos, depth)
+        perft_checked(game, &state, &pos, 1)
             .unwrap_err()
             .to_string()
     };
+    let first_problem = |game: &mut ChessGame<DatalogMachine>, text: &str| {
+        let games = read_games(text.as_bytes());
+        match replay(game, &games[0]).verdict {
+            Verdict::Mismatch(p) => p.to_string(),
+            other => panic!("{other:?}"),
+        }
+    };
+    // A game of 200 plies that only moves knights.
+    let shuffle: String = (0..51)
+        .map(|i| format!("{}. Nf3 Nf6 {}. Ng1 Ng8 ", 2 * i + 1, 2 * i + 2))
+        .collect();
+
+    // chess.kif (Stanford).
+    let mut stanford = datalog(&base.join("chess.kif"));
+    // No underpromotion.
     let e = fault(
         &mut stanford,
         "rnbq1k1r/pp1Pbppp/2p5/8/2B5/8/PPP1NnPP/RNBQK2R w KQ -",
-        1,
     );
     assert!(
         e.contains("the sheet lacks Pd7xc8=N Pd7xc8=B Pd7xc8=R"),
         "{e}"
     );
-    let e = fault(&mut stanford, "1b1k4/8/8/1rPpK3/8/8/8/8 w - d6", 1);
+    // A pinned piece cannot move along the line of the pin.
+    let e = fault(
+        &mut stanford,
+        "2r1k2r/pp2ppb1/5n1p/q5p1/1nPP2P1/1QNB1N1P/PP3P2/2KRR3 b k - 6 15",
+    );
+    assert!(e.contains("the sheet lacks Pe7-e5 Pe7-e6"), "{e}");
+    // An en passant capture that exposes the king along the rank.
+    let e = fault(&mut stanford, "1b1k4/8/8/1rPpK3/8/8/8/8 w - d6");
     assert!(e.contains("the sheet adds Pc5xd6"), "{e}");
-    // chess_200.kif (Landau): the same en passant fault.
+    // No goal at the step limit.
+    let e = first_problem(&mut stanford, &shuffle);
+    assert!(e.contains("ply 201 (101. Nf3): the game ends in the step limit: white should score 50, the sheet gives []"), "{e}");
+
+    // chess_200.kif (Landau).
     let mut landau = datalog(&base.join("chess_200.kif"));
-    let e = fault(&mut landau, "1b1k4/8/8/1rPpK3/8/8/8/8 w - d6", 1);
+    // The same en passant capture.
+    let e = fault(&mut landau, "1b1k4/8/8/1rPpK3/8/8/8/8 w - d6");
     assert!(e.contains("the sheet adds Pc5xd6"), "{e}");
-    // Both replay ordinary games.
-    let games = games_in(&[shared("pgn/famous/molinari-bordais-1979.pgn")]);
-    let (failures, plies) = replay_all(&mut stanford, &games);
-    assert!(failures.is_empty(), "{failures:?}");
-    assert_eq!(plies, 10);
-    let (failures, _) = replay_all(&mut landau, &games);
-    assert!(failures.is_empty(), "{failures:?}");
+    // An en passant capture of the pawn that gives check is refused.
+    let e = fault(&mut landau, "8/8/8/1pp2k2/5pP1/5K2/8/8 b - g3 0 38");
+    assert!(e.contains("the sheet lacks Pf4xg3"), "{e}");
+    // Castling is not a king move to it: a king that castled and walked back castles again.
+    let e = first_problem(
+        &mut landau,
+        "1. e4 d5 2. exd5 Qxd5 3. Nc3 Qa5 4. d4 e5 5. Nf3 Bb4 6. Bd2 Bg4 7. Be2 exd4 \
+         8. Nxd4 Qe5 9. Ncb5 Bxe2 10. Qxe2 Bxd2+ 11. Kxd2 Qxe2+ 12. Kxe2 Na6 13. Rhe1 O-O-O \
+         14. Nxa7+ Kb8 15. Nac6+ bxc6 16. Nxc6+ Kc8 17. Nxd8 Kxd8 18. Rad1+ Ke8 19. Kd3 Ne7 \
+         20. Kc4 h5 *",
+    );
+    assert!(
+        e.contains("ply 40 (20... h5): legal moves differ from chess: the sheet adds O-O"),
+        "{e}"
+    );
+    // Its step limit ends the game with the right goals.
+    let r = replay(&mut landau, &read_games(shuffle.as_bytes())[0]);
+    assert_eq!(r.verdict, Verdict::Agree);
+    assert_eq!(r.plies, 200);
+    assert!(r.ended_early.is_some());
 }
 
 // ---------------------------------------------------------------- the command line
