@@ -6,6 +6,7 @@
 #![warn(missing_docs)]
 
 pub mod board;
+pub mod chess;
 pub mod cli;
 pub mod datalog;
 pub mod gdl;

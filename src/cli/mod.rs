@@ -9,6 +9,7 @@ mod play;
 mod serve;
 mod think;
 mod web;
+mod chess;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -127,6 +128,44 @@ enum Command {
     Match(matches::MatchArgs),
     /// One search by a built-in player: the move, its value and the iterations per second.
     Think(think::ThinkArgs),
+    /// Replay PGN games on a chess sheet, checking every ply against chess; exit 1 on any
+    /// mismatch or illegal game.
+    Pgn {
+        /// The chess sheet (.kif).
+        game: PathBuf,
+        /// PGN files, or directories searched for .pgn files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// How the sheet writes its state.
+        #[arg(long, value_enum, default_value_t = chess::DialectChoice::Auto)]
+        dialect: chess::DialectChoice,
+        /// The engine.
+        #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
+        engine: EngineChoice,
+    },
+    /// Count the move sequences of a given length through a chess sheet's rules.
+    Perft {
+        /// The chess sheet (.kif).
+        game: PathBuf,
+        /// The starting position (default: the sheet's initial state).
+        #[arg(long)]
+        fen: Option<String>,
+        /// The number of plies.
+        #[arg(long)]
+        depth: u32,
+        /// Print the count below each move.
+        #[arg(long)]
+        divide: bool,
+        /// Compare every position's moves with an independent move generator.
+        #[arg(long)]
+        check: bool,
+        /// How the sheet writes its state.
+        #[arg(long, value_enum, default_value_t = chess::DialectChoice::Auto)]
+        dialect: chess::DialectChoice,
+        /// The engine.
+        #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
+        engine: EngineChoice,
+    },
 }
 
 /// Runs the command line; the exit code says whether the work succeeded.
@@ -211,6 +250,34 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Think(args) => think::run(&args),
+        Command::Pgn {
+            game,
+            files,
+            dialect,
+            engine,
+        } => chess::pgn(chess::PgnArgs {
+            game,
+            files,
+            dialect,
+            engine,
+        }),
+        Command::Perft {
+            game,
+            fen,
+            depth,
+            divide,
+            check,
+            dialect,
+            engine,
+        } => chess::perft(chess::PerftArgs {
+            game,
+            fen,
+            depth,
+            divide,
+            check,
+            dialect,
+            engine,
+        }),
         Command::Ground { game } => {
             let description = load_description(&game)?;
             let start = std::time::Instant::now();

@@ -340,6 +340,29 @@ impl StateMachine for DatalogMachine {
     fn state_terms(&self, state: &DatalogState) -> Vec<Term> {
         state.0.iter().map(|&t| self.engine.pool.term(t)).collect()
     }
+
+    fn fact_ids_into(&self, state: &DatalogState, out: &mut Vec<u32>) -> bool {
+        out.clear();
+        out.extend(state.0.iter().map(|t| t.index() as u32));
+        true
+    }
+
+    fn state_from_terms(&mut self, facts: &[Term]) -> Result<DatalogState, MachineError> {
+        let mut ids = Vec::with_capacity(facts.len());
+        for fact in facts {
+            let id = self
+                .engine
+                .pool
+                .intern(fact)
+                .ok_or_else(|| MachineError::UnknownFact {
+                    fact: fact.to_string(),
+                })?;
+            ids.push(id);
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        Ok(DatalogState(ids))
+    }
 }
 
 #[cfg(test)]
@@ -376,6 +399,14 @@ mod tests {
         let s1 = m.next_state(&s0, &[mark, noop]).unwrap();
         assert_eq!(m.legal_moves(&s1, 1).unwrap().len(), 8);
         assert!(m.next_state(&s1, &[mark, noop]).is_err());
+        // The same state, rebuilt from its facts.
+        let facts = m.state_terms(&s1);
+        assert_eq!(m.state_from_terms(&facts).unwrap(), s1);
+        let var = crate::gdl::parse_term("(cell ?x 1 b)").unwrap();
+        assert!(matches!(
+            m.state_from_terms(&[var]),
+            Err(MachineError::UnknownFact { .. })
+        ));
     }
 
     #[test]

@@ -49,6 +49,13 @@ pub enum MachineError {
     /// The engine gave up (for example a runaway recursion hit a size limit).
     #[error("engine failure: {0}")]
     Engine(String),
+    /// A fact given for a state that the engine cannot hold: not ground, or (for a grounded
+    /// engine) not a base proposition of the game.
+    #[error("{fact} cannot be part of a state of this game")]
+    UnknownFact {
+        /// The fact, printed.
+        fact: String,
+    },
 }
 
 fn describe_goals(values: &[u8]) -> String {
@@ -118,6 +125,24 @@ pub trait StateMachine {
 
     /// The facts true in `state`.
     fn state_terms(&self, state: &Self::State) -> Vec<Term>;
+
+    /// Writes into `out` (cleared first) one id per fact of `state`, in the order of
+    /// [`state_terms`](Self::state_terms); one fact always has the same id in a machine and
+    /// its clones. A caller that reads many states can then remember what each fact means
+    /// instead of building its term every time. Returns `false`, leaving `out` empty, if the
+    /// engine has no such ids (the default).
+    fn fact_ids_into(&self, state: &Self::State, out: &mut Vec<u32>) -> bool {
+        let _ = state;
+        out.clear();
+        false
+    }
+
+    /// The state in which exactly `facts` are true (repeats are ignored), for starting a game
+    /// from a given position. Nothing checks that the state is reachable from the initial one.
+    ///
+    /// # Errors
+    /// [`MachineError::UnknownFact`] for a fact the engine cannot represent.
+    fn state_from_terms(&mut self, facts: &[Term]) -> Result<Self::State, MachineError>;
 
     /// An independent copy of this machine whose states and moves are interchangeable with
     /// this one's, for a search thread; `None` when the engine cannot share them (the

@@ -244,6 +244,39 @@ impl StateMachine for PropnetMachine {
         self.net.move_ids.get(&t).copied()
     }
 
+    fn fact_ids_into(&self, state: &PropnetState, out: &mut Vec<u32>) -> bool {
+        out.clear();
+        for (w, &word) in state.0.iter().enumerate() {
+            let mut bits = word;
+            while bits != 0 {
+                let i = w * 64 + bits.trailing_zeros() as usize;
+                if i < self.net.n_bases {
+                    out.push(i as u32);
+                }
+                bits &= bits - 1;
+            }
+        }
+        true
+    }
+
+    fn state_from_terms(&mut self, facts: &[Term]) -> Result<PropnetState, MachineError> {
+        let net = &*self.net;
+        let mut bits = vec![0u64; net.n_bases.div_ceil(64)].into_boxed_slice();
+        for fact in facts {
+            let unknown = || MachineError::UnknownFact {
+                fact: fact.to_string(),
+            };
+            let id = net.pool.find(fact).ok_or_else(unknown)?;
+            let i = net
+                .base_terms
+                .iter()
+                .position(|&t| t == id)
+                .ok_or_else(unknown)?;
+            bits[i / 64] |= 1 << (i % 64);
+        }
+        Ok(PropnetState(bits))
+    }
+
     fn state_terms(&self, state: &PropnetState) -> Vec<Term> {
         (0..self.net.n_bases.min(state.0.len() * 64))
             .filter(|&i| state.get(i))
@@ -309,6 +342,14 @@ mod tests {
         assert!(facts.contains(&"(control o)".to_string()));
         // The initial state is unchanged and still answers.
         assert_eq!(m.legal_moves(&s0, 0).unwrap().len(), 9);
+        // A state rebuilt from its facts; a fact that is no base proposition is refused.
+        let facts = m.state_terms(&s);
+        assert_eq!(m.state_from_terms(&facts).unwrap(), s);
+        let never = crate::gdl::parse_term("(cell 4 4 x)").unwrap();
+        assert!(matches!(
+            m.state_from_terms(&[never]),
+            Err(MachineError::UnknownFact { .. })
+        ));
     }
 
     #[test]
