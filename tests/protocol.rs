@@ -154,6 +154,10 @@ impl<M: StateMachine> StateMachine for Slow<M> {
     fn state_terms(&self, state: &Self::State) -> Vec<Term> {
         self.0.state_terms(state)
     }
+
+    fn state_from_terms(&mut self, facts: &[Term]) -> Result<Self::State, MachineError> {
+        self.0.state_from_terms(facts)
+    }
 }
 
 fn server(behaviour: Behaviour, margin_ms: u64) -> RunningServer {

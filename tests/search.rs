@@ -590,6 +590,10 @@ impl<M: StateMachine> StateMachine for Flaky<M> {
     fn state_terms(&self, state: &M::State) -> Vec<Term> {
         self.inner.state_terms(state)
     }
+
+    fn state_from_terms(&mut self, facts: &[Term]) -> Result<Self::State, MachineError> {
+        self.inner.state_from_terms(facts)
+    }
 }
 
 #[test]

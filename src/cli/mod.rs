@@ -4,12 +4,12 @@
 //! that uses `anyhow`.
 
 mod bench;
+mod chess;
 mod matches;
 mod play;
 mod serve;
 mod think;
 mod web;
-mod chess;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
