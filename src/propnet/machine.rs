@@ -3,9 +3,9 @@
 //!
 //! The machine keeps the network's counters for one loaded state and one set of inputs (one
 //! joint move). Loading another state flips only the bases that differ; setting a joint move
-//! flips only the inputs that differ. Each flip is pushed on a stack; popping it adds one to
-//! or takes one from the counter of every node it links to, and a node whose counter crosses
-//! its threshold is pushed in turn, until nothing changes. Links to output nodes keep the
+//! flips only the inputs that differ. Changed nodes are marked in a bitset and visited in
+//! increasing (topological) order; a visit adds one to or takes one from the counter of
+//! every node the visited one links to, and marks those whose counter crossed its threshold. Links to output nodes keep the
 //! per-role sets of legal moves up to date, mark the bases whose `next` may have changed, and
 //! schedule recursive blocks for re-evaluation. So terminal and goals are read off one node,
 //! legal moves off a set, and the next state is the loaded one with the marked bases
@@ -47,6 +47,11 @@ impl PropnetState {
 pub struct PropnetMachine {
     net: Arc<Net>,
     rt: Runtime,
+    /// A copy of the runtime with a state loaded that playouts have started from twice in a
+    /// row, restored instead of undoing a whole playout when that is cheaper.
+    snapshot: Option<Box<Runtime>>,
+    /// The state the last playout started from.
+    last_start: Option<PropnetState>,
 }
 
 /// The mutable part of a machine: counters and the sets derived from them.
@@ -56,18 +61,19 @@ struct Runtime {
     counts: Vec<u32>,
     /// The loaded state's bits (the bases' values).
     cur: Vec<u64>,
-    /// Pending flips, `node << 1 | new value`.
-    stack: Vec<u32>,
+    /// One bit per counted node: set when the node's value has changed an odd number of
+    /// times since it was last visited (for a block's first gate: when the block must be
+    /// re-evaluated). `summary` has one bit per word of `dirty`, set when the word may be
+    /// non-zero.
+    dirty_nodes: Vec<u64>,
+    summary: Vec<u64>,
     /// Bases whose `next` may differ from their value; `is_dirty` marks them.
     dirty: Vec<u32>,
     is_dirty: Vec<bool>,
-    /// Per role, the legal entries that hold, in no order; `legal_pos` is each entry's place
-    /// in its role's set, or [`NO_NODE`].
-    legal_set: Vec<Vec<u32>>,
-    legal_pos: Vec<u32>,
+    /// One bit per legal entry: whether it holds.
+    legal_bits: Vec<u64>,
     /// Blocks waiting for re-evaluation.
     block_dirty: Vec<bool>,
-    pending_blocks: Vec<u32>,
     block_old: Vec<u32>,
     /// Per role, the input node set by the current joint move, or [`NO_NODE`].
     inputs_on: Vec<u32>,
@@ -78,19 +84,18 @@ impl Runtime {
         let mut rt = Runtime {
             counts: net.init_counts.clone(),
             cur: net.initial.clone(),
-            stack: Vec::with_capacity(1024),
+            dirty_nodes: vec![0; net.n_counted().div_ceil(64)],
+            summary: vec![0; net.n_counted().div_ceil(64 * 64)],
             dirty: Vec::new(),
             is_dirty: vec![false; net.n_bases],
-            legal_set: vec![Vec::new(); net.roles.len()],
-            legal_pos: vec![NO_NODE; net.legal.len()],
+            legal_bits: vec![0; net.legal.len().div_ceil(64)],
             block_dirty: vec![false; net.blocks.len()],
-            pending_blocks: Vec::new(),
             block_old: Vec::new(),
             inputs_on: vec![NO_NODE; net.roles.len()],
         };
         for (k, e) in net.legal.iter().enumerate() {
-            rt.update_legal(net, k);
-            debug_assert_eq!(rt.legal_pos[k] != NO_NODE, Net::lit_value(&rt.counts, e.lit));
+            let v = Net::lit_value(&rt.counts, e.lit);
+            rt.set_legal(k, v);
         }
         for i in 0..net.n_bases {
             rt.mark_dirty(i);
@@ -111,34 +116,78 @@ impl Runtime {
         }
     }
 
-    /// Brings legal entry `k`'s membership in its role's set in line with its literal.
+    /// Whether legal entry `k` holds.
+    #[cfg(test)]
+    fn legal(&self, k: usize) -> bool {
+        self.legal_bits[k / 64] >> (k % 64) & 1 == 1
+    }
+
+    /// Records whether legal entry `k` holds.
     #[inline]
-    fn update_legal(&mut self, net: &Net, k: usize) {
-        let e = &net.legal[k];
-        let v = Net::lit_value(&self.counts, e.lit);
-        let pos = self.legal_pos[k];
-        let set = &mut self.legal_set[e.role as usize];
-        if v && pos == NO_NODE {
-            self.legal_pos[k] = set.len() as u32;
-            set.push(k as u32);
-        } else if !v && pos != NO_NODE {
-            let last = set.pop().expect("a member");
-            if last as usize != k {
-                set[pos as usize] = last;
-                self.legal_pos[last as usize] = pos;
+    fn set_legal(&mut self, k: usize, v: bool) {
+        let w = &mut self.legal_bits[k / 64];
+        let m = 1u64 << (k % 64);
+        *w = if v { *w | m } else { *w & !m };
+    }
+
+    /// The legal entries of `role` that hold, in increasing order.
+    fn legal_entries(&self, net: &Net, role: usize) -> impl Iterator<Item = usize> + '_ {
+        let (start, end) = net.legal_words[role];
+        (start as usize..end as usize).flat_map(move |w| {
+            let mut bits = self.legal_bits[w];
+            std::iter::from_fn(move || {
+                (bits != 0).then(|| {
+                    let b = bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    w * 64 + b
+                })
+            })
+        })
+    }
+
+    /// A uniformly random legal entry of `role`, or `None` if it has none.
+    #[inline]
+    fn random_legal(&self, net: &Net, role: usize, rng: &mut impl Rng) -> Option<usize> {
+        let (start, end) = net.legal_words[role];
+        let words = &self.legal_bits[start as usize..end as usize];
+        let n: u32 = words.iter().map(|w| w.count_ones()).sum();
+        let mut i = match n {
+            0 => return None,
+            1 => 0,
+            n => rng.random_range(0..n),
+        };
+        for (w, &bits) in words.iter().enumerate() {
+            let c = bits.count_ones();
+            if i < c {
+                let mut bits = bits;
+                for _ in 0..i {
+                    bits &= bits - 1;
+                }
+                return Some((start as usize + w) * 64 + bits.trailing_zeros() as usize);
             }
-            self.legal_pos[k] = NO_NODE;
+            i -= c;
+        }
+        None
+    }
+
+    /// Marks a change of node `x`'s value (a second change cancels the first).
+    #[inline]
+    fn toggle(&mut self, x: usize) {
+        self.dirty_nodes[x >> 6] ^= 1 << (x & 63);
+        self.summary[x >> 12] |= 1 << ((x >> 6) & 63);
+    }
+
+    /// Sets leaf `node` (a base or input) to `v` and marks the change.
+    #[inline]
+    fn set_leaf(&mut self, node: u32, v: bool) {
+        let c = if v { TRUE_COUNT } else { 0 };
+        if self.counts[node as usize] != c {
+            self.counts[node as usize] = c;
+            self.toggle(node as usize);
         }
     }
 
-    /// Sets leaf `node` (a base or input) to `v` and queues the change.
-    #[inline]
-    fn set_leaf(&mut self, node: u32, v: bool) {
-        self.counts[node as usize] = if v { TRUE_COUNT } else { 0 };
-        self.stack.push(node << 1 | u32::from(v));
-    }
-
-    /// Flips base `i` and queues the change.
+    /// Flips base `i` and marks the change.
     #[inline]
     fn flip_base(&mut self, i: usize) {
         self.cur[i / 64] ^= 1 << (i % 64);
@@ -146,67 +195,151 @@ impl Runtime {
         self.set_leaf(Net::base_node(i), v);
     }
 
-    /// Propagates queued changes until nothing changes.
+    /// Propagates the marked changes until nothing changes.
+    ///
+    /// Nodes are numbered in topological order and every link goes to a higher node, so one
+    /// sweep over the marked nodes in increasing order visits each node once, after all its
+    /// inputs have settled: a node whose value changed and changed back is not visited at all.
     fn propagate(&mut self, net: &Net) {
-        let first_legal = net.first_legal;
-        loop {
-            while let Some(ev) = self.stack.pop() {
-                let node = (ev >> 1) as usize;
-                let v = ev & 1;
-                let (s, e) = (net.out_start[node] as usize, net.out_start[node + 1] as usize);
-                for &t in &net.outs[s..e] {
-                    let target = t >> 1;
-                    if target >= first_legal {
-                        self.output_changed(net, node, target);
-                        continue;
-                    }
-                    // +1 when the literal turns true, -1 when it turns false.
-                    let lit = v ^ (t & 1);
-                    let old = self.counts[target as usize];
-                    let new = old.wrapping_add(lit * 2).wrapping_sub(1);
-                    self.counts[target as usize] = new;
-                    if (old ^ new) & TRUE_COUNT != 0 {
-                        self.stack.push(target << 1 | new >> 31);
-                    }
-                }
+        let mut sw = 0;
+        while sw < self.summary.len() {
+            let s = self.summary[sw];
+            if s == 0 {
+                sw += 1;
+                continue;
             }
-            match self.pending_blocks.pop() {
-                Some(b) => self.reevaluate_block(net, b as usize),
-                None => break,
+            let wi = s.trailing_zeros() as usize;
+            let w = sw * 64 + wi;
+            let d = self.dirty_nodes[w];
+            if d == 0 {
+                self.summary[sw] = s & !(1 << wi);
+                continue;
+            }
+            self.dirty_nodes[w] = d & (d - 1);
+            let x = w * 64 + d.trailing_zeros() as usize;
+            if !net.block_at.is_empty() && net.block_at[x] != NO_NODE {
+                self.reevaluate_block(net, net.block_at[x] as usize);
+            } else {
+                self.announce(net, x);
             }
         }
     }
 
-    /// A link from `source` to output node `target` fired.
-    #[cold]
-    fn output_changed(&mut self, net: &Net, _source: usize, target: u32) {
+    /// Passes node `x`'s new value along its links.
+    #[inline]
+    fn announce(&mut self, net: &Net, x: usize) {
+        let v = self.counts[x] >> 31;
+        let first_last = net.first_last_gate as usize;
+        let first_legal = net.first_legal as usize;
+        let (s, e) = (net.out_start[x] as usize, net.out_start[x + 1] as usize);
+        let outs = &net.outs[s..e];
+        let mut k = 0;
+        {
+            let counts = &mut self.counts[..];
+            let dirty_nodes = &mut self.dirty_nodes[..];
+            let summary = &mut self.summary[..];
+            while k < outs.len() {
+                let t = outs[k];
+                let target = (t >> 1) as usize;
+                if target >= first_last {
+                    break;
+                }
+                // SAFETY: `Net::check_links` verified at build that every link target below
+                // `first_legal` is a counted node; `counts` has one counter per counted node
+                // and `dirty_nodes` and `summary` one bit per counted node, rounded up.
+                unsafe {
+                    let c = counts.get_unchecked_mut(target);
+                    let old = *c;
+                    // +1 when the literal turns true, -1 when it turns false.
+                    let new = old.wrapping_add(((v ^ t) & 1) * 2).wrapping_sub(1);
+                    *c = new;
+                    if (old ^ new) & TRUE_COUNT != 0 {
+                        *dirty_nodes.get_unchecked_mut(target >> 6) ^= 1 << (target & 63);
+                        *summary.get_unchecked_mut(target >> 12) |= 1 << ((target >> 6) & 63);
+                    }
+                }
+                k += 1;
+            }
+        }
+        // Gates that only feed outputs: passed on at once when they change.
+        while k < outs.len() {
+            let t = outs[k];
+            let target = (t >> 1) as usize;
+            if target >= first_legal {
+                break;
+            }
+            let old = self.counts[target];
+            let new = old.wrapping_add(((v ^ t) & 1) * 2).wrapping_sub(1);
+            self.counts[target] = new;
+            if (old ^ new) & TRUE_COUNT != 0 {
+                self.announce_outputs(net, target);
+            }
+            k += 1;
+        }
+        // The output nodes come last.
+        for &t in &outs[k..] {
+            self.output_changed(net, t >> 1, (v ^ t) & 1 == 1);
+        }
+    }
+
+    /// Passes node `x`'s new value to the output nodes it links to (all its links).
+    fn announce_outputs(&mut self, net: &Net, x: usize) {
+        let v = self.counts[x] >> 31;
+        let (s, e) = (net.out_start[x] as usize, net.out_start[x + 1] as usize);
+        for &t in &net.outs[s..e] {
+            self.output_changed(net, t >> 1, (v ^ t) & 1 == 1);
+        }
+    }
+
+    /// A link to output node `target` fired; `value` is the linked literal's new value.
+    #[inline]
+    fn output_changed(&mut self, net: &Net, target: u32, value: bool) {
         if target < net.first_next {
-            self.update_legal(net, (target - net.first_legal) as usize);
+            self.set_legal((target - net.first_legal) as usize, value);
         } else if target < net.first_block {
             self.mark_dirty((target - net.first_next) as usize);
         } else {
             let b = (target - net.first_block) as usize;
             if !self.block_dirty[b] {
                 self.block_dirty[b] = true;
-                self.pending_blocks.push(b as u32);
+                let x0 = net.blocks[b].0 as usize;
+                self.dirty_nodes[x0 >> 6] |= 1 << (x0 & 63);
+                self.summary[x0 >> 12] |= 1 << ((x0 >> 6) & 63);
             }
         }
     }
 
-    /// Re-evaluates a block and queues its gates that changed.
+    /// Re-evaluates a block and passes on the changes of its gates.
     fn reevaluate_block(&mut self, net: &Net, b: usize) {
+        if !self.block_dirty[b] {
+            return;
+        }
         self.block_dirty[b] = false;
         let (start, end) = net.blocks[b];
         let range = start as usize..end as usize;
-        self.block_old.clear();
-        self.block_old.extend_from_slice(&self.counts[range.clone()]);
+        let mut old = std::mem::take(&mut self.block_old);
+        old.clear();
+        old.extend_from_slice(&self.counts[range.clone()]);
         net.eval_block(&mut self.counts, b);
-        for (x, &old) in range.zip(&self.block_old) {
-            let new = self.counts[x];
-            if new != old {
-                self.stack.push((x as u32) << 1 | new >> 31);
+        for (x, &o) in range.zip(&old) {
+            if self.counts[x] != o {
+                self.announce(net, x);
             }
         }
+        self.block_old = old;
+    }
+
+    /// Becomes a copy of `other`, reusing allocations.
+    fn restore_from(&mut self, other: &Runtime) {
+        self.counts.copy_from_slice(&other.counts);
+        self.cur.copy_from_slice(&other.cur);
+        self.dirty_nodes.copy_from_slice(&other.dirty_nodes);
+        self.summary.copy_from_slice(&other.summary);
+        self.dirty.clone_from(&other.dirty);
+        self.is_dirty.copy_from_slice(&other.is_dirty);
+        self.legal_bits.copy_from_slice(&other.legal_bits);
+        self.block_dirty.copy_from_slice(&other.block_dirty);
+        self.inputs_on.copy_from_slice(&other.inputs_on);
     }
 
     /// Loads a state: flips the bases that differ and propagates.
@@ -304,7 +437,12 @@ impl PropnetMachine {
     /// A machine over an already built net.
     pub fn from_net(net: Arc<Net>) -> PropnetMachine {
         let rt = Runtime::new(&net);
-        PropnetMachine { net, rt }
+        PropnetMachine {
+            net,
+            rt,
+            snapshot: None,
+            last_start: None,
+        }
     }
 
     /// The network.
@@ -314,6 +452,41 @@ impl PropnetMachine {
 
     fn load(&mut self, state: &PropnetState) -> Result<(), MachineError> {
         self.rt.load(&self.net, &state.0)
+    }
+
+    /// Loads the start of a playout, from the snapshot when it holds that state and copying
+    /// it is cheaper than propagating the difference; takes a snapshot of a state that starts
+    /// two playouts in a row.
+    fn load_start(&mut self, state: &PropnetState) -> Result<(), MachineError> {
+        if let Some(snap) = &self.snapshot
+            && *snap.cur == *state.0
+        {
+            // Links leaving the bases that differ, against the counters to copy.
+            let net = &*self.net;
+            let mut links = 0usize;
+            for (w, (&a, &b)) in self.rt.cur.iter().zip(&snap.cur).enumerate() {
+                let mut diff = a ^ b;
+                while diff != 0 {
+                    let i = w * 64 + diff.trailing_zeros() as usize;
+                    diff &= diff - 1;
+                    let x = Net::base_node(i) as usize;
+                    links += (net.out_start[x + 1] - net.out_start[x]) as usize;
+                }
+            }
+            if links.saturating_mul(256) > net.n_counted() {
+                self.rt.restore_from(snap);
+                return Ok(());
+            }
+        }
+        self.load(state)?;
+        if self.last_start.as_ref() == Some(state) {
+            if self.snapshot.as_ref().is_none_or(|s| *s.cur != *state.0) {
+                self.snapshot = Some(Box::new(self.rt.clone()));
+            }
+        } else {
+            self.last_start = Some(state.clone());
+        }
+        Ok(())
     }
 
     fn current_state(&self) -> PropnetState {
@@ -344,10 +517,9 @@ impl StateMachine for PropnetMachine {
         out: &mut Vec<MoveId>,
     ) -> Result<(), MachineError> {
         self.load(state)?;
-        if let Some(set) = self.rt.legal_set.get(role) {
-            let start = out.len();
-            out.extend(set.iter().map(|&k| self.net.legal[k as usize].mv));
-            out[start..].sort_unstable();
+        if role < self.net.roles.len() {
+            let net = &*self.net;
+            out.extend(self.rt.legal_entries(net, role).map(|k| net.legal[k].mv));
         }
         Ok(())
     }
@@ -429,7 +601,7 @@ impl StateMachine for PropnetMachine {
         rng: &mut impl Rng,
         max_steps: usize,
     ) -> Result<(PropnetState, usize), MachineError> {
-        self.load(state)?;
+        self.load_start(state)?;
         let net = &*self.net;
         let rt = &mut self.rt;
         for steps in 0..max_steps {
@@ -437,18 +609,12 @@ impl StateMachine for PropnetMachine {
                 return Ok((PropnetState(rt.cur.clone().into_boxed_slice()), steps));
             }
             for role in 0..net.roles.len() {
-                let set = &rt.legal_set[role];
-                let k = match set.len() {
-                    0 => {
-                        return Err(MachineError::NoLegalMoves {
-                            role: net.roles[role].to_string(),
-                        });
-                    }
-                    1 => set[0],
-                    n => set[rng.random_range(0..n)],
+                let Some(k) = rt.random_legal(net, role, rng) else {
+                    return Err(MachineError::NoLegalMoves {
+                        role: net.roles[role].to_string(),
+                    });
                 };
-                let input = net.legal[k as usize].input;
-                rt.set_input(role, input);
+                rt.set_input(role, net.legal[k].input);
             }
             rt.propagate(net);
             rt.advance(net);
@@ -490,11 +656,7 @@ mod tests {
         assert_eq!(expect, rt.counts, "counters differ from a full evaluation");
         for (k, e) in net.legal.iter().enumerate() {
             let v = Net::lit_value(&rt.counts, e.lit);
-            assert_eq!(v, rt.legal_pos[k] != NO_NODE, "legal entry {k}");
-            if v {
-                let pos = rt.legal_pos[k] as usize;
-                assert_eq!(rt.legal_set[e.role as usize][pos], k as u32);
-            }
+            assert_eq!(v, rt.legal(k), "legal entry {k}");
         }
         for i in 0..net.n_bases {
             if !rt.is_dirty[i] {
@@ -639,10 +801,10 @@ mod debug_tests {
                 if m.is_terminal(&s).unwrap() { break; }
                 let mut joint = vec![];
                 for role in 0..2 {
-                    let set = &m.rt.legal_set[role];
-                    let k = set[rng.random_range(0..set.len())];
-                    joint.push(m.net.legal[k as usize].mv);
-                    let input = m.net.legal[k as usize].input;
+                    let net = m.net.clone();
+                    let k = m.rt.random_legal(&net, role, &mut rng).unwrap();
+                    joint.push(m.net.legal[k].mv);
+                    let input = m.net.legal[k].input;
                     m.rt.set_input(role, input);
                 }
                 let net = m.net.clone();

@@ -55,7 +55,6 @@ pub struct NetStats {
 /// `does` sets (or [`NO_NODE`] when no rule reads it).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct LegalEntry {
-    pub role: u32,
     pub mv: MoveId,
     pub lit: Lit,
     pub input: u32,
@@ -75,6 +74,8 @@ pub struct Net {
     pub(crate) n_inputs: usize,
     /// First gate node.
     pub(crate) first_gate: u32,
+    /// First gate that no gate reads: from here to `first_legal`, gates only feed outputs.
+    pub(crate) first_last_gate: u32,
     /// First output node (legal moves), then the `next` outputs, then the block outputs.
     pub(crate) first_legal: u32,
     pub(crate) first_next: u32,
@@ -90,10 +91,14 @@ pub struct Net {
     pub(crate) gate_ins: Vec<Lit>,
     /// Recursive blocks: ranges of gate nodes.
     pub(crate) blocks: Vec<(u32, u32)>,
+    /// Per counted node, the block it starts, or [`NO_NODE`]; empty when there are no blocks.
+    pub(crate) block_at: Vec<u32>,
     /// Counters of every node below `first_legal` in the initial state with no input set.
     pub(crate) init_counts: Vec<u32>,
-    /// Legal moves, by role then move.
+    /// Legal moves, by role then move, each role's starting on a multiple of 64.
     pub(crate) legal: Vec<LegalEntry>,
+    /// Per role, the range of 64-entry words of `legal` that hold its moves.
+    pub(crate) legal_words: Vec<(u32, u32)>,
     /// For each base, the literal of its `next` proposition.
     pub(crate) next: Vec<Lit>,
     /// For each base, the fact.
@@ -185,14 +190,20 @@ impl Net {
         let roots = outputs.roots(&g);
         optimize::inline(&mut g, &roots, clock)?;
         optimize::simplify(&mut g, clock)?;
+        let roots = outputs.roots(&g);
+        optimize::factor(&mut g, &roots, clock)?;
+        let roots = outputs.roots(&g);
+        optimize::inline(&mut g, &roots, clock)?;
+        optimize::simplify(&mut g, clock)?;
         clock.check("building the network")?;
         let flat = Flat::new(&g, &prog, &outputs, budget)?;
-        Ok(Net {
+        let net = Net {
             pool: prog.pool,
             roles: roles.to_vec(),
             n_bases,
             n_inputs: prog.inputs.len(),
             first_gate: flat.first_gate,
+            first_last_gate: flat.first_last_gate,
             first_legal: flat.first_legal,
             first_next: flat.first_next,
             first_block: flat.first_block,
@@ -202,8 +213,10 @@ impl Net {
             gate_start: flat.gate_start,
             gate_ins: flat.gate_ins,
             init_counts: Vec::new(),
+            block_at: Vec::new(),
             blocks: flat.blocks,
             legal: flat.legal,
+            legal_words: flat.legal_words,
             next: flat.next,
             base_terms,
             moves: outputs.moves,
@@ -214,7 +227,9 @@ impl Net {
             initial,
             raw_gates,
         }
-        .with_initial_counts())
+        .with_initial_counts();
+        net.check_links()?;
+        Ok(net)
     }
 
     /// The value of a literal under `counts`.
@@ -296,7 +311,40 @@ impl Net {
         }
     }
 
+    /// Checks what propagation relies on: every link goes from a node to a higher one, within
+    /// the node ranges, and the link table is well formed. Propagation indexes without bounds
+    /// checks on the strength of this.
+    fn check_links(&self) -> Result<(), GroundError> {
+        let n_targets = self.first_block as usize + self.blocks.len();
+        let counted = self.n_counted();
+        let well_formed = self.out_start.len() == counted + 1
+            && self.out_start[0] == 0
+            && self.out_start.windows(2).all(|w| w[0] <= w[1])
+            && self.out_start[counted] as usize == self.outs.len()
+            && self.init_counts.len() == counted
+            && (0..counted).all(|x| {
+                let (s, e) = (self.out_start[x] as usize, self.out_start[x + 1] as usize);
+                self.outs[s..e].iter().all(|&t| {
+                    let t = (t >> 1) as usize;
+                    t > x && t < n_targets
+                })
+            });
+        if well_formed {
+            Ok(())
+        } else {
+            Err(GroundError::Unsupported(
+                "internal error: malformed network links".into(),
+            ))
+        }
+    }
+
     fn with_initial_counts(mut self) -> Net {
+        if !self.blocks.is_empty() {
+            self.block_at = vec![NO_NODE; self.n_counted()];
+            for (b, &(start, _)) in self.blocks.iter().enumerate() {
+                self.block_at[start as usize] = b as u32;
+            }
+        }
         self.init_counts = self.full_counts(&self.initial);
         self
     }
@@ -452,6 +500,7 @@ impl Outputs {
 /// The flattened arrays.
 struct Flat {
     first_gate: u32,
+    first_last_gate: u32,
     first_legal: u32,
     first_next: u32,
     first_block: u32,
@@ -462,6 +511,7 @@ struct Flat {
     gate_ins: Vec<Lit>,
     blocks: Vec<(u32, u32)>,
     legal: Vec<LegalEntry>,
+    legal_words: Vec<(u32, u32)>,
     next: Vec<Lit>,
     input_of: Vec<Vec<u32>>,
     goals: Vec<Vec<(Lit, u8)>>,
@@ -509,6 +559,26 @@ impl Flat {
 
         // Number the nodes.
         let comps = optimize::components(&g.nodes, |x| live[x] && g.nodes[x].is_gate());
+        // Gates no gate reads (only outputs) go last: they can be handled as soon as their
+        // counter crosses, with no visit.
+        let mut read_by_gate = vec![false; n];
+        for comp in &comps {
+            for &x in comp {
+                for l in g.nodes[x as usize].inputs() {
+                    read_by_gate[g.resolve(*l).node()] = true;
+                }
+            }
+        }
+        let is_last = |comp: &Vec<u32>| {
+            let x = comp[0] as usize;
+            comp.len() == 1
+                && !read_by_gate[x]
+                && !g.nodes[x].inputs().iter().any(|l| l.node() == x)
+        };
+        let (mut comps, last): (Vec<Vec<u32>>, Vec<Vec<u32>>) =
+            comps.into_iter().partition(|c| !is_last(c));
+        let n_inner = comps.len();
+        comps.extend(last);
         let mut number = vec![NO_NODE; n];
         number[0] = 0;
         // Bases and inputs keep their raw numbers, 1 onwards.
@@ -536,6 +606,7 @@ impl Flat {
             }
         }
         let first_legal = next_number;
+        let first_last_gate = first_gate + (comps[..n_inner].iter().map(Vec::len).sum::<usize>() as u32);
         let n_gates = (first_legal - first_gate) as usize;
         if n_gates > budget.max_gates {
             return Err(GroundError::Budget(format!(
@@ -593,11 +664,22 @@ impl Flat {
         for &(r, m, node) in &outputs.inputs {
             input_of[r][m.0 as usize] = number[node as usize];
         }
+        // Each role's entries start on a multiple of 64, so that its legal moves are whole
+        // words of a bitset; the gaps hold entries that are never legal.
         let mut legal = Vec::new();
+        let mut legal_words = Vec::with_capacity(n_roles);
         for (r, moves) in outputs.legal.iter().enumerate() {
+            while legal.len() % 64 != 0 {
+                legal.push(LegalEntry {
+                    mv: MoveId(u32::MAX),
+                    lit: Lit::FALSE,
+                    input: NO_NODE,
+                });
+            }
+            let start = legal.len() / 64;
+            legal_words.push((start as u32, (start + moves.len().div_ceil(64)) as u32));
             for &(l, mv) in moves {
                 legal.push(LegalEntry {
-                    role: r as u32,
                     mv,
                     lit: num(g.resolve(l)),
                     input: input_of[r][mv.0 as usize],
@@ -620,8 +702,8 @@ impl Flat {
         block_links.sort_unstable();
         block_links.dedup();
         links.extend(block_links.into_iter().map(|(s, b)| (s, (first_block + b) << 1)));
-        // Stable: each source's links keep the gates' order.
-        links.sort_by_key(|&(s, _)| s);
+        // By source, then target: gates in order, then the output nodes.
+        links.sort_unstable();
         let mut out_start = vec![0u32; first_legal as usize + 1];
         for &(s, _) in &links {
             out_start[s as usize + 1] += 1;
@@ -637,6 +719,7 @@ impl Flat {
             .collect();
         Ok(Flat {
             first_gate,
+            first_last_gate,
             first_legal,
             first_next,
             first_block,
@@ -647,6 +730,7 @@ impl Flat {
             gate_ins,
             blocks,
             legal,
+            legal_words,
             next,
             input_of,
             goals,

@@ -134,6 +134,15 @@ impl Graph {
         })
     }
 
+    /// Adds a node (not recursive) and returns its number.
+    pub fn push(&mut self, node: Node) -> usize {
+        let x = self.nodes.len();
+        self.nodes.push(node);
+        self.cyclic.push(false);
+        self.repl.push(Lit::pos(x));
+        x
+    }
+
     /// What a literal stands for now (replacements point to earlier nodes, so this ends).
     pub fn resolve(&self, l: Lit) -> Lit {
         let mut l = l;
@@ -358,6 +367,164 @@ pub(crate) fn inline(
         }
     }
     Ok(())
+}
+
+/// Most products of one OR that [`factor`] looks at; larger ORs are left alone.
+const MAX_FACTOR_PRODUCTS: usize = 4096;
+
+/// Factors common literals out of ORs of ANDs: `OR(AND(a, x), AND(a, y), z)` becomes
+/// `OR(AND(a, OR(x, y)), z)`, repeatedly, taking each time the literal shared by the most
+/// products. Only ANDs read by nothing but the OR are taken apart. A rule such as
+/// `(<= (next (cell ?c b)) (true (cell ?c b)) (does ?p (mark ?d)) (distinct ?c ?d))` grounds to
+/// one AND per cell and move; factored, each cell reads one OR of the moves, so a move
+/// touches one gate per cell instead of one per cell and move, and a cell one gate instead of
+/// one per move.
+pub(crate) fn factor(g: &mut Graph, roots: &[Lit], clock: &Clock) -> Result<(), GroundError> {
+    let live = live(g, roots.iter().copied());
+    let mut readers = vec![0u32; g.nodes.len()];
+    for (x, node) in g.nodes.iter().enumerate() {
+        if live[x] {
+            for l in node.inputs() {
+                readers[l.node()] += 1;
+            }
+        }
+    }
+    for l in roots {
+        readers[l.node()] += 1;
+    }
+    let old_order = std::mem::take(&mut g.order);
+    let mut order = Vec::with_capacity(old_order.len());
+    for (c, comp) in old_order.into_iter().enumerate() {
+        if c % 4096 == 4095 {
+            clock.check("factoring the network")?;
+        }
+        let x = comp[0] as usize;
+        if comp.len() == 1 && live[x] && !g.cyclic[x] && matches!(g.nodes[x], Node::Or(_)) {
+            let mut created = Vec::new();
+            factor_or(g, x, &readers, &mut created);
+            order.extend(created.into_iter().map(|y| vec![y as u32]));
+        }
+        order.push(comp);
+    }
+    g.order = order;
+    Ok(())
+}
+
+/// A product of a sum being factored: its literals, and the literal that already stands for
+/// it if it is unchanged.
+struct Product {
+    lits: Vec<Lit>,
+    orig: Option<Lit>,
+}
+
+/// Most factoring rounds for one OR.
+const MAX_FACTOR_ROUNDS: usize = 256;
+
+/// Factors OR gate `x` in place; new gates are appended to `created` in dependency order.
+fn factor_or(g: &mut Graph, x: usize, readers: &[u32], created: &mut Vec<usize>) {
+    let ins = g.nodes[x].inputs().to_vec();
+    if ins.len() < 2 || ins.len() > MAX_FACTOR_PRODUCTS {
+        return;
+    }
+    // An AND read only here is a product to take apart; anything else is a product of one.
+    let splittable = |l: Lit, g: &Graph| {
+        let y = l.node();
+        !l.neg()
+            && y < readers.len()
+            && readers[y] == 1
+            && !g.cyclic[y]
+            && matches!(g.nodes[y], Node::And(_))
+    };
+    let mut products: Vec<Product> = ins
+        .iter()
+        .map(|&l| Product {
+            lits: if splittable(l, g) {
+                g.nodes[l.node()].inputs().to_vec()
+            } else {
+                vec![l]
+            },
+            orig: Some(l),
+        })
+        .collect();
+    if !factor_sum(g, &mut products, created) {
+        return;
+    }
+    let rest: Vec<Lit> = products
+        .into_iter()
+        .map(|p| match p.orig {
+            Some(l) => l,
+            None => product_lit(g, p.lits, created),
+        })
+        .collect();
+    // The ANDs taken apart are no longer read.
+    for &l in &ins {
+        if splittable(l, g) && !rest.contains(&l) {
+            g.nodes[l.node()] = Node::Gone;
+        }
+    }
+    g.nodes[x] = Node::Or(rest);
+}
+
+/// Factors a sum of products in place: while a literal occurs in two products or more, the
+/// products with the literal `m` that occurs most are replaced by one, `AND(m, OR(rest...))`,
+/// whose inner OR is factored in turn. Returns whether anything changed.
+fn factor_sum(g: &mut Graph, products: &mut Vec<Product>, created: &mut Vec<usize>) -> bool {
+    let mut counts: HashMap<Lit, u32> = HashMap::new();
+    let mut changed = false;
+    for _ in 0..MAX_FACTOR_ROUNDS {
+        counts.clear();
+        for p in products.iter().filter(|p| p.lits.len() > 1) {
+            for &l in &p.lits {
+                *counts.entry(l).or_insert(0) += 1;
+            }
+        }
+        // The most frequent literal; the smallest on ties, so that results are reproducible.
+        let best = counts
+            .iter()
+            .filter(|&(_, &n)| n >= 2)
+            .max_by_key(|&(&l, &n)| (n, std::cmp::Reverse(l)))
+            .map(|(&l, _)| l);
+        let Some(m) = best else {
+            break;
+        };
+        changed = true;
+        let (with, without): (Vec<Product>, Vec<Product>) = std::mem::take(products)
+            .into_iter()
+            .partition(|p| p.lits.len() > 1 && p.lits.contains(&m));
+        *products = without;
+        let mut inner: Vec<Product> = with
+            .into_iter()
+            .map(|p| Product {
+                lits: p.lits.into_iter().filter(|&l| l != m).collect(),
+                orig: None,
+            })
+            .collect();
+        factor_sum(g, &mut inner, created);
+        let inner_ins: Vec<Lit> = inner
+            .into_iter()
+            .map(|p| match p.orig {
+                Some(l) => l,
+                None => product_lit(g, p.lits, created),
+            })
+            .collect();
+        let inner = g.push(Node::Or(inner_ins));
+        created.push(inner);
+        products.push(Product {
+            lits: vec![m, Lit::pos(inner)],
+            orig: None,
+        });
+    }
+    changed
+}
+
+/// A product as a literal: itself if it has one literal, else a fresh AND.
+fn product_lit(g: &mut Graph, p: Vec<Lit>, created: &mut Vec<usize>) -> Lit {
+    if p.len() == 1 {
+        return p[0];
+    }
+    let y = g.push(Node::And(p));
+    created.push(y);
+    Lit::pos(y)
 }
 
 /// The strongly connected components of the nodes `keep` selects (edges from a gate's inputs
