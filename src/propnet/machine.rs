@@ -130,42 +130,57 @@ impl Runtime {
         *w = if v { *w | m } else { *w & !m };
     }
 
-    /// The legal entries of `role` that hold, in increasing order.
-    fn legal_entries(&self, net: &Net, role: usize) -> impl Iterator<Item = usize> + '_ {
-        let (start, end) = net.legal_words[role];
-        (start as usize..end as usize).flat_map(move |w| {
-            let mut bits = self.legal_bits[w];
-            std::iter::from_fn(move || {
-                (bits != 0).then(|| {
-                    let b = bits.trailing_zeros() as usize;
-                    bits &= bits - 1;
-                    w * 64 + b
+    /// The legal entries of `role` that hold, group by group.
+    fn legal_entries<'a>(&'a self, net: &'a Net, role: usize) -> impl Iterator<Item = usize> + 'a {
+        net.legal_groups[role]
+            .iter()
+            .filter(|grp| Net::lit_value(&self.counts, grp.guard))
+            .flat_map(move |grp| {
+                (grp.words.0 as usize..grp.words.1 as usize).flat_map(move |w| {
+                    let mut bits = self.legal_bits[w];
+                    std::iter::from_fn(move || {
+                        (bits != 0).then(|| {
+                            let b = bits.trailing_zeros() as usize;
+                            bits &= bits - 1;
+                            w * 64 + b
+                        })
+                    })
                 })
             })
-        })
     }
 
     /// A uniformly random legal entry of `role`, or `None` if it has none.
     #[inline]
     fn random_legal(&self, net: &Net, role: usize, rng: &mut impl Rng) -> Option<usize> {
-        let (start, end) = net.legal_words[role];
-        let words = &self.legal_bits[start as usize..end as usize];
-        let n: u32 = words.iter().map(|w| w.count_ones()).sum();
+        let groups = &net.legal_groups[role];
+        let mut n = 0u32;
+        for grp in groups {
+            if Net::lit_value(&self.counts, grp.guard) {
+                let words = &self.legal_bits[grp.words.0 as usize..grp.words.1 as usize];
+                n += words.iter().map(|w| w.count_ones()).sum::<u32>();
+            }
+        }
         let mut i = match n {
             0 => return None,
             1 => 0,
             n => rng.random_range(0..n),
         };
-        for (w, &bits) in words.iter().enumerate() {
-            let c = bits.count_ones();
-            if i < c {
-                let mut bits = bits;
-                for _ in 0..i {
-                    bits &= bits - 1;
-                }
-                return Some((start as usize + w) * 64 + bits.trailing_zeros() as usize);
+        for grp in groups {
+            if !Net::lit_value(&self.counts, grp.guard) {
+                continue;
             }
-            i -= c;
+            for w in grp.words.0 as usize..grp.words.1 as usize {
+                let bits = self.legal_bits[w];
+                let c = bits.count_ones();
+                if i < c {
+                    let mut bits = bits;
+                    for _ in 0..i {
+                        bits &= bits - 1;
+                    }
+                    return Some(w * 64 + bits.trailing_zeros() as usize);
+                }
+                i -= c;
+            }
         }
         None
     }
@@ -519,7 +534,9 @@ impl StateMachine for PropnetMachine {
         self.load(state)?;
         if role < self.net.roles.len() {
             let net = &*self.net;
+            let start = out.len();
             out.extend(self.rt.legal_entries(net, role).map(|k| net.legal[k].mv));
+            out[start..].sort_unstable();
         }
         Ok(())
     }

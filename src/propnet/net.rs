@@ -60,6 +60,15 @@ pub(crate) struct LegalEntry {
     pub input: u32,
 }
 
+/// A group of one role's legal moves that share a guard: a move of the group is legal when
+/// the guard and its own literal hold.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LegalGroup {
+    pub guard: Lit,
+    /// The range of 64-entry words of the legal entries.
+    pub words: (u32, u32),
+}
+
 /// No node.
 pub(crate) const NO_NODE: u32 = u32::MAX;
 
@@ -97,8 +106,8 @@ pub struct Net {
     pub(crate) init_counts: Vec<u32>,
     /// Legal moves, by role then move, each role's starting on a multiple of 64.
     pub(crate) legal: Vec<LegalEntry>,
-    /// Per role, the range of 64-entry words of `legal` that hold its moves.
-    pub(crate) legal_words: Vec<(u32, u32)>,
+    /// Per role, its groups of legal moves.
+    pub(crate) legal_groups: Vec<Vec<LegalGroup>>,
     /// For each base, the literal of its `next` proposition.
     pub(crate) next: Vec<Lit>,
     /// For each base, the fact.
@@ -195,6 +204,8 @@ impl Net {
         let roots = outputs.roots(&g);
         optimize::inline(&mut g, &roots, clock)?;
         optimize::simplify(&mut g, clock)?;
+        let mut outputs = outputs;
+        outputs.guard_legal(&mut g);
         clock.check("building the network")?;
         let flat = Flat::new(&g, &prog, &outputs, budget)?;
         let net = Net {
@@ -216,7 +227,7 @@ impl Net {
             block_at: Vec::new(),
             blocks: flat.blocks,
             legal: flat.legal,
-            legal_words: flat.legal_words,
+            legal_groups: flat.legal_groups,
             next: flat.next,
             base_terms,
             moves: outputs.moves,
@@ -408,8 +419,11 @@ fn raw_nodes(prog: &GroundProgram, budget: &Budget) -> Result<(Vec<Node>, Vec<u3
 struct Outputs {
     moves: Vec<GTerm>,
     move_ids: HashMap<GTerm, MoveId>,
-    /// Per role: (legal literal, move), in move order.
-    legal: Vec<Vec<(Lit, MoveId)>>,
+    /// Per role: (legal literal, move, guard group), by group then move. The move is legal
+    /// when its literal and its group's guard both hold.
+    legal: Vec<Vec<(Lit, MoveId, u32)>>,
+    /// Per role, the guard of each group.
+    guards: Vec<Vec<Lit>>,
     goals: Vec<Vec<(Lit, u8)>>,
     /// (role, move, input node).
     inputs: Vec<(usize, MoveId, u32)>,
@@ -435,6 +449,7 @@ impl Outputs {
             moves: Vec::new(),
             move_ids: HashMap::new(),
             legal: vec![Vec::new(); roles.len()],
+            guards: vec![vec![Lit::TRUE]; roles.len()],
             goals: vec![Vec::new(); roles.len()],
             inputs: Vec::new(),
             terminal: Lit::FALSE,
@@ -461,7 +476,7 @@ impl Outputs {
             if rel == k.legal {
                 if let Some(r) = role_of(args[0]) {
                     let m = move_id(args[1], &mut out);
-                    out.legal[r].push((lit(a), m));
+                    out.legal[r].push((lit(a), m, 0));
                 }
             } else if rel == k.goal {
                 if let (Some(r), Some(v)) = (role_of(args[0]), goal_value(pool, args[1])) {
@@ -472,7 +487,7 @@ impl Outputs {
             }
         }
         for l in &mut out.legal {
-            l.sort_by_key(|&(_, m)| m);
+            l.sort_by_key(|&(_, m, _)| m);
         }
         for &fact in base_terms {
             let atom = pool
@@ -489,13 +504,103 @@ impl Outputs {
             .iter()
             .flatten()
             .map(|p| p.0)
+            .chain(self.guards.iter().flatten().copied())
             .chain(self.goals.iter().flatten().map(|p| p.0))
             .chain(self.next.iter().copied())
             .chain([self.terminal])
             .map(|l| g.resolve(l))
             .collect()
     }
+
+    /// Takes out of each role's legal moves the literals most of them share (typically "it is
+    /// my turn"), as guards of groups of moves: a move is legal when its group's guard and
+    /// its own remaining literal hold. A change of a guard then touches no legal gate; the
+    /// guard is read when moves are listed.
+    fn guard_legal(&mut self, g: &mut Graph) {
+        let roots = self.roots(g);
+        let live = optimize::live(g, roots.iter().copied());
+        let mut readers = vec![0u32; g.nodes.len()];
+        for (x, node) in g.nodes.iter().enumerate() {
+            if live[x] {
+                for l in node.inputs() {
+                    readers[g.resolve(*l).node()] += 1;
+                }
+            }
+        }
+        for l in &roots {
+            readers[l.node()] += 1;
+        }
+        for (r, entries) in self.legal.iter_mut().enumerate() {
+            let conjuncts: Vec<Vec<Lit>> = entries
+                .iter()
+                .map(|&(l, _, _)| {
+                    let l = g.resolve(l);
+                    match &g.nodes[l.node()] {
+                        Node::And(ins) if !l.neg() && !g.cyclic[l.node()] => {
+                            ins.iter().map(|&i| g.resolve(i)).collect()
+                        }
+                        _ => vec![l],
+                    }
+                })
+                .collect();
+            let mut group = vec![u32::MAX; entries.len()];
+            let mut guards = Vec::new();
+            let mut counts: HashMap<Lit, u32> = HashMap::new();
+            while guards.len() < MAX_GUARDS {
+                counts.clear();
+                for (i, c) in conjuncts.iter().enumerate() {
+                    if group[i] == u32::MAX && c.len() > 1 {
+                        for &l in c {
+                            *counts.entry(l).or_insert(0) += 1;
+                        }
+                    }
+                }
+                let best = counts
+                    .iter()
+                    .filter(|&(_, &n)| n >= 2)
+                    .max_by_key(|&(&l, &n)| (n, std::cmp::Reverse(l)))
+                    .map(|(&l, _)| l);
+                let Some(m) = best else { break };
+                for (i, c) in conjuncts.iter().enumerate() {
+                    if group[i] == u32::MAX && c.len() > 1 && c.contains(&m) {
+                        group[i] = guards.len() as u32;
+                    }
+                }
+                guards.push(m);
+            }
+            let rest_group = guards.len() as u32;
+            for (i, e) in entries.iter_mut().enumerate() {
+                if group[i] == u32::MAX {
+                    e.2 = rest_group;
+                    continue;
+                }
+                let m = guards[group[i] as usize];
+                let rest: Vec<Lit> = conjuncts[i].iter().copied().filter(|&l| l != m).collect();
+                let old = g.resolve(e.0);
+                e.2 = group[i];
+                e.0 = match rest.len() {
+                    0 => Lit::TRUE,
+                    1 => rest[0],
+                    _ if readers[old.node()] == 1 => {
+                        g.nodes[old.node()] = Node::And(rest);
+                        old
+                    }
+                    _ => {
+                        let x = g.push(Node::And(rest));
+                        g.order.push(vec![x as u32]);
+                        Lit::pos(x)
+                    }
+                };
+            }
+            guards.push(Lit::TRUE);
+            self.guards[r] = guards;
+            entries.sort_by_key(|&(_, m, group)| (group, m));
+        }
+    }
 }
+
+/// Most guards of one role's legal moves.
+const MAX_GUARDS: usize = 4;
 
 /// The flattened arrays.
 struct Flat {
@@ -511,7 +616,7 @@ struct Flat {
     gate_ins: Vec<Lit>,
     blocks: Vec<(u32, u32)>,
     legal: Vec<LegalEntry>,
-    legal_words: Vec<(u32, u32)>,
+    legal_groups: Vec<Vec<LegalGroup>>,
     next: Vec<Lit>,
     input_of: Vec<Vec<u32>>,
     goals: Vec<Vec<(Lit, u8)>>,
@@ -547,6 +652,7 @@ impl Flat {
             .iter()
             .flatten()
             .map(|p| p.0)
+            .chain(outputs.guards.iter().flatten().copied())
             .chain(outputs.goals.iter().flatten().map(|p| p.0))
             .chain([outputs.terminal]);
         for l in state_outputs {
@@ -664,27 +770,37 @@ impl Flat {
         for &(r, m, node) in &outputs.inputs {
             input_of[r][m.0 as usize] = number[node as usize];
         }
-        // Each role's entries start on a multiple of 64, so that its legal moves are whole
-        // words of a bitset; the gaps hold entries that are never legal.
+        // Each group of a role's entries starts on a multiple of 64, so that its legal moves
+        // are whole words of a bitset; the gaps hold entries that are never legal.
         let mut legal = Vec::new();
-        let mut legal_words = Vec::with_capacity(n_roles);
+        let mut legal_groups = Vec::with_capacity(n_roles);
         for (r, moves) in outputs.legal.iter().enumerate() {
-            while legal.len() % 64 != 0 {
-                legal.push(LegalEntry {
-                    mv: MoveId(u32::MAX),
-                    lit: Lit::FALSE,
-                    input: NO_NODE,
-                });
+            let mut groups = Vec::new();
+            for (gi, &guard) in outputs.guards[r].iter().enumerate() {
+                while legal.len() % 64 != 0 {
+                    legal.push(LegalEntry {
+                        mv: MoveId(u32::MAX),
+                        lit: Lit::FALSE,
+                        input: NO_NODE,
+                    });
+                }
+                let start = legal.len() / 64;
+                for &(l, mv, _) in moves.iter().filter(|e| e.2 == gi as u32) {
+                    legal.push(LegalEntry {
+                        mv,
+                        lit: num(g.resolve(l)),
+                        input: input_of[r][mv.0 as usize],
+                    });
+                }
+                let end = legal.len().div_ceil(64);
+                if end > start {
+                    groups.push(LegalGroup {
+                        guard: num(g.resolve(guard)),
+                        words: (start as u32, end as u32),
+                    });
+                }
             }
-            let start = legal.len() / 64;
-            legal_words.push((start as u32, (start + moves.len().div_ceil(64)) as u32));
-            for &(l, mv) in moves {
-                legal.push(LegalEntry {
-                    mv,
-                    lit: num(g.resolve(l)),
-                    input: input_of[r][mv.0 as usize],
-                });
-            }
+            legal_groups.push(groups);
         }
         let first_next = first_legal + legal.len() as u32;
         let next: Vec<Lit> = outputs.next.iter().map(|&l| num(g.resolve(l))).collect();
@@ -730,7 +846,7 @@ impl Flat {
             gate_ins,
             blocks,
             legal,
-            legal_words,
+            legal_groups,
             next,
             input_of,
             goals,
