@@ -248,6 +248,7 @@ where
         playouts: 0,
         states: 0,
         elapsed: std::time::Duration::ZERO,
+        cpu: Some(std::time::Duration::ZERO),
         peak_memory: None,
     };
     for report in reports {
@@ -255,6 +256,7 @@ where
         total.playouts += report.playouts;
         total.states += report.states;
         total.elapsed = total.elapsed.max(report.elapsed);
+        total.cpu = total.cpu.zip(report.cpu).map(|(a, b)| a + b);
     }
     total.peak_memory = bench::peak_memory();
     Ok(total)

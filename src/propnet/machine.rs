@@ -241,20 +241,18 @@ impl Runtime {
     }
 
     /// Passes node `x`'s new value along its links.
-    #[inline]
+    #[inline(always)]
     fn announce(&mut self, net: &Net, x: usize) {
         let v = self.counts[x] >> 31;
         let first_last = net.first_last_gate as usize;
         let first_legal = net.first_legal as usize;
         let (s, e) = (net.out_start[x] as usize, net.out_start[x + 1] as usize);
-        let outs = &net.outs[s..e];
-        let mut k = 0;
+        let mut rest = &net.outs[s..e];
         {
             let counts = &mut self.counts[..];
             let dirty_nodes = &mut self.dirty_nodes[..];
             let summary = &mut self.summary[..];
-            while k < outs.len() {
-                let t = outs[k];
+            while let Some((&t, tail)) = rest.split_first() {
                 let target = (t >> 1) as usize;
                 if target >= first_last {
                     break;
@@ -273,31 +271,36 @@ impl Runtime {
                         *summary.get_unchecked_mut(target >> 12) |= 1 << ((target >> 6) & 63);
                     }
                 }
-                k += 1;
+                rest = tail;
             }
         }
         // Gates that only feed outputs: passed on at once when they change.
-        while k < outs.len() {
-            let t = outs[k];
+        while let Some((&t, tail)) = rest.split_first() {
             let target = (t >> 1) as usize;
             if target >= first_legal {
                 break;
             }
-            let old = self.counts[target];
-            let new = old.wrapping_add(((v ^ t) & 1) * 2).wrapping_sub(1);
-            self.counts[target] = new;
+            // SAFETY: as above, `target` is a counted node.
+            let (old, new) = unsafe {
+                let c = self.counts.get_unchecked_mut(target);
+                let old = *c;
+                let new = old.wrapping_add(((v ^ t) & 1) * 2).wrapping_sub(1);
+                *c = new;
+                (old, new)
+            };
             if (old ^ new) & TRUE_COUNT != 0 {
                 self.announce_outputs(net, target);
             }
-            k += 1;
+            rest = tail;
         }
         // The output nodes come last.
-        for &t in &outs[k..] {
+        for &t in rest {
             self.output_changed(net, t >> 1, (v ^ t) & 1 == 1);
         }
     }
 
     /// Passes node `x`'s new value to the output nodes it links to (all its links).
+    #[inline(always)]
     fn announce_outputs(&mut self, net: &Net, x: usize) {
         let v = self.counts[x] >> 31;
         let (s, e) = (net.out_start[x] as usize, net.out_start[x + 1] as usize);
@@ -307,7 +310,7 @@ impl Runtime {
     }
 
     /// A link to output node `target` fired; `value` is the linked literal's new value.
-    #[inline]
+    #[inline(always)]
     fn output_changed(&mut self, net: &Net, target: u32, value: bool) {
         if target < net.first_next {
             self.set_legal((target - net.first_legal) as usize, value);
