@@ -207,7 +207,9 @@ fn compare_file(
     };
     let mut p = match PropnetMachine::new(&description, budget) {
         Ok(p) => p,
-        Err(GroundError::Budget(e)) => return Ok(Outcome::OverBudget(e)),
+        Err(e @ (GroundError::Budget(_) | GroundError::Time(_))) => {
+            return Ok(Outcome::OverBudget(e.to_string()));
+        }
         Err(e) => return Err(format!("propnet build failed: {e}")),
     };
     lockstep(&mut d, &mut p, playouts, 0x5eed, time_limit).map(Outcome::Agreed)

@@ -111,6 +111,15 @@ enum Command {
     Ground {
         /// The rule sheet (.kif).
         game: PathBuf,
+        /// Time budget in seconds (default: the engine's).
+        #[arg(long)]
+        max_seconds: Option<f64>,
+        /// Most rows of one relation while grounding (default: the engine's).
+        #[arg(long)]
+        max_atoms: Option<usize>,
+        /// Most ground literals and network nodes (default: the engine's).
+        #[arg(long)]
+        max_gates: Option<usize>,
     },
 }
 
@@ -191,10 +200,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Ground { game } => {
+        Command::Ground {
+            game,
+            max_seconds,
+            max_atoms,
+            max_gates,
+        } => {
             let description = load_description(&game)?;
+            let default = Budget::default();
+            let budget = Budget {
+                max_seconds: max_seconds.unwrap_or(default.max_seconds),
+                max_atoms: max_atoms.unwrap_or(default.max_atoms),
+                max_gates: max_gates.unwrap_or(default.max_gates),
+            };
             let start = std::time::Instant::now();
-            let result = PropnetMachine::new(&description, &Budget::default());
+            let result = PropnetMachine::new(&description, &budget);
             let elapsed = start.elapsed().as_secs_f64();
             let peak = bench::peak_memory()
                 .map_or("unknown".into(), |b| format!("{:.1} MB", b as f64 / 1e6));

@@ -24,7 +24,13 @@ use rand::Rng;
 use crate::gdl::{Description, Term};
 use crate::machine::{MachineError, StateMachine};
 
-use super::ground::{Budget, Clock, GroundError, ground_with_clock};
+use crate::datalog::Demand;
+
+use super::ground::{Budget, Clock, GroundError, ground_with_demand};
+
+/// The share of the time budget for grounding the rules as they are, before trying the
+/// magic-sets rewrite.
+pub const FIRST_TRY_SHARE: f64 = 0.6;
 use super::net::{MoveId, NO_NODE, Net, TRUE_COUNT};
 
 /// A state: one bit per base proposition.
@@ -445,11 +451,30 @@ impl PropnetMachine {
     /// # Errors
     /// The rules cannot be lowered, the game exceeds the budget, or the network cannot
     /// represent it; callers fall back to the Datalog engine.
+    ///
+    /// The rules are grounded as they are within [`FIRST_TRY_SHARE`] of the time; if that
+    /// exceeds the budget, they are grounded again in the time left after the magic-sets
+    /// rewrite, which grounds relations only for the arguments the game asks about.
     pub fn new(description: &Description, budget: &Budget) -> Result<PropnetMachine, GroundError> {
         let clock = Clock::new(budget);
-        let prog = ground_with_clock(description, budget, &clock)?;
-        let net = Net::build(prog, description.roles(), budget, &clock)?;
-        Ok(PropnetMachine::from_net(Arc::new(net)))
+        let build = |clock: &Clock, demand: Demand| -> Result<PropnetMachine, GroundError> {
+            let prog = ground_with_demand(description, budget, clock, demand)?;
+            let net = Net::build(prog, description.roles(), budget, clock)?;
+            Ok(PropnetMachine::from_net(Arc::new(net)))
+        };
+        match build(&clock.share(FIRST_TRY_SHARE), Demand::Off) {
+            Err(first @ (GroundError::Budget(_) | GroundError::Time(_))) => {
+                build(&clock, Demand::Dynamic).map_err(|second| match second {
+                    GroundError::Time(s) => GroundError::Time(format!(
+                        "{s} (after: {first}, then with demand-driven rules)"
+                    )),
+                    other => GroundError::Budget(format!(
+                        "{first}; with demand-driven rules: {other}"
+                    )),
+                })
+            }
+            built => built,
+        }
     }
 
     /// A machine over an already built net.

@@ -163,10 +163,9 @@ impl Net {
         let raw_gates = nodes.iter().filter(|n| n.is_gate()).count();
         let mut g = Graph::new(nodes)?;
         clock.check("building the network")?;
-        let dynamic = optimize::evaluate_static(&mut g, clock)?;
+        optimize::evaluate_static(&mut g, clock)?;
 
         // The initial state: the init atoms that hold.
-        let k = prog.keywords;
         let n_bases = prog.bases.len();
         let mut base_index: HashMap<GTerm, usize> = HashMap::with_capacity(n_bases);
         let mut base_terms = Vec::with_capacity(n_bases);
@@ -176,21 +175,9 @@ impl Net {
             base_terms.push(fact);
         }
         let mut initial = vec![0u64; n_bases.div_ceil(64)];
-        for (a, &(rel, _)) in prog.atoms.iter().enumerate() {
-            let node = atom_node[a];
-            if rel != k.init || node == NO_NODE {
-                continue;
-            }
-            if dynamic[node as usize] {
-                return Err(GroundError::Unsupported(
-                    "init depends on true or does".into(),
-                ));
-            }
-            if g.resolve(Lit::pos(node as usize)) == Lit::TRUE {
-                let fact = prog.args(AtomId(a as u32))[0];
-                if let Some(&i) = base_index.get(&fact) {
-                    initial[i / 64] |= 1 << (i % 64);
-                }
+        for fact in &prog.initial {
+            if let Some(&i) = base_index.get(fact) {
+                initial[i / 64] |= 1 << (i % 64);
             }
         }
 
