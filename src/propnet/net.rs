@@ -370,7 +370,42 @@ fn raw_nodes(prog: &GroundProgram, budget: &Budget) -> Result<(Vec<Node>, Vec<u3
         atom_node[a.index()] = n;
         n
     };
+    // Only rules whose head an output reads, directly or not, are worth a gate.
+    let k = prog.keywords;
+    let mut live = vec![false; prog.atoms.len()];
+    let mut stack: Vec<usize> = Vec::new();
+    for (a, &(rel, _)) in prog.atoms.iter().enumerate() {
+        if rel == k.legal || rel == k.goal || rel == k.terminal || rel == k.next {
+            live[a] = true;
+            stack.push(a);
+        }
+    }
+    let mut by_head_start = vec![0u32; prog.atoms.len() + 1];
     for rule in &prog.rules {
+        by_head_start[rule.head.index() + 1] += 1;
+    }
+    for i in 0..prog.atoms.len() {
+        by_head_start[i + 1] += by_head_start[i];
+    }
+    let mut fill = by_head_start.clone();
+    let mut by_head = vec![0u32; prog.rules.len()];
+    for (r, rule) in prog.rules.iter().enumerate() {
+        let slot = &mut fill[rule.head.index()];
+        by_head[*slot as usize] = r as u32;
+        *slot += 1;
+    }
+    while let Some(a) = stack.pop() {
+        for &r in &by_head[by_head_start[a] as usize..by_head_start[a + 1] as usize] {
+            let rule = prog.rules[r as usize];
+            for l in &prog.lits[rule.start as usize..rule.end as usize] {
+                if !live[l.atom.index()] {
+                    live[l.atom.index()] = true;
+                    stack.push(l.atom.index());
+                }
+            }
+        }
+    }
+    for rule in prog.rules.iter().filter(|r| live[r.head.index()]) {
         let head = node_of(rule.head, &mut nodes);
         if !matches!(nodes[head as usize], Node::Or(_)) {
             return Err(GroundError::Unsupported(
