@@ -5,8 +5,9 @@
 //! facts, each role's legal moves, terminal and every role's goal values must agree. The
 //! default run covers a sample of the corpus's games and every valid corner-case sheet; with
 //! `GGP_SLOW_TESTS=1` it covers every game in `base` (games whose grounding exceeds the
-//! budget are skipped, counted and printed). A few reference traces are also replayed on the
-//! propnet.
+//! budget are skipped, counted and printed). Every reference trace is also replayed on the
+//! propnet, for the games that ground within a small budget (all games with
+//! `GGP_SLOW_TESTS=1`), and the propnet's own playout loop is checked against Datalog.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -53,15 +54,6 @@ const SAMPLE: &[(&str, usize)] = &[
     ("blocks", 5),
     ("checkersTiny", 2),
     ("ruleDepthLinear", 3),
-];
-
-/// Traces replayed on the propnet.
-const TRACED: &[&str] = &[
-    "ticTacToe",
-    "connectFour",
-    "breakthrough",
-    "nim3",
-    "pentago",
 ];
 
 /// Most steps of one playout.
@@ -207,7 +199,9 @@ fn compare_file(
     };
     let mut p = match PropnetMachine::new(&description, budget) {
         Ok(p) => p,
-        Err(GroundError::Budget(e)) => return Ok(Outcome::OverBudget(e)),
+        Err(e @ (GroundError::Budget(_) | GroundError::Time(_))) => {
+            return Ok(Outcome::OverBudget(e.to_string()));
+        }
         Err(e) => return Err(format!("propnet build failed: {e}")),
     };
     lockstep(&mut d, &mut p, playouts, 0x5eed, time_limit).map(Outcome::Agreed)
@@ -323,18 +317,142 @@ fn propnet_agrees_with_datalog_on_corner_cases() {
     assert_eq!(over, EXPECTED_OVER_BUDGET, "corner cases over budget");
 }
 
+/// Grounding budget per game when replaying traces: games that take longer are skipped (and
+/// named). By default every third trace is replayed; `GGP_SLOW_TESTS=1` replays them all with
+/// the default budget.
+const TRACE_BUDGET_SECONDS: f64 = 1.0;
+
+/// Replays one trace on the propnet; `Ok(None)` when the game does not ground in the budget.
+fn replay_trace(name: &str, budget: &Budget) -> Result<Option<usize>, String> {
+    let rules = std::fs::read_to_string(Path::new(BASE).join(format!("{name}.kif")))
+        .map_err(|e| e.to_string())?;
+    let text = std::fs::read_to_string(Path::new(TRACES).join(format!("{name}.trace")))
+        .map_err(|e| e.to_string())?;
+    let description = Description::from_text(&rules).map_err(|d| format!("{d:?}"))?;
+    let mut m = match PropnetMachine::new(&description, budget) {
+        Ok(m) => m,
+        Err(GroundError::Budget(_) | GroundError::Time(_)) => return Ok(None),
+        Err(e) => return Err(format!("propnet build failed: {e}")),
+    };
+    let playouts = trace::parse(&text).map_err(|e| e.to_string())?;
+    match trace::replay(&mut m, &playouts).map_err(|e| e.to_string())? {
+        Replay::Agree(n) => Ok(Some(n)),
+        Replay::Differ(d) => Err(d.to_string()),
+    }
+}
+
 #[test]
 fn propnet_replays_reference_traces() {
-    for name in TRACED {
-        let rules = std::fs::read_to_string(Path::new(BASE).join(format!("{name}.kif"))).unwrap();
-        let text =
-            std::fs::read_to_string(Path::new(TRACES).join(format!("{name}.trace"))).unwrap();
-        let description = Description::from_text(&rules).unwrap();
-        let mut m = PropnetMachine::new(&description, &budget()).unwrap();
-        let playouts = trace::parse(&text).unwrap();
-        match trace::replay(&mut m, &playouts).unwrap() {
-            Replay::Agree(n) => assert!(n > 0, "{name}: nothing compared"),
-            Replay::Differ(d) => panic!("{name}: {d}"),
+    let mut names: Vec<String> = std::fs::read_dir(TRACES)
+        .expect("the corpus is beside the project, in ../shared/games")
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            name.strip_suffix(".trace").map(str::to_string)
+        })
+        .collect();
+    names.sort();
+    assert!(names.len() >= 300, "expected the corpus's traces");
+    if !slow() {
+        names = names.into_iter().step_by(3).collect();
+    }
+    let budget = if slow() {
+        Budget::default()
+    } else {
+        Budget {
+            max_seconds: TRACE_BUDGET_SECONDS,
+            ..Budget::default()
+        }
+    };
+    let next = AtomicUsize::new(0);
+    let failures = Mutex::new(Vec::new());
+    let skipped = Mutex::new(Vec::new());
+    let replayed = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                while let Some(name) = names.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    match replay_trace(name, &budget) {
+                        Ok(Some(n)) => {
+                            assert!(n > 0, "{name}: nothing compared");
+                            replayed.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Ok(None) => skipped.lock().unwrap().push(name.clone()),
+                        Err(e) => {
+                            eprintln!("{name}: DISAGREE {e}");
+                            failures.lock().unwrap().push(format!("{name}: {e}"));
+                        }
+                    }
+                }
+            });
+        }
+    });
+    let mut skipped = skipped.into_inner().unwrap();
+    skipped.sort();
+    eprintln!(
+        "{} traces replayed on the propnet; {} games not grounded within the budget: {skipped:?}",
+        replayed.load(Ordering::Relaxed),
+        skipped.len()
+    );
+    let failures = failures.into_inner().unwrap();
+    assert!(
+        failures.is_empty(),
+        "disagreements:\n{}",
+        failures.join("\n")
+    );
+    // Most of the corpus grounds; a sudden drop means grounding broke.
+    assert!(
+        replayed.load(Ordering::Relaxed) * 10 >= names.len() * 8,
+        "too few traces replayed"
+    );
+}
+
+/// The propnet's own playout loop (moves drawn from its legal sets, states changed in place)
+/// against the Datalog engine: every joint move it plays must be legal there, and the end
+/// state, terminal and goals must agree.
+#[test]
+fn propnet_playouts_agree_with_datalog() {
+    for &(name, playouts) in SAMPLE {
+        let text = std::fs::read_to_string(Path::new(BASE).join(format!("{name}.kif"))).unwrap();
+        let description = Description::from_text(&text).unwrap();
+        let mut d = DatalogMachine::new(&description).unwrap();
+        let mut p = PropnetMachine::new(&description, &budget()).unwrap();
+        let n_roles = p.roles().len();
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(0x9e37);
+        let p0 = p.initial_state();
+        for k in 0..playouts {
+            let mut joints = Vec::new();
+            let (end, steps) = p
+                .playout_recorded(&p0, &mut rng, MAX_STEPS, &mut joints)
+                .unwrap();
+            assert_eq!(joints.len(), steps * n_roles);
+            let mut ds = d.initial_state();
+            for (step, joint) in joints.chunks(n_roles).enumerate() {
+                let mut djoint = Vec::with_capacity(n_roles);
+                for (r, &m) in joint.iter().enumerate() {
+                    let shown = p.move_term(m).to_string();
+                    let legal = sorted_moves(&mut d, &ds, r).unwrap();
+                    match legal.iter().find(|(t, _)| *t == shown) {
+                        Some(&(_, dm)) => djoint.push(dm),
+                        None => panic!("{name} playout {k} step {step}: {shown} is not legal"),
+                    }
+                }
+                ds = d.next_state_unchecked(&ds, &djoint).unwrap();
+            }
+            assert_eq!(
+                facts(d.state_terms(&ds)),
+                facts(p.state_terms(&end)),
+                "{name} playout {k}: end states differ"
+            );
+            let terminal = d.is_terminal(&ds).unwrap();
+            assert_eq!(terminal, p.is_terminal(&end).unwrap(), "{name}: terminal");
+            assert!(terminal || steps == MAX_STEPS, "{name}: stopped early");
+            for r in 0..n_roles {
+                assert_eq!(
+                    d.goal_values(&ds, r).unwrap(),
+                    p.goal_values(&end, r).unwrap(),
+                    "{name} playout {k}: goals of role {r}"
+                );
+            }
         }
     }
 }

@@ -20,6 +20,9 @@ pub struct Report {
     pub states: u64,
     /// Time spent.
     pub elapsed: Duration,
+    /// Processor time the measuring threads got, if known (less than the elapsed time times
+    /// the threads when the machine is busy).
+    pub cpu: Option<Duration>,
     /// Peak resident memory of the process, in bytes, if known.
     pub peak_memory: Option<u64>,
 }
@@ -30,6 +33,14 @@ impl fmt::Display for Report {
         writeln!(f, "playouts: {} in {secs:.2} s", self.playouts)?;
         writeln!(f, "playouts/s: {:.1}", self.playouts as f64 / secs)?;
         write!(f, "states/s: {:.0}", self.states as f64 / secs)?;
+        if let Some(cpu) = self.cpu.filter(|c| !c.is_zero()) {
+            write!(
+                f,
+                "\ncpu time: {:.2} s ({:.1} playouts per cpu second)",
+                cpu.as_secs_f64(),
+                self.playouts as f64 / cpu.as_secs_f64()
+            )?;
+        }
         if let Some(bytes) = self.peak_memory {
             write!(f, "\npeak memory: {:.1} MB", bytes as f64 / 1e6)?;
         }
@@ -49,6 +60,7 @@ pub fn run<M: StateMachine>(
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
     let initial = machine.initial_state();
     let budget = Duration::from_secs_f64(seconds.max(0.0));
+    let cpu_start = thread_cpu_time();
     let start = Instant::now();
     let (mut playouts, mut states) = (0u64, 0u64);
     let mut goal_sum = 0u64;
@@ -68,12 +80,29 @@ pub fn run<M: StateMachine>(
         }
     }
     std::hint::black_box(goal_sum);
+    let cpu = match (cpu_start, thread_cpu_time()) {
+        (Some(a), Some(b)) => b.checked_sub(a),
+        _ => None,
+    };
     Ok(Report {
         playouts,
         states,
         elapsed: start.elapsed(),
+        cpu,
         peak_memory: peak_memory(),
     })
+}
+
+/// Processor time (user and system) of the calling thread, from `/proc/thread-self/stat`
+/// (Linux only), in its 10 ms ticks.
+pub fn thread_cpu_time() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ticks * 10))
 }
 
 /// The process's peak resident set size, from `/proc/self/status` (Linux only).

@@ -37,6 +37,7 @@ pub enum EngineChoice {
 }
 
 /// A game loaded on one of the engines.
+#[allow(clippy::large_enum_variant)] // one per process; never moved in a loop
 enum Loaded {
     Datalog(Box<DatalogMachine>),
     Propnet(PropnetMachine),
@@ -117,6 +118,15 @@ enum Command {
     Ground {
         /// The rule sheet (.kif).
         game: PathBuf,
+        /// Time budget in seconds (default: the engine's).
+        #[arg(long)]
+        max_seconds: Option<f64>,
+        /// Most rows of one relation while grounding (default: the engine's).
+        #[arg(long)]
+        max_atoms: Option<usize>,
+        /// Most ground literals and network nodes (default: the engine's).
+        #[arg(long)]
+        max_gates: Option<usize>,
     },
     /// Play a game against the computer in the terminal.
     Play(play::PlayArgs),
@@ -278,10 +288,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             dialect,
             engine,
         }),
-        Command::Ground { game } => {
+        Command::Ground {
+            game,
+            max_seconds,
+            max_atoms,
+            max_gates,
+        } => {
             let description = load_description(&game)?;
+            let default = Budget::default();
+            let budget = Budget {
+                max_seconds: max_seconds.unwrap_or(default.max_seconds),
+                max_atoms: max_atoms.unwrap_or(default.max_atoms),
+                max_gates: max_gates.unwrap_or(default.max_gates),
+            };
             let start = std::time::Instant::now();
-            let result = PropnetMachine::new(&description, &Budget::default());
+            let result = PropnetMachine::new(&description, &budget);
             let elapsed = start.elapsed().as_secs_f64();
             let peak = bench::peak_memory()
                 .map_or("unknown".into(), |b| format!("{:.1} MB", b as f64 / 1e6));
@@ -335,6 +356,7 @@ where
         playouts: 0,
         states: 0,
         elapsed: std::time::Duration::ZERO,
+        cpu: Some(std::time::Duration::ZERO),
         peak_memory: None,
     };
     for report in reports {
@@ -342,6 +364,7 @@ where
         total.playouts += report.playouts;
         total.states += report.states;
         total.elapsed = total.elapsed.max(report.elapsed);
+        total.cpu = total.cpu.zip(report.cpu).map(|(a, b)| a + b);
     }
     total.peak_memory = bench::peak_memory();
     Ok(total)

@@ -73,6 +73,9 @@ pub enum EvalError {
         /// The limit.
         limit: usize,
     },
+    /// The deadline set by [`Engine::set_deadline`] passed.
+    #[error("evaluation stopped: out of time")]
+    Deadline,
 }
 
 /// Limits that keep a runaway program from exhausting memory.
@@ -165,6 +168,11 @@ pub struct Engine {
     binds: Vec<GTerm>,
     trail: Vec<u16>,
     key_scratch: Vec<GTerm>,
+    /// When evaluation must stop (checked every few thousand rows tried), and whether it has.
+    deadline: Option<std::time::Instant>,
+    timed_out: bool,
+    /// Rows tried since the deadline was last checked.
+    work: u32,
 }
 
 impl Engine {
@@ -188,6 +196,9 @@ impl Engine {
             profile: None,
             pending: Vec::new(),
             pending_terms: Vec::new(),
+            deadline: None,
+            timed_out: false,
+            work: 0,
             binds: Vec::new(),
             trail: Vec::new(),
             key_scratch: Vec::new(),
@@ -401,8 +412,20 @@ impl Engine {
         }
     }
 
+    /// Makes evaluations stop with [`EvalError::Deadline`] once `deadline` has passed
+    /// (`None`: never). An evaluation stopped this way leaves its stratum incomplete.
+    pub fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
+        self.deadline = deadline;
+        self.timed_out = false;
+    }
+
     /// Inserts the rows derived in this round.
     fn flush(&mut self) -> Result<(), EvalError> {
+        if self.timed_out {
+            self.pending.clear();
+            self.pending_terms.clear();
+            return Err(EvalError::Deadline);
+        }
         if self.pending.len() > self.limits.max_rows {
             self.pending.clear();
             self.pending_terms.clear();
@@ -500,6 +523,9 @@ impl Engine {
             pending_terms: &mut self.pending_terms,
             max_pending: self.limits.max_rows,
             spec: &compiled.spec,
+            deadline: self.deadline,
+            timed_out: &mut self.timed_out,
+            work: &mut self.work,
         };
         ctx.solve(&plan.steps);
     }
@@ -518,11 +544,15 @@ struct Ctx<'a> {
     /// Past this many derived rows the run stops; `flush` then reports the overflow.
     max_pending: usize,
     spec: &'a RuleSpec,
+    /// Past this instant the run stops; `flush` then reports it.
+    deadline: Option<std::time::Instant>,
+    timed_out: &'a mut bool,
+    work: &'a mut u32,
 }
 
 impl Ctx<'_> {
     fn solve(&mut self, steps: &[Step]) {
-        if self.pending.len() > self.max_pending {
+        if self.pending.len() > self.max_pending || *self.timed_out {
             return;
         }
         let Some((step, rest)) = steps.split_first() else {
@@ -581,6 +611,12 @@ impl Ctx<'_> {
     }
 
     fn try_row(&mut self, relation: &Relation, i: usize, pats: &[Pat], rest: &[Step]) {
+        if let Some(deadline) = self.deadline {
+            *self.work = self.work.wrapping_add(1);
+            if (*self.work).is_multiple_of(65536) && std::time::Instant::now() > deadline {
+                *self.timed_out = true;
+            }
+        }
         let mark = self.trail.len();
         let row = relation.row(i);
         if pats

@@ -11,6 +11,7 @@ mod magic;
 mod relation;
 
 pub use engine::{BodyLit, Engine, EvalError, Limits, Pat, RelId, RuleSpec, Stratum};
-pub use lower::{Layer, LowerError, Lowered, lower};
+pub use lower::{Layer, LowerError, Lowered, lower, lower_with};
 pub use machine::{BuildError, DatalogMachine, DatalogState};
+pub use magic::Demand;
 pub use relation::{IndexSpec, Path, Relation};

@@ -146,6 +146,7 @@ impl fmt::Display for Seat {
 }
 
 /// A game on whichever engine could run it.
+#[allow(clippy::large_enum_variant)] // one per process; never moved in a loop
 pub enum AnyMachine {
     /// The Datalog engine.
     Datalog(Box<DatalogMachine>),

@@ -23,7 +23,8 @@ use hashbrown::HashMap;
 use petgraph::graph::{DiGraph, NodeIndex};
 
 use crate::datalog::{
-    BodyLit, Engine, EvalError, Limits, LowerError, Pat, RelId, RuleSpec, Stratum, lower,
+    BodyLit, Demand, Engine, EvalError, Layer, Limits, LowerError, Pat, RelId, RuleSpec, Stratum,
+    lower_with,
 };
 use crate::gdl::{Description, GTerm, Sym, TermPool};
 
@@ -58,6 +59,9 @@ pub enum GroundError {
     /// The game is too large for the budget.
     #[error("grounding exceeded its budget: {0}")]
     Budget(String),
+    /// Grounding ran out of time.
+    #[error("grounding ran out of time: {0}")]
+    Time(String),
     /// The game uses something the network cannot represent (for example a cycle of gates
     /// through negation, which a valid, stratified game never has).
     #[error("cannot build a network: {0}")]
@@ -66,7 +70,10 @@ pub enum GroundError {
 
 impl From<EvalError> for GroundError {
     fn from(e: EvalError) -> Self {
-        GroundError::Budget(e.to_string())
+        match e {
+            EvalError::Deadline => GroundError::Time("evaluating rules".into()),
+            e => GroundError::Budget(e.to_string()),
+        }
     }
 }
 
@@ -138,6 +145,8 @@ pub struct GroundProgram {
     pub bases: Vec<AtomId>,
     /// The `does` atoms of the relaxed model: the input propositions.
     pub inputs: Vec<AtomId>,
+    /// The facts of the initial state (the `init` facts).
+    pub initial: Vec<GTerm>,
     ids: HashMap<(RelId, GTerm), AtomId>,
 }
 
@@ -191,10 +200,23 @@ impl Clock {
         }
     }
 
+    /// A clock started at the same instant with `share` of the time.
+    pub(crate) fn share(&self, share: f64) -> Clock {
+        Clock {
+            start: self.start,
+            limit: self.limit.mul_f64(share.clamp(0.0, 1.0)),
+        }
+    }
+
+    /// The instant the time is up.
+    pub(crate) fn deadline(&self) -> Option<Instant> {
+        self.start.checked_add(self.limit)
+    }
+
     /// `Err` once the time is up.
     pub(crate) fn check(&self, what: &str) -> Result<(), GroundError> {
         if self.start.elapsed() > self.limit {
-            return Err(GroundError::Budget(format!(
+            return Err(GroundError::Time(format!(
                 "{what}: more than {:.1} s",
                 self.limit.as_secs_f64()
             )));
@@ -216,9 +238,19 @@ pub(crate) fn ground_with_clock(
     budget: &Budget,
     clock: &Clock,
 ) -> Result<GroundProgram, GroundError> {
-    let lowered = lower(description.rules())?;
-    let n_rels = lowered.arities.len();
-    let mut names = vec![Sym::ROLE; n_rels];
+    ground_with_demand(description, budget, clock, Demand::Off)
+}
+
+/// Grounds a game whose rules are first rewritten for `demand` (magic sets).
+pub(crate) fn ground_with_demand(
+    description: &Description,
+    budget: &Budget,
+    clock: &Clock,
+    demand: Demand,
+) -> Result<GroundProgram, GroundError> {
+    let lowered = lower_with(description.rules(), demand)?;
+    let n_lowered = lowered.arities.len();
+    let mut names = vec![Sym::ROLE; n_lowered];
     for (&(name, _), id) in &lowered.rels {
         names[id.0 as usize] = name;
     }
@@ -236,12 +268,101 @@ pub(crate) fn ground_with_clock(
         goal: keyword(Sym::GOAL, 2)?,
         terminal: keyword(Sym::TERMINAL, 0)?,
     };
-    let mut arities = lowered.arities.clone();
-    let original = condense(lowered.rules.clone(), &mut arities, &mut names);
-    let n_rels = arities.len();
+    let outputs = [
+        keywords.legal,
+        keywords.goal,
+        keywords.terminal,
+        keywords.next,
+    ];
 
-    // The relaxed program.
-    let mut rules: Vec<RuleSpec> = original.iter().map(relax).collect();
+    // Which relations matter: what the outputs and `init` read, transitively.
+    let mut needed = vec![false; n_lowered];
+    for r in outputs.iter().chain([&keywords.init]) {
+        needed[r.0 as usize] = true;
+    }
+    loop {
+        let mut changed = false;
+        for spec in &lowered.rules {
+            if !needed[spec.head_rel.0 as usize] {
+                continue;
+            }
+            for lit in &spec.body {
+                if let BodyLit::Pos(r, _) | BodyLit::Neg(r, _) = lit
+                    && !needed[r.0 as usize]
+                {
+                    needed[r.0 as usize] = true;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    // Static relations (depending on neither `true` nor `does`) are computed exactly, with
+    // their negations, as the Datalog machine does; the others are grounded.
+    let mut is_static = vec![true; n_lowered];
+    for (stratum, layer) in &lowered.strata {
+        if *layer != Layer::Static {
+            for r in &stratum.rels {
+                is_static[r.0 as usize] = false;
+            }
+        }
+    }
+    // `true` and `does` have no rules: they are the state and the move.
+    is_static[keywords.true_.0 as usize] = false;
+    is_static[keywords.does.0 as usize] = false;
+    if !is_static[keywords.init.0 as usize] {
+        return Err(GroundError::Unsupported(
+            "init depends on true or does".into(),
+        ));
+    }
+    let mut rules: Vec<RuleSpec> = Vec::new();
+    let mut strata: Vec<Stratum> = Vec::new();
+    for (stratum, layer) in &lowered.strata {
+        if *layer != Layer::Static || !stratum.rels.iter().any(|r| needed[r.0 as usize]) {
+            continue;
+        }
+        let start = rules.len();
+        rules.extend(stratum.rules.iter().map(|&i| lowered.rules[i].clone()));
+        strata.push(Stratum {
+            rels: stratum.rels.clone(),
+            rules: (start..rules.len()).collect(),
+        });
+    }
+    let n_static = strata.len();
+
+    // The dynamic rules, their bodies split into independent parts.
+    let dynamic: Vec<RuleSpec> = lowered
+        .rules
+        .iter()
+        .filter(|spec| {
+            let h = spec.head_rel.0 as usize;
+            needed[h] && !is_static[h]
+        })
+        .cloned()
+        .collect();
+    let mut arities = lowered.arities.clone();
+    let original = condense(dynamic, &mut arities, &mut names);
+    let n_rels = arities.len();
+    // A part made of static literals only is static too.
+    is_static.resize(n_rels, false);
+    for spec in &original {
+        let h = spec.head_rel.0 as usize;
+        if h >= n_lowered {
+            is_static[h] = spec.body.iter().all(|l| match l {
+                BodyLit::Pos(r, _) | BodyLit::Neg(r, _) => {
+                    (r.0 as usize) < n_lowered && is_static[r.0 as usize]
+                }
+                BodyLit::Distinct(..) => true,
+            });
+        }
+    }
+
+    // The relaxed program: negations of relations that are not static dropped.
+    let relaxed: Vec<RuleSpec> = original.iter().map(|s| relax(s, &is_static)).collect();
+    let first_relaxed = rules.len();
+    rules.extend(relaxed.iter().cloned());
     let copy = |head_rel: RelId, from: RelId, arity: usize| RuleSpec {
         head_rel,
         head: (0..arity as u16).map(Pat::Var).collect(),
@@ -254,17 +375,24 @@ pub(crate) fn ground_with_clock(
     rules.push(copy(keywords.true_, keywords.init, 1));
     rules.push(copy(keywords.true_, keywords.next, 1));
     rules.push(copy(keywords.does, keywords.legal, 2));
-    let mut strata = relation_strata(&rules, n_rels);
-    let n_relaxed = strata.len();
+    for mut s in relation_strata(&rules[first_relaxed..], n_rels) {
+        s.rules.iter_mut().for_each(|i| *i += first_relaxed);
+        strata.push(s);
+    }
+    let n_evaluated = strata.len();
 
-    // One instance relation per original rule: its rows are the bindings of its variables.
-    for spec in &original {
+    // One instance relation per dynamic rule: its rows are the bindings of its variables.
+    let grounded: Vec<usize> = (0..original.len())
+        .filter(|&k| !is_static[original[k].head_rel.0 as usize])
+        .collect();
+    for &k in &grounded {
+        let spec = &relaxed[k];
         let inst = RelId(arities.len() as u32);
         arities.push(spec.n_vars);
         rules.push(RuleSpec {
             head_rel: inst,
             head: (0..spec.n_vars as u16).map(Pat::Var).collect(),
-            body: relax(spec).body,
+            body: spec.body.clone(),
             n_vars: spec.n_vars,
         });
         strata.push(Stratum {
@@ -277,9 +405,14 @@ pub(crate) fn ground_with_clock(
         max_terms: budget.max_atoms.saturating_mul(4),
     };
     let mut engine = Engine::new(lowered.pool, &arities, rules, strata, limits);
-    for s in 0..n_relaxed {
+    engine.set_deadline(clock.deadline());
+    for s in 0..n_evaluated {
         engine.evaluate(s)?;
-        clock.check("relaxed model")?;
+        clock.check(if s < n_static {
+            "static relations"
+        } else {
+            "relaxed model"
+        })?;
     }
 
     let mut prog = GroundProgram {
@@ -291,11 +424,17 @@ pub(crate) fn ground_with_clock(
         lits: Vec::new(),
         bases: Vec::new(),
         inputs: Vec::new(),
+        initial: Vec::new(),
         ids: HashMap::new(),
     };
     // The pool moves into the program; the engine keeps an empty one while instances are
     // read, and gets it back for each evaluation.
     prog.pool = std::mem::take(&mut engine.pool);
+    prog.initial = engine
+        .relation(keywords.init)
+        .rows()
+        .map(|r| r[0])
+        .collect();
     let facts: Vec<GTerm> = engine
         .relation(keywords.true_)
         .rows()
@@ -314,16 +453,35 @@ pub(crate) fn ground_with_clock(
         let a = prog.intern(keywords.does, Sym::DOES, &m);
         prog.inputs.push(a);
     }
+    // Outputs that are static hold as facts.
+    let mut row: Vec<GTerm> = Vec::new();
+    for rel in outputs {
+        if !is_static[rel.0 as usize] {
+            continue;
+        }
+        let n = engine.relation(rel).len();
+        for i in 0..n {
+            row.clear();
+            row.extend_from_slice(engine.relation(rel).row(i));
+            let head = prog.intern(rel, names[rel.0 as usize], &row);
+            let start = prog.lits.len() as u32;
+            prog.rules.push(GroundRule {
+                head,
+                start,
+                end: start,
+            });
+        }
+    }
 
     let mut binds: Vec<GTerm> = Vec::new();
-    let mut row: Vec<GTerm> = Vec::new();
-    for (k, spec) in original.iter().enumerate() {
+    for (j, &k) in grounded.iter().enumerate() {
+        let spec = &original[k];
         std::mem::swap(&mut engine.pool, &mut prog.pool);
-        let result = engine.evaluate(n_relaxed + k);
+        let result = engine.evaluate(n_evaluated + j);
         std::mem::swap(&mut engine.pool, &mut prog.pool);
         result?;
         clock.check("instantiating rules")?;
-        let inst = RelId((n_rels + k) as u32);
+        let inst = RelId((n_rels + j) as u32);
         let n = engine.relation(inst).len();
         for i in 0..n {
             if i % 4096 == 4095 {
@@ -337,6 +495,8 @@ pub(crate) fn ground_with_clock(
             let start = prog.lits.len() as u32;
             for lit in &spec.body {
                 match lit {
+                    // Static literals hold for every instance: the join checked them.
+                    BodyLit::Pos(rel, _) | BodyLit::Neg(rel, _) if is_static[rel.0 as usize] => {}
                     BodyLit::Pos(rel, pats) => {
                         build_all(pats, &binds, &mut prog.pool, &mut row);
                         let atom = prog.intern(*rel, names[rel.0 as usize], &row);
@@ -555,15 +715,19 @@ fn renumber(spec: RuleSpec) -> RuleSpec {
     }
 }
 
-/// The rule with its negative literals dropped.
-fn relax(spec: &RuleSpec) -> RuleSpec {
+/// The rule with its negative literals dropped, except those of static relations (which are
+/// computed exactly beforehand).
+fn relax(spec: &RuleSpec, is_static: &[bool]) -> RuleSpec {
     RuleSpec {
         head_rel: spec.head_rel,
         head: spec.head.clone(),
         body: spec
             .body
             .iter()
-            .filter(|l| !matches!(l, BodyLit::Neg(..)))
+            .filter(|l| match l {
+                BodyLit::Neg(r, _) => is_static[r.0 as usize],
+                _ => true,
+            })
             .cloned()
             .collect(),
         n_vars: spec.n_vars,

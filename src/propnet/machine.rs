@@ -1,22 +1,37 @@
-//! The propnet as a [`StateMachine`]: states are bitsets over base propositions.
+//! The propnet as a [`StateMachine`]: states are bitsets over base propositions, evaluated by
+//! differential propagation.
 //!
-//! The machine keeps one value per node in a preallocated buffer. Loading a state writes its
-//! bits into the base nodes and evaluates the state layer (everything that does not read an
-//! input); legal moves, goals and terminal are then read off their nodes. A joint move sets
-//! its input nodes, evaluates the move layer, reads each base's `next` node into the new
-//! state and clears the inputs again. The last loaded state is remembered, so asking for
-//! terminal, legal moves and goals of one state evaluates the state layer once.
+//! The machine keeps the network's counters for one loaded state and one set of inputs (one
+//! joint move). Loading another state flips only the bases that differ; setting a joint move
+//! flips only the inputs that differ. Changed nodes are marked in a bitset and visited in
+//! increasing (topological) order; a visit adds one to or takes one from the counter of
+//! every node the visited one links to, and marks those whose counter crossed its threshold. Links to output nodes keep the
+//! per-role sets of legal moves up to date, mark the bases whose `next` may have changed, and
+//! schedule recursive blocks for re-evaluation. So terminal and goals are read off one node,
+//! legal moves off a set, and the next state is the loaded one with the marked bases
+//! re-read.
 //!
-//! The topology is shared ([`Arc`]) between clones; each clone has its own buffers, so a
+//! Legal moves, goals and terminal never depend on inputs (the net refuses games where they
+//! do), so inputs stay set until the next joint move replaces them.
+//!
+//! The topology is shared ([`Arc`]) between clones; each clone has its own counters, so a
 //! search can give each thread a clone.
 
 use std::sync::Arc;
 
+use rand::Rng;
+
 use crate::gdl::{Description, Term};
 use crate::machine::{MachineError, StateMachine};
 
-use super::ground::{Budget, Clock, GroundError, ground_with_clock};
-use super::net::{Block, Gate, MoveId, Net};
+use crate::datalog::Demand;
+
+use super::ground::{Budget, Clock, GroundError, ground_with_demand};
+
+/// The share of the time budget for grounding the rules as they are, before trying the
+/// magic-sets rewrite.
+pub const FIRST_TRY_SHARE: f64 = 0.6;
+use super::net::{MoveId, NO_NODE, Net, TRUE_COUNT};
 
 /// A state: one bit per base proposition.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
@@ -37,12 +52,397 @@ impl PropnetState {
 #[derive(Clone)]
 pub struct PropnetMachine {
     net: Arc<Net>,
-    /// One value per node (0 or 1).
-    values: Vec<u8>,
-    /// The state whose values the state layer holds.
-    loaded: Option<PropnetState>,
-    /// Input nodes switched on by the current joint move.
-    set_inputs: Vec<u32>,
+    rt: Runtime,
+    /// A copy of the runtime with a state loaded that playouts have started from twice in a
+    /// row, restored instead of undoing a whole playout when that is cheaper.
+    snapshot: Option<Box<Runtime>>,
+    /// The state the last playout started from.
+    last_start: Option<PropnetState>,
+}
+
+/// The mutable part of a machine: counters and the sets derived from them.
+#[derive(Clone)]
+struct Runtime {
+    /// One counter per node below the output nodes; a node is true when the top bit is set.
+    counts: Vec<u32>,
+    /// The loaded state's bits (the bases' values).
+    cur: Vec<u64>,
+    /// One bit per counted node: set when the node's value has changed an odd number of
+    /// times since it was last visited (for a block's first gate: when the block must be
+    /// re-evaluated). `summary` has one bit per word of `dirty`, set when the word may be
+    /// non-zero.
+    dirty_nodes: Vec<u64>,
+    summary: Vec<u64>,
+    /// Bases whose `next` may differ from their value; `is_dirty` marks them.
+    dirty: Vec<u32>,
+    is_dirty: Vec<bool>,
+    /// One bit per legal entry: whether it holds.
+    legal_bits: Vec<u64>,
+    /// Blocks waiting for re-evaluation.
+    block_dirty: Vec<bool>,
+    block_old: Vec<u32>,
+    /// Per role, the input node set by the current joint move, or [`NO_NODE`].
+    inputs_on: Vec<u32>,
+}
+
+impl Runtime {
+    fn new(net: &Net) -> Runtime {
+        let mut rt = Runtime {
+            counts: net.init_counts.clone(),
+            cur: net.initial.clone(),
+            dirty_nodes: vec![0; net.n_counted().div_ceil(64)],
+            summary: vec![0; net.n_counted().div_ceil(64 * 64)],
+            dirty: Vec::new(),
+            is_dirty: vec![false; net.n_bases],
+            legal_bits: vec![0; net.legal.len().div_ceil(64)],
+            block_dirty: vec![false; net.blocks.len()],
+            block_old: Vec::new(),
+            inputs_on: vec![NO_NODE; net.roles.len()],
+        };
+        for (k, e) in net.legal.iter().enumerate() {
+            let v = Net::lit_value(&rt.counts, e.lit);
+            rt.set_legal(k, v);
+        }
+        for i in 0..net.n_bases {
+            rt.mark_dirty(i);
+        }
+        rt
+    }
+
+    #[inline]
+    fn base(&self, i: usize) -> bool {
+        self.cur[i / 64] >> (i % 64) & 1 == 1
+    }
+
+    #[inline]
+    fn mark_dirty(&mut self, i: usize) {
+        if !self.is_dirty[i] {
+            self.is_dirty[i] = true;
+            self.dirty.push(i as u32);
+        }
+    }
+
+    /// Whether legal entry `k` holds.
+    #[cfg(test)]
+    fn legal(&self, k: usize) -> bool {
+        self.legal_bits[k / 64] >> (k % 64) & 1 == 1
+    }
+
+    /// Records whether legal entry `k` holds.
+    #[inline]
+    fn set_legal(&mut self, k: usize, v: bool) {
+        let w = &mut self.legal_bits[k / 64];
+        let m = 1u64 << (k % 64);
+        *w = if v { *w | m } else { *w & !m };
+    }
+
+    /// The legal entries of `role` that hold, group by group.
+    fn legal_entries<'a>(&'a self, net: &'a Net, role: usize) -> impl Iterator<Item = usize> + 'a {
+        net.legal_groups[role]
+            .iter()
+            .filter(|grp| Net::lit_value(&self.counts, grp.guard))
+            .flat_map(move |grp| {
+                (grp.words.0 as usize..grp.words.1 as usize).flat_map(move |w| {
+                    let mut bits = self.legal_bits[w];
+                    std::iter::from_fn(move || {
+                        (bits != 0).then(|| {
+                            let b = bits.trailing_zeros() as usize;
+                            bits &= bits - 1;
+                            w * 64 + b
+                        })
+                    })
+                })
+            })
+    }
+
+    /// A uniformly random legal entry of `role`, or `None` if it has none.
+    #[inline]
+    fn random_legal(&self, net: &Net, role: usize, rng: &mut impl Rng) -> Option<usize> {
+        let groups = &net.legal_groups[role];
+        let mut n = 0u32;
+        for grp in groups {
+            if Net::lit_value(&self.counts, grp.guard) {
+                let words = &self.legal_bits[grp.words.0 as usize..grp.words.1 as usize];
+                n += words.iter().map(|w| w.count_ones()).sum::<u32>();
+            }
+        }
+        let mut i = match n {
+            0 => return None,
+            1 => 0,
+            n => rng.random_range(0..n),
+        };
+        for grp in groups {
+            if !Net::lit_value(&self.counts, grp.guard) {
+                continue;
+            }
+            for w in grp.words.0 as usize..grp.words.1 as usize {
+                let bits = self.legal_bits[w];
+                let c = bits.count_ones();
+                if i < c {
+                    let mut bits = bits;
+                    for _ in 0..i {
+                        bits &= bits - 1;
+                    }
+                    return Some(w * 64 + bits.trailing_zeros() as usize);
+                }
+                i -= c;
+            }
+        }
+        None
+    }
+
+    /// Marks a change of node `x`'s value (a second change cancels the first).
+    #[inline]
+    fn toggle(&mut self, x: usize) {
+        self.dirty_nodes[x >> 6] ^= 1 << (x & 63);
+        self.summary[x >> 12] |= 1 << ((x >> 6) & 63);
+    }
+
+    /// Sets leaf `node` (a base or input) to `v` and marks the change.
+    #[inline]
+    fn set_leaf(&mut self, node: u32, v: bool) {
+        let c = if v { TRUE_COUNT } else { 0 };
+        if self.counts[node as usize] != c {
+            self.counts[node as usize] = c;
+            self.toggle(node as usize);
+        }
+    }
+
+    /// Flips base `i` and marks the change.
+    #[inline]
+    fn flip_base(&mut self, i: usize) {
+        self.cur[i / 64] ^= 1 << (i % 64);
+        let v = self.base(i);
+        self.set_leaf(Net::base_node(i), v);
+    }
+
+    /// Propagates the marked changes until nothing changes.
+    ///
+    /// Nodes are numbered in topological order and every link goes to a higher node, so one
+    /// sweep over the marked nodes in increasing order visits each node once, after all its
+    /// inputs have settled: a node whose value changed and changed back is not visited at all.
+    fn propagate(&mut self, net: &Net) {
+        let mut sw = 0;
+        while sw < self.summary.len() {
+            let s = self.summary[sw];
+            if s == 0 {
+                sw += 1;
+                continue;
+            }
+            let wi = s.trailing_zeros() as usize;
+            let w = sw * 64 + wi;
+            let d = self.dirty_nodes[w];
+            if d == 0 {
+                self.summary[sw] = s & !(1 << wi);
+                continue;
+            }
+            self.dirty_nodes[w] = d & (d - 1);
+            let x = w * 64 + d.trailing_zeros() as usize;
+            if !net.block_at.is_empty() && net.block_at[x] != NO_NODE {
+                self.reevaluate_block(net, net.block_at[x] as usize);
+            } else {
+                self.announce(net, x);
+            }
+        }
+    }
+
+    /// Passes node `x`'s new value along its links.
+    #[inline(always)]
+    fn announce(&mut self, net: &Net, x: usize) {
+        let v = self.counts[x] >> 31;
+        let first_last = net.first_last_gate as usize;
+        let first_legal = net.first_legal as usize;
+        let (s, e) = (net.out_start[x] as usize, net.out_start[x + 1] as usize);
+        let mut rest = &net.outs[s..e];
+        {
+            let counts = &mut self.counts[..];
+            let dirty_nodes = &mut self.dirty_nodes[..];
+            let summary = &mut self.summary[..];
+            while let Some((&t, tail)) = rest.split_first() {
+                let target = (t >> 1) as usize;
+                if target >= first_last {
+                    break;
+                }
+                // SAFETY: `Net::check_links` verified at build that every link target below
+                // `first_legal` is a counted node; `counts` has one counter per counted node
+                // and `dirty_nodes` and `summary` one bit per counted node, rounded up.
+                unsafe {
+                    let c = counts.get_unchecked_mut(target);
+                    let old = *c;
+                    // +1 when the literal turns true, -1 when it turns false.
+                    let new = old.wrapping_add(((v ^ t) & 1) * 2).wrapping_sub(1);
+                    *c = new;
+                    if (old ^ new) & TRUE_COUNT != 0 {
+                        *dirty_nodes.get_unchecked_mut(target >> 6) ^= 1 << (target & 63);
+                        *summary.get_unchecked_mut(target >> 12) |= 1 << ((target >> 6) & 63);
+                    }
+                }
+                rest = tail;
+            }
+        }
+        // Gates that only feed outputs: passed on at once when they change.
+        while let Some((&t, tail)) = rest.split_first() {
+            let target = (t >> 1) as usize;
+            if target >= first_legal {
+                break;
+            }
+            // SAFETY: as above, `target` is a counted node.
+            let (old, new) = unsafe {
+                let c = self.counts.get_unchecked_mut(target);
+                let old = *c;
+                let new = old.wrapping_add(((v ^ t) & 1) * 2).wrapping_sub(1);
+                *c = new;
+                (old, new)
+            };
+            if (old ^ new) & TRUE_COUNT != 0 {
+                self.announce_outputs(net, target);
+            }
+            rest = tail;
+        }
+        // The output nodes come last.
+        for &t in rest {
+            self.output_changed(net, t >> 1, (v ^ t) & 1 == 1);
+        }
+    }
+
+    /// Passes node `x`'s new value to the output nodes it links to (all its links).
+    #[inline(always)]
+    fn announce_outputs(&mut self, net: &Net, x: usize) {
+        let v = self.counts[x] >> 31;
+        let (s, e) = (net.out_start[x] as usize, net.out_start[x + 1] as usize);
+        for &t in &net.outs[s..e] {
+            self.output_changed(net, t >> 1, (v ^ t) & 1 == 1);
+        }
+    }
+
+    /// A link to output node `target` fired; `value` is the linked literal's new value.
+    #[inline(always)]
+    fn output_changed(&mut self, net: &Net, target: u32, value: bool) {
+        if target < net.first_next {
+            self.set_legal((target - net.first_legal) as usize, value);
+        } else if target < net.first_block {
+            self.mark_dirty((target - net.first_next) as usize);
+        } else {
+            let b = (target - net.first_block) as usize;
+            if !self.block_dirty[b] {
+                self.block_dirty[b] = true;
+                let x0 = net.blocks[b].0 as usize;
+                self.dirty_nodes[x0 >> 6] |= 1 << (x0 & 63);
+                self.summary[x0 >> 12] |= 1 << ((x0 >> 6) & 63);
+            }
+        }
+    }
+
+    /// Re-evaluates a block and passes on the changes of its gates.
+    fn reevaluate_block(&mut self, net: &Net, b: usize) {
+        if !self.block_dirty[b] {
+            return;
+        }
+        self.block_dirty[b] = false;
+        let (start, end) = net.blocks[b];
+        let range = start as usize..end as usize;
+        let mut old = std::mem::take(&mut self.block_old);
+        old.clear();
+        old.extend_from_slice(&self.counts[range.clone()]);
+        net.eval_block(&mut self.counts, b);
+        for (x, &o) in range.zip(&old) {
+            if self.counts[x] != o {
+                self.announce(net, x);
+            }
+        }
+        self.block_old = old;
+    }
+
+    /// Becomes a copy of `other`, reusing allocations.
+    fn restore_from(&mut self, other: &Runtime) {
+        self.counts.copy_from_slice(&other.counts);
+        self.cur.copy_from_slice(&other.cur);
+        self.dirty_nodes.copy_from_slice(&other.dirty_nodes);
+        self.summary.copy_from_slice(&other.summary);
+        self.dirty.clone_from(&other.dirty);
+        self.is_dirty.copy_from_slice(&other.is_dirty);
+        self.legal_bits.copy_from_slice(&other.legal_bits);
+        self.block_dirty.copy_from_slice(&other.block_dirty);
+        self.inputs_on.copy_from_slice(&other.inputs_on);
+    }
+
+    /// Loads a state: flips the bases that differ and propagates.
+    fn load(&mut self, net: &Net, state: &[u64]) -> Result<(), MachineError> {
+        if state.len() != self.cur.len() {
+            return Err(MachineError::Engine(
+                "a state from another propnet machine".into(),
+            ));
+        }
+        for (w, &word) in state.iter().enumerate() {
+            let mut diff = self.cur[w] ^ word;
+            while diff != 0 {
+                let i = w * 64 + diff.trailing_zeros() as usize;
+                diff &= diff - 1;
+                self.flip_base(i);
+                self.mark_dirty(i);
+            }
+        }
+        self.propagate(net);
+        Ok(())
+    }
+
+    /// Sets role `role`'s input to `node` (or none), queueing the changes.
+    #[inline]
+    fn set_input(&mut self, role: usize, node: u32) {
+        let old = self.inputs_on[role];
+        if old == node {
+            return;
+        }
+        if old != NO_NODE {
+            self.set_leaf(old, false);
+        }
+        if node != NO_NODE {
+            self.set_leaf(node, true);
+        }
+        self.inputs_on[role] = node;
+    }
+
+    /// Whether base `i`'s `next` holds.
+    #[inline]
+    fn next_value(&self, net: &Net, i: usize) -> bool {
+        Net::lit_value(&self.counts, net.next[i])
+    }
+
+    /// The next state's bits into `out`, leaving the loaded state as it is.
+    fn next_bits(&mut self, net: &Net, out: &mut [u64]) {
+        out.copy_from_slice(&self.cur);
+        let mut k = 0;
+        while k < self.dirty.len() {
+            let i = self.dirty[k] as usize;
+            if self.next_value(net, i) == self.base(i) {
+                self.is_dirty[i] = false;
+                self.dirty.swap_remove(k);
+            } else {
+                out[i / 64] ^= 1 << (i % 64);
+                k += 1;
+            }
+        }
+    }
+
+    /// Moves to the next state in place and propagates.
+    fn advance(&mut self, net: &Net) {
+        // Every `next` is read before any base changes (a `next` may read a base directly).
+        let mut n = 0;
+        for k in 0..self.dirty.len() {
+            let i = self.dirty[k] as usize;
+            self.is_dirty[i] = false;
+            if self.next_value(net, i) != self.base(i) {
+                self.dirty[n] = i as u32;
+                n += 1;
+            }
+        }
+        for k in 0..n {
+            let i = self.dirty[k] as usize;
+            self.flip_base(i);
+        }
+        self.dirty.clear();
+        self.propagate(net);
+    }
 }
 
 impl PropnetMachine {
@@ -51,22 +451,40 @@ impl PropnetMachine {
     /// # Errors
     /// The rules cannot be lowered, the game exceeds the budget, or the network cannot
     /// represent it; callers fall back to the Datalog engine.
+    ///
+    /// The rules are grounded as they are within [`FIRST_TRY_SHARE`] of the time; if that
+    /// exceeds the budget, they are grounded again in the time left after the magic-sets
+    /// rewrite, which grounds relations only for the arguments the game asks about.
     pub fn new(description: &Description, budget: &Budget) -> Result<PropnetMachine, GroundError> {
         let clock = Clock::new(budget);
-        let prog = ground_with_clock(description, budget, &clock)?;
-        let net = Net::build(prog, description.roles(), budget, &clock)?;
-        Ok(PropnetMachine::from_net(Arc::new(net)))
+        let build = |clock: &Clock, demand: Demand| -> Result<PropnetMachine, GroundError> {
+            let prog = ground_with_demand(description, budget, clock, demand)?;
+            let net = Net::build(prog, description.roles(), budget, clock)?;
+            Ok(PropnetMachine::from_net(Arc::new(net)))
+        };
+        match build(&clock.share(FIRST_TRY_SHARE), Demand::Off) {
+            Err(first @ (GroundError::Budget(_) | GroundError::Time(_))) => {
+                build(&clock, Demand::Dynamic).map_err(|second| match second {
+                    GroundError::Time(s) => GroundError::Time(format!(
+                        "{s} (after: {first}, then with demand-driven rules)"
+                    )),
+                    other => {
+                        GroundError::Budget(format!("{first}; with demand-driven rules: {other}"))
+                    }
+                })
+            }
+            built => built,
+        }
     }
 
     /// A machine over an already built net.
     pub fn from_net(net: Arc<Net>) -> PropnetMachine {
-        let mut values = vec![0u8; net.n_nodes()];
-        values[1] = 1;
+        let rt = Runtime::new(&net);
         PropnetMachine {
             net,
-            values,
-            loaded: None,
-            set_inputs: Vec::new(),
+            rt,
+            snapshot: None,
+            last_start: None,
         }
     }
 
@@ -76,63 +494,46 @@ impl PropnetMachine {
     }
 
     fn load(&mut self, state: &PropnetState) -> Result<(), MachineError> {
-        if self.loaded.as_ref() == Some(state) {
-            return Ok(());
+        self.rt.load(&self.net, &state.0)
+    }
+
+    /// Loads the start of a playout, from the snapshot when it holds that state and copying
+    /// it is cheaper than propagating the difference; takes a snapshot of a state that starts
+    /// two playouts in a row.
+    fn load_start(&mut self, state: &PropnetState) -> Result<(), MachineError> {
+        if let Some(snap) = &self.snapshot
+            && *snap.cur == *state.0
+        {
+            // Links leaving the bases that differ, against the counters to copy.
+            let net = &*self.net;
+            let mut links = 0usize;
+            for (w, (&a, &b)) in self.rt.cur.iter().zip(&snap.cur).enumerate() {
+                let mut diff = a ^ b;
+                while diff != 0 {
+                    let i = w * 64 + diff.trailing_zeros() as usize;
+                    diff &= diff - 1;
+                    let x = Net::base_node(i) as usize;
+                    links += (net.out_start[x + 1] - net.out_start[x]) as usize;
+                }
+            }
+            if links.saturating_mul(256) > net.n_counted() {
+                self.rt.restore_from(snap);
+                return Ok(());
+            }
         }
-        let net = &*self.net;
-        if state.0.len() != net.n_bases.div_ceil(64) {
-            return Err(MachineError::Engine(
-                "a state from another propnet machine".into(),
-            ));
-        }
-        for i in 0..net.n_bases {
-            self.values[2 + i] = u8::from(state.get(i));
-        }
-        run(net, &net.state_blocks, &mut self.values);
-        match &mut self.loaded {
-            Some(s) => s.0.copy_from_slice(&state.0),
-            None => self.loaded = Some(state.clone()),
+        self.load(state)?;
+        if self.last_start.as_ref() == Some(state) {
+            if self.snapshot.as_ref().is_none_or(|s| *s.cur != *state.0) {
+                self.snapshot = Some(Box::new(self.rt.clone()));
+            }
+        } else {
+            self.last_start = Some(state.clone());
         }
         Ok(())
     }
-}
 
-/// Evaluates blocks of gates in order.
-fn run(net: &Net, blocks: &[Block], values: &mut [u8]) {
-    let first = net.first_gate();
-    for b in blocks {
-        let (start, end) = (b.start as usize, b.end as usize);
-        if !b.cyclic {
-            for g in start..end {
-                values[first + g] = eval(net, g, values);
-            }
-            continue;
-        }
-        // A positive cycle: from all false up to the least fixpoint.
-        values[first + start..first + end].fill(0);
-        loop {
-            let mut changed = false;
-            for g in start..end {
-                let v = eval(net, g, values);
-                if v != values[first + g] {
-                    values[first + g] = v;
-                    changed = true;
-                }
-            }
-            if !changed {
-                break;
-            }
-        }
-    }
-}
-
-#[inline]
-fn eval(net: &Net, g: usize, values: &[u8]) -> u8 {
-    let ins = &net.ins[net.starts[g] as usize..net.starts[g + 1] as usize];
-    match net.kinds[g] {
-        Gate::And => u8::from(ins.iter().all(|&i| values[i as usize] != 0)),
-        Gate::Or => u8::from(ins.iter().any(|&i| values[i as usize] != 0)),
-        Gate::Not => u8::from(ins.first().is_some_and(|&i| values[i as usize] == 0)),
+    fn current_state(&self) -> PropnetState {
+        PropnetState(self.rt.cur.clone().into_boxed_slice())
     }
 }
 
@@ -159,20 +560,18 @@ impl StateMachine for PropnetMachine {
         out: &mut Vec<MoveId>,
     ) -> Result<(), MachineError> {
         self.load(state)?;
-        if let Some(legal) = self.net.legal.get(role) {
-            out.extend(
-                legal
-                    .iter()
-                    .filter(|&&(node, _)| self.values[node as usize] != 0)
-                    .map(|&(_, m)| m),
-            );
+        if role < self.net.roles.len() {
+            let net = &*self.net;
+            let start = out.len();
+            out.extend(self.rt.legal_entries(net, role).map(|k| net.legal[k].mv));
+            out[start..].sort_unstable();
         }
         Ok(())
     }
 
     fn is_terminal(&mut self, state: &PropnetState) -> Result<bool, MachineError> {
         self.load(state)?;
-        Ok(self.values[self.net.terminal as usize] != 0)
+        Ok(Net::lit_value(&self.rt.counts, self.net.terminal))
     }
 
     fn goal_values(&mut self, state: &PropnetState, role: usize) -> Result<Vec<u8>, MachineError> {
@@ -183,7 +582,7 @@ impl StateMachine for PropnetMachine {
             .get(role)
             .map(|g| {
                 g.iter()
-                    .filter(|&&(node, _)| self.values[node as usize] != 0)
+                    .filter(|&&(l, _)| Net::lit_value(&self.rt.counts, l))
                     .map(|&(_, v)| v)
                     .collect()
             })
@@ -208,27 +607,15 @@ impl StateMachine for PropnetMachine {
         self.load(state)?;
         let net = &*self.net;
         for (role, mv) in joint.iter().enumerate() {
-            let node = net
-                .input_of
-                .get(role)
-                .and_then(|v| v.get(mv.0 as usize))
+            let node = net.input_of[role]
+                .get(mv.0 as usize)
                 .copied()
-                .unwrap_or(u32::MAX);
-            if node != u32::MAX {
-                self.values[node as usize] = 1;
-                self.set_inputs.push(node);
-            }
+                .unwrap_or(NO_NODE);
+            self.rt.set_input(role, node);
         }
-        run(net, &net.move_blocks, &mut self.values);
-        let mut bits = vec![0u64; net.n_bases.div_ceil(64)].into_boxed_slice();
-        for (i, &node) in net.next.iter().enumerate() {
-            if self.values[node as usize] != 0 {
-                bits[i / 64] |= 1 << (i % 64);
-            }
-        }
-        for node in self.set_inputs.drain(..) {
-            self.values[node as usize] = 0;
-        }
+        self.rt.propagate(net);
+        let mut bits = vec![0u64; self.rt.cur.len()].into_boxed_slice();
+        self.rt.next_bits(net, &mut bits);
         Ok(PropnetState(bits))
     }
 
@@ -283,13 +670,75 @@ impl StateMachine for PropnetMachine {
             .map(|i| self.net.pool.term(self.net.base_terms[i]))
             .collect()
     }
+
+    /// Random playouts in place: moves are drawn from the legal sets, the inputs set, and the
+    /// bases whose `next` changed flipped, with no state built until the end.
+    fn playout(
+        &mut self,
+        state: &PropnetState,
+        rng: &mut impl Rng,
+        max_steps: usize,
+    ) -> Result<(PropnetState, usize), MachineError> {
+        self.run_playout(state, rng, max_steps, None)
+    }
+}
+
+impl PropnetMachine {
+    /// As [`StateMachine::playout`], also appending each joint move played to `joints`
+    /// (one move per role, in role order, step after step).
+    ///
+    /// # Errors
+    /// As [`StateMachine::playout`].
+    pub fn playout_recorded(
+        &mut self,
+        state: &PropnetState,
+        rng: &mut impl Rng,
+        max_steps: usize,
+        joints: &mut Vec<MoveId>,
+    ) -> Result<(PropnetState, usize), MachineError> {
+        self.run_playout(state, rng, max_steps, Some(joints))
+    }
+
+    fn run_playout(
+        &mut self,
+        state: &PropnetState,
+        rng: &mut impl Rng,
+        max_steps: usize,
+        mut record: Option<&mut Vec<MoveId>>,
+    ) -> Result<(PropnetState, usize), MachineError> {
+        self.load_start(state)?;
+        let net = &*self.net;
+        let rt = &mut self.rt;
+        for steps in 0..max_steps {
+            if Net::lit_value(&rt.counts, net.terminal) {
+                return Ok((PropnetState(rt.cur.clone().into_boxed_slice()), steps));
+            }
+            for role in 0..net.roles.len() {
+                let Some(k) = rt.random_legal(net, role, rng) else {
+                    return Err(MachineError::NoLegalMoves {
+                        role: net.roles[role].to_string(),
+                    });
+                };
+                rt.set_input(role, net.legal[k].input);
+                if let Some(r) = record.as_deref_mut() {
+                    r.push(net.legal[k].mv);
+                }
+            }
+            rt.propagate(net);
+            rt.advance(net);
+        }
+        Ok((self.current_state(), max_steps))
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::SeedableRng;
+    use rand_xoshiro::Xoshiro256PlusPlus;
 
     const TICTACTOE: &str = include_str!("../../rules/ticTacToe.kif");
+    const CONNECT_FOUR: &str = include_str!("../../rules/connectFour.kif");
 
     fn machine(text: &str) -> PropnetMachine {
         let description = Description::from_text(text).unwrap();
@@ -304,6 +753,24 @@ mod tests {
 
     fn mv(m: &PropnetMachine, text: &str) -> MoveId {
         m.find_move(&crate::gdl::parse_term(text).unwrap()).unwrap()
+    }
+
+    /// Every counter, legal set and dirty mark agrees with an evaluation from scratch.
+    fn assert_consistent(m: &PropnetMachine) {
+        let net = &*m.net;
+        let rt = &m.rt;
+        let mut expect = rt.counts.clone();
+        net.recount(&mut expect);
+        assert_eq!(expect, rt.counts, "counters differ from a full evaluation");
+        for (k, e) in net.legal.iter().enumerate() {
+            let v = Net::lit_value(&rt.counts, e.lit);
+            assert_eq!(v, rt.legal(k), "legal entry {k}");
+        }
+        for i in 0..net.n_bases {
+            if !rt.is_dirty[i] {
+                assert_eq!(rt.next_value(net, i), rt.base(i), "base {i} not marked");
+            }
+        }
     }
 
     #[test]
@@ -331,6 +798,7 @@ mod tests {
             ];
             s = m.next_state(&s, &joint).unwrap();
             assert!(!m.is_terminal(&s).unwrap());
+            assert_consistent(&m);
         }
         assert_eq!(m.legal_moves(&s, 0).unwrap().len(), 5);
         assert!(m.next_state(&s, &[mv(&m, "(mark 1 1)"), noop]).is_err());
@@ -350,6 +818,63 @@ mod tests {
             m.state_from_terms(&[never]),
             Err(MachineError::UnknownFact { .. })
         ));
+        assert_consistent(&m);
+    }
+
+    #[test]
+    fn propagation_matches_full_evaluation() {
+        for text in [TICTACTOE, CONNECT_FOUR] {
+            let mut m = machine(text);
+            let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
+            let s0 = m.initial_state();
+            for _ in 0..20 {
+                let (end, _) = m.playout(&s0, &mut rng, 1000).unwrap();
+                assert_consistent(&m);
+                assert!(m.is_terminal(&end).unwrap());
+                assert_eq!(m.goals(&end).unwrap().len(), 2);
+                // Step by step through the trait, with a state reloaded now and then.
+                let mut s = s0.clone();
+                let mut joint = Vec::new();
+                let mut scratch = Vec::new();
+                let mut steps = 0;
+                while !m.is_terminal(&s).unwrap() {
+                    m.random_joint_move_into(&s, &mut rng, &mut joint, &mut scratch)
+                        .unwrap();
+                    let t = m.next_state_unchecked(&s, &joint).unwrap();
+                    assert_consistent(&m);
+                    if steps % 3 == 0 {
+                        assert!(!m.legal_moves(&s0, 0).unwrap().is_empty());
+                    }
+                    s = t;
+                    steps += 1;
+                }
+                assert_consistent(&m);
+            }
+        }
+    }
+
+    #[test]
+    fn playouts_in_place_agree_with_steps() {
+        for text in [TICTACTOE, CONNECT_FOUR] {
+            let mut m = machine(text);
+            let mut stepper = m.clone();
+            let mut rng = Xoshiro256PlusPlus::seed_from_u64(11);
+            let s0 = m.initial_state();
+            for _ in 0..30 {
+                let mut joints = Vec::new();
+                let (end, steps) = m
+                    .playout_recorded(&s0, &mut rng, 1000, &mut joints)
+                    .unwrap();
+                assert_eq!(joints.len(), steps * 2);
+                let mut s = s0.clone();
+                for joint in joints.chunks(2) {
+                    s = stepper.next_state(&s, joint).unwrap();
+                }
+                assert_eq!(s, end);
+                assert!(stepper.is_terminal(&s).unwrap());
+                assert_consistent(&m);
+            }
+        }
     }
 
     #[test]
@@ -372,6 +897,7 @@ mod tests {
             "(<= (next (e ?x ?y)) (true (e ?x ?y)) (does a (cut ?u ?v)) (distinct (e ?x ?y) (e ?u ?v)))",
         );
         let mut m = machine(&text);
+        assert!(m.net().stats().cyclic_gates > 0);
         let s0 = m.initial_state();
         let moves = m.legal_moves(&s0, 0).unwrap();
         assert_eq!(
@@ -389,5 +915,10 @@ mod tests {
         let s1 = m.next_state(&s0, &[mv(&m, "(cut 2 3)")]).unwrap();
         let moves = m.legal_moves(&s1, 0).unwrap();
         assert_eq!(printed(&m, &moves), ["(cut 1 2)", "(cut 3 1)", "(go 2)"]);
+        assert_consistent(&m);
+        // Back to the start: the cycle must shrink back and grow again.
+        let moves = m.legal_moves(&s0, 0).unwrap();
+        assert_eq!(moves.len(), 6);
+        assert_consistent(&m);
     }
 }

@@ -23,9 +23,10 @@
 pub mod ground;
 pub mod machine;
 pub mod net;
+mod optimize;
 
 pub use ground::{
     AtomId, Budget, GroundError, GroundLit, GroundProgram, GroundRule, Keywords, ground,
 };
 pub use machine::{PropnetMachine, PropnetState};
-pub use net::{MoveId, Net, NetStats, NodeId};
+pub use net::{MoveId, Net, NetStats};

@@ -1,84 +1,38 @@
-//! The network: ground rules to gates, optimised and flattened for evaluation.
+//! The network: ground rules to gates, optimised and flattened for differential propagation.
 //!
-//! Each ground rule becomes an AND of its body literals (a NOT in front of each negative one);
-//! the rules with the same head feed an OR, which is the head's proposition. `(true f)` atoms
-//! are base propositions and `(does r m)` atoms input propositions.
+//! Each ground rule becomes an AND of its body literals (negative ones read their atom
+//! negated); the rules with the same head feed an OR, which is the head's proposition.
+//! `(true f)` atoms are base propositions and `(does r m)` atoms input propositions. Gates
+//! read literals, so there are no NOT gates: a negation is a flag on a link.
 //!
-//! Optimisation: every gate that depends on no base or input proposition is evaluated once
-//! and becomes a constant (this computes static relations and the initial state, whose
-//! facts are exactly the `init` atoms that hold); constants are folded through the gates,
-//! one-input gates are bypassed, and whatever no `legal`, `goal`, `terminal` or `next`
-//! proposition reads is dropped.
+//! Optimisation ([`optimize`](super::optimize)): everything that depends on no base or input
+//! is evaluated once (static relations, and the initial state, whose facts are exactly the
+//! `init` atoms that hold); constants are folded; one-input gates are bypassed; identical
+//! gates merged; gates read once merged into their reader; whatever no `legal`, `goal`,
+//! `terminal` or `next` proposition reads is dropped.
 //!
-//! Flattening numbers the nodes: the constants false and true, the bases, the inputs, and
-//! the gates in topological order of their strongly connected components, first those that
-//! do not depend on inputs (the state layer), then the rest (the move layer). A component
-//! with more than one gate (from recursive rules) is a block evaluated from all-false to its
-//! least fixpoint; it holds only AND and OR gates, since a stratified game never recurses
-//! through negation (a NOT in a cycle is refused).
+//! Flattening numbers the nodes: the constant false, the bases, the inputs, the gates in
+//! topological order of their strongly connected components, then output nodes that exist
+//! only as link targets: one per legal move of each role, one per base (its `next`), one per
+//! recursive block. Links are stored by source (CSR), each target tagged with whether the
+//! link negates. Each gate has a counter: an AND over `n` literals starts at `2^31 - n`, an
+//! OR at `2^31 - 1`, and each literal that turns true adds one, so the gate is true exactly
+//! when the counter's top bit is set. A component with more than one gate (from recursive
+//! rules) is a block: links into it from outside go to its output node, and it is
+//! re-evaluated from all-false to its least fixpoint whenever one of them changes. Blocks
+//! hold only positive links between their gates, since a stratified game never recurses
+//! through negation (such a cycle is refused).
 
 use hashbrown::HashMap;
-use petgraph::graph::{DiGraph, NodeIndex};
 
 use crate::gdl::{GTerm, Term, TermPool};
 
 use super::ground::{AtomId, Budget, Clock, GroundError, GroundProgram};
-
-/// A node of the network while it is built.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct NodeId(pub u32);
-
-impl NodeId {
-    const FALSE: NodeId = NodeId(0);
-    const TRUE: NodeId = NodeId(1);
-
-    fn index(self) -> usize {
-        self.0 as usize
-    }
-}
+use super::optimize::{self, Graph, Lit, Node};
 
 /// A move's number: an index into the net's table of move terms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct MoveId(pub u32);
-
-#[derive(Clone, Debug)]
-enum Node {
-    Const(bool),
-    Base,
-    Input,
-    And(Vec<NodeId>),
-    Or(Vec<NodeId>),
-    Not(NodeId),
-}
-
-impl Node {
-    fn inputs(&self) -> &[NodeId] {
-        match self {
-            Node::And(v) | Node::Or(v) => v,
-            Node::Not(x) => std::slice::from_ref(x),
-            _ => &[],
-        }
-    }
-}
-
-/// The kind of a flattened gate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Gate {
-    And,
-    Or,
-    Not,
-}
-
-/// A run of gates evaluated together.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Block {
-    /// First gate.
-    pub start: u32,
-    /// End of the run (exclusive).
-    pub end: u32,
-    /// Whether the gates form a cycle, evaluated to a fixpoint.
-    pub cyclic: bool,
-}
 
 /// Sizes of a net, for reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,467 +43,852 @@ pub struct NetStats {
     pub inputs: usize,
     /// Gates.
     pub gates: usize,
-    /// Gate input edges.
+    /// Links between nodes (including those to legal, next and block outputs).
     pub edges: usize,
-    /// Gates in cyclic blocks.
+    /// Gates in recursive blocks.
     pub cyclic_gates: usize,
+    /// Gates before optimisation.
+    pub raw_gates: usize,
 }
 
+/// A legal move of one role: the node whose value says it is legal, and the input node its
+/// `does` sets (or [`NO_NODE`] when no rule reads it).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LegalEntry {
+    pub mv: MoveId,
+    pub lit: Lit,
+    pub input: u32,
+}
+
+/// A group of one role's legal moves that share a guard: a move of the group is legal when
+/// the guard and its own literal hold.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LegalGroup {
+    pub guard: Lit,
+    /// The range of 64-entry words of the legal entries.
+    pub words: (u32, u32),
+}
+
+/// No node.
+pub(crate) const NO_NODE: u32 = u32::MAX;
+
+/// The counter of a gate whose value is true.
+pub(crate) const TRUE_COUNT: u32 = 1 << 31;
+
 /// A flattened network and the tables that translate it to and from terms.
-///
-/// Node numbering: 0 is false, 1 is true, then `n_bases` bases, `n_inputs` inputs, then the
-/// gates in evaluation order.
 pub struct Net {
     pub(crate) pool: TermPool,
     pub(crate) roles: Vec<Term>,
     pub(crate) n_bases: usize,
     pub(crate) n_inputs: usize,
-    pub(crate) kinds: Vec<Gate>,
-    /// Gate `g`'s inputs are `ins[starts[g]..starts[g + 1]]`.
-    pub(crate) starts: Vec<u32>,
-    pub(crate) ins: Vec<u32>,
-    pub(crate) state_blocks: Vec<Block>,
-    pub(crate) move_blocks: Vec<Block>,
-    /// For each base, the node of its `next` proposition.
-    pub(crate) next: Vec<u32>,
+    /// First gate node.
+    pub(crate) first_gate: u32,
+    /// First gate that no gate reads: from here to `first_legal`, gates only feed outputs.
+    pub(crate) first_last_gate: u32,
+    /// First output node (legal moves), then the `next` outputs, then the block outputs.
+    pub(crate) first_legal: u32,
+    pub(crate) first_next: u32,
+    pub(crate) first_block: u32,
+    /// Links from node `x` (below `first_legal`) are `outs[out_start[x]..out_start[x + 1]]`,
+    /// each `target << 1 | negated`.
+    pub(crate) out_start: Vec<u32>,
+    pub(crate) outs: Vec<u32>,
+    /// Per gate (numbered from `first_gate`): whether it is an AND, and its input literals
+    /// `gate_ins[gate_start[g]..gate_start[g + 1]]`.
+    pub(crate) gate_and: Vec<bool>,
+    pub(crate) gate_start: Vec<u32>,
+    pub(crate) gate_ins: Vec<Lit>,
+    /// Recursive blocks: ranges of gate nodes.
+    pub(crate) blocks: Vec<(u32, u32)>,
+    /// Per counted node, the block it starts, or [`NO_NODE`]; empty when there are no blocks.
+    pub(crate) block_at: Vec<u32>,
+    /// Counters of every node below `first_legal` in the initial state with no input set.
+    pub(crate) init_counts: Vec<u32>,
+    /// Legal moves, by role then move, each role's starting on a multiple of 64.
+    pub(crate) legal: Vec<LegalEntry>,
+    /// Per role, its groups of legal moves.
+    pub(crate) legal_groups: Vec<Vec<LegalGroup>>,
+    /// For each base, the literal of its `next` proposition.
+    pub(crate) next: Vec<Lit>,
     /// For each base, the fact.
     pub(crate) base_terms: Vec<GTerm>,
     /// For each move id, the move.
     pub(crate) moves: Vec<GTerm>,
     pub(crate) move_ids: HashMap<GTerm, MoveId>,
-    /// Per role: the legal propositions and their moves.
-    pub(crate) legal: Vec<Vec<(u32, MoveId)>>,
-    /// Per role, per move id: the input node, or `u32::MAX`.
+    /// Per role, per move id: the input node, or [`NO_NODE`].
     pub(crate) input_of: Vec<Vec<u32>>,
-    /// Per role: goal propositions and their values.
-    pub(crate) goals: Vec<Vec<(u32, u8)>>,
-    pub(crate) terminal: u32,
+    /// Per role: goal literals and their values.
+    pub(crate) goals: Vec<Vec<(Lit, u8)>>,
+    pub(crate) terminal: Lit,
     /// The initial state's bits.
     pub(crate) initial: Vec<u64>,
+    raw_gates: usize,
 }
 
 impl Net {
-    /// The node number of the first gate.
-    pub(crate) fn first_gate(&self) -> usize {
-        2 + self.n_bases + self.n_inputs
+    /// Total number of nodes with counters (everything before the output nodes).
+    pub(crate) fn n_counted(&self) -> usize {
+        self.first_legal as usize
     }
 
-    /// Total number of nodes.
-    pub(crate) fn n_nodes(&self) -> usize {
-        self.first_gate() + self.kinds.len()
+    /// The node of base `i`.
+    pub(crate) fn base_node(i: usize) -> u32 {
+        1 + i as u32
     }
 
     /// Sizes of the net.
     pub fn stats(&self) -> NetStats {
-        let cyclic_gates = self
-            .state_blocks
-            .iter()
-            .chain(&self.move_blocks)
-            .filter(|b| b.cyclic)
-            .map(|b| (b.end - b.start) as usize)
-            .sum();
         NetStats {
             bases: self.n_bases,
             inputs: self.n_inputs,
-            gates: self.kinds.len(),
-            edges: self.ins.len(),
-            cyclic_gates,
+            gates: self.gate_and.len(),
+            edges: self.outs.len(),
+            cyclic_gates: self.blocks.iter().map(|b| (b.1 - b.0) as usize).sum(),
+            raw_gates: self.raw_gates,
         }
     }
 
     /// Builds the net of a ground program.
     ///
     /// # Errors
-    /// The net outgrows the budget, or has a cycle through negation.
+    /// The net outgrows the budget, has a cycle through negation, or makes `legal`, `goal`
+    /// or `terminal` depend on `does`.
     pub(crate) fn build(
         prog: GroundProgram,
         roles: &[Term],
         budget: &Budget,
         clock: &Clock,
     ) -> Result<Net, GroundError> {
-        Builder::new(prog, budget)?.finish(roles, budget, clock)
-    }
-}
-
-struct Builder {
-    prog: GroundProgram,
-    nodes: Vec<Node>,
-    /// The node of each atom.
-    atom_node: Vec<NodeId>,
-}
-
-const NONE: NodeId = NodeId(u32::MAX);
-
-impl Builder {
-    fn new(prog: GroundProgram, budget: &Budget) -> Result<Builder, GroundError> {
-        let mut b = Builder {
-            nodes: vec![Node::Const(false), Node::Const(true)],
-            atom_node: vec![NONE; prog.atoms.len()],
-            prog,
-        };
-        for i in 0..b.prog.bases.len() {
-            let a = b.prog.bases[i];
-            b.atom_node[a.index()] = b.push(Node::Base);
-        }
-        for i in 0..b.prog.inputs.len() {
-            let a = b.prog.inputs[i];
-            b.atom_node[a.index()] = b.push(Node::Input);
-        }
-        for r in 0..b.prog.rules.len() {
-            let rule = b.prog.rules[r];
-            let head = b.node_of(rule.head);
-            if !matches!(b.nodes[head.index()], Node::Or(_)) {
-                return Err(GroundError::Unsupported(
-                    "a rule concludes a `true` or `does` atom".into(),
-                ));
-            }
-            let mut body = Vec::with_capacity((rule.end - rule.start) as usize);
-            for l in rule.start..rule.end {
-                let lit = b.prog.lits[l as usize];
-                let n = b.node_of(lit.atom);
-                body.push(if lit.positive {
-                    n
-                } else {
-                    b.push(Node::Not(n))
-                });
-            }
-            let conj = match body.len() {
-                0 => NodeId::TRUE,
-                1 => body[0],
-                _ => b.push(Node::And(body)),
-            };
-            if let Node::Or(v) = &mut b.nodes[head.index()] {
-                v.push(conj);
-            }
-            if b.nodes.len() > budget.max_gates {
-                return Err(GroundError::Budget(format!(
-                    "more than {} network nodes",
-                    budget.max_gates
-                )));
-            }
-        }
-        Ok(b)
-    }
-
-    fn push(&mut self, node: Node) -> NodeId {
-        self.nodes.push(node);
-        NodeId(self.nodes.len() as u32 - 1)
-    }
-
-    /// The node of an atom: its proposition, made on first use (an OR with no inputs yet).
-    fn node_of(&mut self, atom: AtomId) -> NodeId {
-        let n = self.atom_node[atom.index()];
-        if n != NONE {
-            return n;
-        }
-        let n = self.push(Node::Or(Vec::new()));
-        self.atom_node[atom.index()] = n;
-        n
-    }
-
-    /// The node of an atom, or false if no rule concludes it.
-    fn signal(&self, atom: Option<AtomId>) -> NodeId {
-        match atom {
-            Some(a) if self.atom_node[a.index()] != NONE => self.atom_node[a.index()],
-            _ => NodeId::FALSE,
-        }
-    }
-
-    fn finish(
-        mut self,
-        roles: &[Term],
-        budget: &Budget,
-        clock: &Clock,
-    ) -> Result<Net, GroundError> {
-        let n = self.nodes.len();
-        // 1. Evaluate everything that depends on no base or input.
-        let order = components(&self.nodes, |_| true);
+        let (nodes, atom_node) = raw_nodes(&prog, budget)?;
+        let raw_gates = nodes.iter().filter(|n| n.is_gate()).count();
+        let mut g = Graph::new(nodes)?;
         clock.check("building the network")?;
-        let mut dynamic = vec![false; n];
-        let mut values = vec![false; n];
-        values[1] = true;
-        for comp in &order {
-            let dyn_comp = comp.iter().any(|&x| {
-                matches!(self.nodes[x.index()], Node::Base | Node::Input)
-                    || self.nodes[x.index()]
-                        .inputs()
-                        .iter()
-                        .any(|i| dynamic[i.index()])
-            });
-            if dyn_comp {
-                comp.iter().for_each(|&x| dynamic[x.index()] = true);
-                continue;
-            }
-            let cyclic = cyclic_without_negation(comp, &self.nodes)?;
-            loop {
-                let mut changed = false;
-                for &x in comp {
-                    let v = eval_node(&self.nodes[x.index()], &values, values[x.index()]);
-                    if v != values[x.index()] {
-                        values[x.index()] = v;
-                        changed = true;
-                    }
-                }
-                if !changed || !cyclic {
-                    break;
-                }
-            }
-        }
+        optimize::evaluate_static(&mut g, clock)?;
+
         // The initial state: the init atoms that hold.
-        let k = self.prog.keywords;
-        let n_bases = self.prog.bases.len();
+        let n_bases = prog.bases.len();
         let mut base_index: HashMap<GTerm, usize> = HashMap::with_capacity(n_bases);
         let mut base_terms = Vec::with_capacity(n_bases);
-        for (i, &a) in self.prog.bases.iter().enumerate() {
-            let fact = self.prog.args(a)[0];
+        for (i, &a) in prog.bases.iter().enumerate() {
+            let fact = prog.args(a)[0];
             base_index.insert(fact, i);
             base_terms.push(fact);
         }
         let mut initial = vec![0u64; n_bases.div_ceil(64)];
-        for (a, &(rel, _)) in self.prog.atoms.iter().enumerate() {
-            let node = self.atom_node[a];
-            if rel != k.init || node == NONE {
-                continue;
-            }
-            if dynamic[node.index()] {
-                return Err(GroundError::Unsupported(
-                    "init depends on true or does".into(),
-                ));
-            }
-            if values[node.index()] {
-                let fact = self.prog.args(AtomId(a as u32))[0];
-                if let Some(&i) = base_index.get(&fact) {
-                    initial[i / 64] |= 1 << (i % 64);
-                }
+        for fact in &prog.initial {
+            if let Some(&i) = base_index.get(fact) {
+                initial[i / 64] |= 1 << (i % 64);
             }
         }
 
-        // 2. Fold constants and bypass one-input gates, in topological order.
-        let mut repl: Vec<NodeId> = (0..n as u32).map(NodeId).collect();
-        for (x, d) in dynamic.iter().enumerate() {
-            if !d && x > 1 {
-                repl[x] = if values[x] {
-                    NodeId::TRUE
-                } else {
-                    NodeId::FALSE
-                };
-            }
-        }
-        for comp in &order {
-            if !dynamic[comp[0].index()] {
-                continue;
-            }
-            let cyclic = is_cyclic(comp, &self.nodes);
-            for &x in comp {
-                let node = std::mem::replace(&mut self.nodes[x.index()], Node::Const(false));
-                let (new, alias) = simplify(node, &repl, &self.nodes, cyclic);
-                self.nodes[x.index()] = new;
-                if let Some(a) = alias {
-                    repl[x.index()] = a;
-                }
-            }
-        }
+        optimize::simplify(&mut g, clock)?;
+        let outputs = Outputs::new(&prog, &atom_node, roles, &base_terms);
+        let roots = outputs.roots(&g);
+        optimize::inline(&mut g, &roots, clock)?;
+        optimize::simplify(&mut g, clock)?;
+        let roots = outputs.roots(&g);
+        optimize::factor(&mut g, &roots, clock)?;
+        let roots = outputs.roots(&g);
+        optimize::inline(&mut g, &roots, clock)?;
+        optimize::simplify(&mut g, clock)?;
+        let mut outputs = outputs;
+        outputs.guard_legal(&mut g);
         clock.check("building the network")?;
-        let resolve = |x: NodeId, repl: &[NodeId]| {
-            let mut x = x;
-            // Aliases point to earlier components, so this ends.
-            while repl[x.index()] != x {
-                x = repl[x.index()];
-            }
-            x
-        };
+        let flat = Flat::new(&g, &prog, &outputs, budget)?;
+        let net = Net {
+            pool: prog.pool,
+            roles: roles.to_vec(),
+            n_bases,
+            n_inputs: prog.inputs.len(),
+            first_gate: flat.first_gate,
+            first_last_gate: flat.first_last_gate,
+            first_legal: flat.first_legal,
+            first_next: flat.first_next,
+            first_block: flat.first_block,
+            out_start: flat.out_start,
+            outs: flat.outs,
+            gate_and: flat.gate_and,
+            gate_start: flat.gate_start,
+            gate_ins: flat.gate_ins,
+            init_counts: Vec::new(),
+            block_at: Vec::new(),
+            blocks: flat.blocks,
+            legal: flat.legal,
+            legal_groups: flat.legal_groups,
+            next: flat.next,
+            base_terms,
+            moves: outputs.moves,
+            move_ids: outputs.move_ids,
+            input_of: flat.input_of,
+            goals: flat.goals,
+            terminal: flat.terminal,
+            initial,
+            raw_gates,
+        }
+        .with_initial_counts();
+        net.check_links()?;
+        Ok(net)
+    }
 
-        // 3. The outputs.
-        let pool = &self.prog.pool;
+    /// The value of a literal under `counts`.
+    #[inline]
+    pub(crate) fn lit_value(counts: &[u32], l: Lit) -> bool {
+        (counts[l.node()] >> 31 != 0) ^ l.neg()
+    }
+
+    /// Evaluates gate `x` (a node number) from its inputs' counters: its counter if it is
+    /// not in a block, else the counter of its value.
+    pub(crate) fn eval_gate(&self, counts: &[u32], x: usize, counted: bool) -> u32 {
+        let g = x - self.first_gate as usize;
+        let ins = &self.gate_ins[self.gate_start[g] as usize..self.gate_start[g + 1] as usize];
+        let is_and = self.gate_and[g];
+        if counted {
+            let trues = ins.iter().filter(|&&l| Net::lit_value(counts, l)).count() as u32;
+            let offset = if is_and {
+                TRUE_COUNT - ins.len() as u32
+            } else {
+                TRUE_COUNT - 1
+            };
+            offset + trues
+        } else {
+            let v = if is_and {
+                ins.iter().all(|&l| Net::lit_value(counts, l))
+            } else {
+                ins.iter().any(|&l| Net::lit_value(counts, l))
+            };
+            if v { TRUE_COUNT } else { 0 }
+        }
+    }
+
+    /// Evaluates a block from all-false to its least fixpoint under `counts`.
+    pub(crate) fn eval_block(&self, counts: &mut [u32], b: usize) {
+        let (start, end) = self.blocks[b];
+        counts[start as usize..end as usize].fill(0);
+        loop {
+            let mut changed = false;
+            for x in start as usize..end as usize {
+                let c = self.eval_gate(counts, x, false);
+                if c != counts[x] {
+                    counts[x] = c;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+    }
+
+    /// The counters of every node for a state, with no input set, evaluated from scratch.
+    pub(crate) fn full_counts(&self, state: &[u64]) -> Vec<u32> {
+        let mut counts = vec![0u32; self.n_counted()];
+        for i in 0..self.n_bases {
+            if state[i / 64] >> (i % 64) & 1 == 1 {
+                counts[Net::base_node(i) as usize] = TRUE_COUNT;
+            }
+        }
+        self.recount(&mut counts);
+        counts
+    }
+
+    /// Recomputes every gate's counter from the bases' and inputs' counters.
+    pub(crate) fn recount(&self, counts: &mut [u32]) {
+        let mut blocks = self.blocks.iter().enumerate().peekable();
+        let mut x = self.first_gate as usize;
+        while x < self.first_legal as usize {
+            if let Some(&(b, &(start, end))) = blocks.peek()
+                && start as usize == x
+            {
+                self.eval_block(counts, b);
+                x = end as usize;
+                blocks.next();
+                continue;
+            }
+            counts[x] = self.eval_gate(counts, x, true);
+            x += 1;
+        }
+    }
+
+    /// Checks what propagation relies on: every link goes from a node to a higher one, within
+    /// the node ranges, and the link table is well formed. Propagation indexes without bounds
+    /// checks on the strength of this.
+    fn check_links(&self) -> Result<(), GroundError> {
+        let n_targets = self.first_block as usize + self.blocks.len();
+        let counted = self.n_counted();
+        let well_formed = self.out_start.len() == counted + 1
+            && self.out_start[0] == 0
+            && self.out_start.windows(2).all(|w| w[0] <= w[1])
+            && self.out_start[counted] as usize == self.outs.len()
+            && self.init_counts.len() == counted
+            && (0..counted).all(|x| {
+                let (s, e) = (self.out_start[x] as usize, self.out_start[x + 1] as usize);
+                self.outs[s..e].iter().all(|&t| {
+                    let t = (t >> 1) as usize;
+                    t > x && t < n_targets
+                })
+            });
+        if well_formed {
+            Ok(())
+        } else {
+            Err(GroundError::Unsupported(
+                "internal error: malformed network links".into(),
+            ))
+        }
+    }
+
+    fn with_initial_counts(mut self) -> Net {
+        if !self.blocks.is_empty() {
+            self.block_at = vec![NO_NODE; self.n_counted()];
+            for (b, &(start, _)) in self.blocks.iter().enumerate() {
+                self.block_at[start as usize] = b as u32;
+            }
+        }
+        self.init_counts = self.full_counts(&self.initial);
+        self
+    }
+}
+
+/// The raw network of a ground program, and the node of each atom ([`NO_NODE`] if none).
+fn raw_nodes(prog: &GroundProgram, budget: &Budget) -> Result<(Vec<Node>, Vec<u32>), GroundError> {
+    let mut nodes = vec![Node::False];
+    let mut atom_node = vec![NO_NODE; prog.atoms.len()];
+    for &a in &prog.bases {
+        atom_node[a.index()] = nodes.len() as u32;
+        nodes.push(Node::Base);
+    }
+    for &a in &prog.inputs {
+        atom_node[a.index()] = nodes.len() as u32;
+        nodes.push(Node::Input);
+    }
+    let mut node_of = |a: AtomId, nodes: &mut Vec<Node>| {
+        let n = atom_node[a.index()];
+        if n != NO_NODE {
+            return n;
+        }
+        let n = nodes.len() as u32;
+        nodes.push(Node::Or(Vec::new()));
+        atom_node[a.index()] = n;
+        n
+    };
+    // Only rules whose head an output reads, directly or not, are worth a gate.
+    let k = prog.keywords;
+    let mut live = vec![false; prog.atoms.len()];
+    let mut stack: Vec<usize> = Vec::new();
+    for (a, &(rel, _)) in prog.atoms.iter().enumerate() {
+        if rel == k.legal || rel == k.goal || rel == k.terminal || rel == k.next {
+            live[a] = true;
+            stack.push(a);
+        }
+    }
+    let mut by_head_start = vec![0u32; prog.atoms.len() + 1];
+    for rule in &prog.rules {
+        by_head_start[rule.head.index() + 1] += 1;
+    }
+    for i in 0..prog.atoms.len() {
+        by_head_start[i + 1] += by_head_start[i];
+    }
+    let mut fill = by_head_start.clone();
+    let mut by_head = vec![0u32; prog.rules.len()];
+    for (r, rule) in prog.rules.iter().enumerate() {
+        let slot = &mut fill[rule.head.index()];
+        by_head[*slot as usize] = r as u32;
+        *slot += 1;
+    }
+    while let Some(a) = stack.pop() {
+        for &r in &by_head[by_head_start[a] as usize..by_head_start[a + 1] as usize] {
+            let rule = prog.rules[r as usize];
+            for l in &prog.lits[rule.start as usize..rule.end as usize] {
+                if !live[l.atom.index()] {
+                    live[l.atom.index()] = true;
+                    stack.push(l.atom.index());
+                }
+            }
+        }
+    }
+    for rule in prog.rules.iter().filter(|r| live[r.head.index()]) {
+        let head = node_of(rule.head, &mut nodes);
+        if !matches!(nodes[head as usize], Node::Or(_)) {
+            return Err(GroundError::Unsupported(
+                "a rule concludes a `true` or `does` atom".into(),
+            ));
+        }
+        let body: Vec<Lit> = prog.lits[rule.start as usize..rule.end as usize]
+            .iter()
+            .map(|l| Lit::pos(node_of(l.atom, &mut nodes) as usize).xor(!l.positive))
+            .collect();
+        let conj = match body.len() {
+            0 => Lit::TRUE,
+            1 => body[0],
+            _ => {
+                nodes.push(Node::And(body));
+                Lit::pos(nodes.len() - 1)
+            }
+        };
+        if let Node::Or(v) = &mut nodes[head as usize] {
+            v.push(conj);
+        }
+        if nodes.len() > budget.max_gates {
+            return Err(GroundError::Budget(format!(
+                "more than {} network nodes",
+                budget.max_gates
+            )));
+        }
+    }
+    Ok((nodes, atom_node))
+}
+
+/// The outputs of the raw network: legal moves, goals, terminal and next, by raw node.
+struct Outputs {
+    moves: Vec<GTerm>,
+    move_ids: HashMap<GTerm, MoveId>,
+    /// Per role: (legal literal, move, guard group), by group then move. The move is legal
+    /// when its literal and its group's guard both hold.
+    legal: Vec<Vec<(Lit, MoveId, u32)>>,
+    /// Per role, the guard of each group.
+    guards: Vec<Vec<Lit>>,
+    goals: Vec<Vec<(Lit, u8)>>,
+    /// (role, move, input node).
+    inputs: Vec<(usize, MoveId, u32)>,
+    terminal: Lit,
+    next: Vec<Lit>,
+}
+
+impl Outputs {
+    fn new(
+        prog: &GroundProgram,
+        atom_node: &[u32],
+        roles: &[Term],
+        base_terms: &[GTerm],
+    ) -> Outputs {
+        let k = prog.keywords;
+        let pool = &prog.pool;
+        let lit = |a: usize| {
+            let n = atom_node[a];
+            if n == NO_NODE {
+                Lit::FALSE
+            } else {
+                Lit::pos(n as usize)
+            }
+        };
         let role_ids: Vec<Option<GTerm>> = roles.iter().map(|r| pool.find(r)).collect();
-        let mut moves: Vec<GTerm> = Vec::new();
-        let mut move_ids: HashMap<GTerm, MoveId> = HashMap::new();
-        let mut move_id = |m: GTerm, moves: &mut Vec<GTerm>| {
-            *move_ids.entry(m).or_insert_with(|| {
-                moves.push(m);
-                MoveId(moves.len() as u32 - 1)
+        let role_of = |t: GTerm| role_ids.iter().position(|r| *r == Some(t));
+        let mut out = Outputs {
+            moves: Vec::new(),
+            move_ids: HashMap::new(),
+            legal: vec![Vec::new(); roles.len()],
+            guards: vec![vec![Lit::TRUE]; roles.len()],
+            goals: vec![Vec::new(); roles.len()],
+            inputs: Vec::new(),
+            terminal: Lit::FALSE,
+            next: Vec::with_capacity(base_terms.len()),
+        };
+        let move_id = |m: GTerm, out: &mut Outputs| {
+            *out.move_ids.entry(m).or_insert_with(|| {
+                out.moves.push(m);
+                MoveId(out.moves.len() as u32 - 1)
             })
         };
-        let mut legal_raw: Vec<Vec<(NodeId, MoveId)>> = vec![Vec::new(); roles.len()];
-        let mut goals_raw: Vec<Vec<(NodeId, u8)>> = vec![Vec::new(); roles.len()];
-        let mut inputs_raw: Vec<(usize, MoveId, NodeId)> = Vec::new();
-        let role_of = |t: GTerm| role_ids.iter().position(|r| *r == Some(t));
-        for &a in &self.prog.inputs {
-            let args = self.prog.args(a);
+        for &a in &prog.inputs {
+            let args = prog.args(a);
             if let Some(r) = role_of(args[0]) {
-                let m = move_id(args[1], &mut moves);
-                inputs_raw.push((r, m, self.atom_node[a.index()]));
+                let m = move_id(args[1], &mut out);
+                out.inputs.push((r, m, atom_node[a.index()]));
             }
         }
-        let mut terminal = NodeId::FALSE;
-        for (a, &(rel, _)) in self.prog.atoms.iter().enumerate() {
-            let node = self.atom_node[a];
-            if node == NONE {
+        for (a, &(rel, _)) in prog.atoms.iter().enumerate() {
+            if atom_node[a] == NO_NODE {
                 continue;
             }
-            let node = resolve(node, &repl);
-            let args = self.prog.args(AtomId(a as u32));
+            let args = prog.args(AtomId(a as u32));
             if rel == k.legal {
                 if let Some(r) = role_of(args[0]) {
-                    let m = move_id(args[1], &mut moves);
-                    legal_raw[r].push((node, m));
+                    let m = move_id(args[1], &mut out);
+                    out.legal[r].push((lit(a), m, 0));
                 }
             } else if rel == k.goal {
                 if let (Some(r), Some(v)) = (role_of(args[0]), goal_value(pool, args[1])) {
-                    goals_raw[r].push((node, v));
+                    out.goals[r].push((lit(a), v));
                 }
             } else if rel == k.terminal {
-                terminal = node;
+                out.terminal = lit(a);
             }
         }
-        let mut next_raw = Vec::with_capacity(n_bases);
-        for &fact in &base_terms {
+        for l in &mut out.legal {
+            l.sort_by_key(|&(_, m, _)| m);
+        }
+        for &fact in base_terms {
             let atom = pool
                 .find_app(crate::gdl::Sym::NEXT, &[fact])
-                .and_then(|t| self.prog.find(k.next, t));
-            next_raw.push(resolve(self.signal(atom), &repl));
+                .and_then(|t| prog.find(k.next, t));
+            out.next.push(atom.map_or(Lit::FALSE, |a| lit(a.index())));
         }
+        out
+    }
 
-        // 4. Keep what the outputs read.
-        let mut live = vec![false; n];
-        let mut stack: Vec<NodeId> = legal_raw
+    /// Every output literal, resolved.
+    fn roots(&self, g: &Graph) -> Vec<Lit> {
+        self.legal
             .iter()
             .flatten()
             .map(|p| p.0)
-            .chain(goals_raw.iter().flatten().map(|p| p.0))
-            .chain(next_raw.iter().copied())
-            .chain([terminal])
-            .collect();
-        while let Some(x) = stack.pop() {
-            if live[x.index()] {
-                continue;
-            }
-            live[x.index()] = true;
-            for &i in self.nodes[x.index()].inputs() {
-                stack.push(resolve(i, &repl));
+            .chain(self.guards.iter().flatten().copied())
+            .chain(self.goals.iter().flatten().map(|p| p.0))
+            .chain(self.next.iter().copied())
+            .chain([self.terminal])
+            .map(|l| g.resolve(l))
+            .collect()
+    }
+
+    /// Takes out of each role's legal moves the literals most of them share (typically "it is
+    /// my turn"), as guards of groups of moves: a move is legal when its group's guard and
+    /// its own remaining literal hold. A change of a guard then touches no legal gate; the
+    /// guard is read when moves are listed.
+    fn guard_legal(&mut self, g: &mut Graph) {
+        let roots = self.roots(g);
+        let live = optimize::live(g, roots.iter().copied());
+        let mut readers = vec![0u32; g.nodes.len()];
+        for (x, node) in g.nodes.iter().enumerate() {
+            if live[x] {
+                for l in node.inputs() {
+                    readers[g.resolve(*l).node()] += 1;
+                }
             }
         }
-        let is_gate = |node: &Node| matches!(node, Node::And(_) | Node::Or(_) | Node::Not(_));
-        for (x, node) in self.nodes.iter_mut().enumerate() {
-            if !live[x] {
-                continue;
-            }
-            match node {
-                Node::And(v) | Node::Or(v) => {
-                    v.iter_mut().for_each(|i| *i = resolve(*i, &repl));
+        for l in &roots {
+            readers[l.node()] += 1;
+        }
+        for (r, entries) in self.legal.iter_mut().enumerate() {
+            let conjuncts: Vec<Vec<Lit>> = entries
+                .iter()
+                .map(|&(l, _, _)| {
+                    let l = g.resolve(l);
+                    match &g.nodes[l.node()] {
+                        Node::And(ins) if !l.neg() && !g.cyclic[l.node()] => {
+                            ins.iter().map(|&i| g.resolve(i)).collect()
+                        }
+                        _ => vec![l],
+                    }
+                })
+                .collect();
+            let mut group = vec![u32::MAX; entries.len()];
+            let mut guards = Vec::new();
+            let mut counts: HashMap<Lit, u32> = HashMap::new();
+            while guards.len() < MAX_GUARDS {
+                counts.clear();
+                for (i, c) in conjuncts.iter().enumerate() {
+                    if group[i] == u32::MAX && c.len() > 1 {
+                        for &l in c {
+                            *counts.entry(l).or_insert(0) += 1;
+                        }
+                    }
                 }
-                Node::Not(i) => *i = resolve(*i, &repl),
-                _ => {}
+                let best = counts
+                    .iter()
+                    .filter(|&(_, &n)| n >= 2)
+                    .max_by_key(|&(&l, &n)| (n, std::cmp::Reverse(l)))
+                    .map(|(&l, _)| l);
+                let Some(m) = best else { break };
+                for (i, c) in conjuncts.iter().enumerate() {
+                    if group[i] == u32::MAX && c.len() > 1 && c.contains(&m) {
+                        group[i] = guards.len() as u32;
+                    }
+                }
+                guards.push(m);
+            }
+            let rest_group = guards.len() as u32;
+            for (i, e) in entries.iter_mut().enumerate() {
+                if group[i] == u32::MAX {
+                    e.2 = rest_group;
+                    continue;
+                }
+                let m = guards[group[i] as usize];
+                let rest: Vec<Lit> = conjuncts[i].iter().copied().filter(|&l| l != m).collect();
+                let old = g.resolve(e.0);
+                e.2 = group[i];
+                e.0 = match rest.len() {
+                    0 => Lit::TRUE,
+                    1 => rest[0],
+                    _ if readers[old.node()] == 1 => {
+                        g.nodes[old.node()] = Node::And(rest);
+                        old
+                    }
+                    _ => {
+                        let x = g.push(Node::And(rest));
+                        g.order.push(vec![x as u32]);
+                        Lit::pos(x)
+                    }
+                };
+            }
+            guards.push(Lit::TRUE);
+            self.guards[r] = guards;
+            entries.sort_by_key(|&(_, m, group)| (group, m));
+        }
+    }
+}
+
+/// Most guards of one role's legal moves.
+const MAX_GUARDS: usize = 4;
+
+/// The flattened arrays.
+struct Flat {
+    first_gate: u32,
+    first_last_gate: u32,
+    first_legal: u32,
+    first_next: u32,
+    first_block: u32,
+    out_start: Vec<u32>,
+    outs: Vec<u32>,
+    gate_and: Vec<bool>,
+    gate_start: Vec<u32>,
+    gate_ins: Vec<Lit>,
+    blocks: Vec<(u32, u32)>,
+    legal: Vec<LegalEntry>,
+    legal_groups: Vec<Vec<LegalGroup>>,
+    next: Vec<Lit>,
+    input_of: Vec<Vec<u32>>,
+    goals: Vec<Vec<(Lit, u8)>>,
+    terminal: Lit,
+}
+
+impl Flat {
+    fn new(
+        g: &Graph,
+        prog: &GroundProgram,
+        outputs: &Outputs,
+        budget: &Budget,
+    ) -> Result<Flat, GroundError> {
+        let n = g.nodes.len();
+        let roots = outputs.roots(g);
+        let live = optimize::live(g, roots.iter().copied());
+        // Which nodes depend on an input.
+        let mut on_move = vec![false; n];
+        for comp in &g.order {
+            let m = comp.iter().any(|&x| {
+                matches!(g.nodes[x as usize], Node::Input)
+                    || g.nodes[x as usize]
+                        .inputs()
+                        .iter()
+                        .any(|l| on_move[l.node()])
+            });
+            if m {
+                comp.iter().for_each(|&x| on_move[x as usize] = true);
+            }
+        }
+        let state_outputs = outputs
+            .legal
+            .iter()
+            .flatten()
+            .map(|p| p.0)
+            .chain(outputs.guards.iter().flatten().copied())
+            .chain(outputs.goals.iter().flatten().map(|p| p.0))
+            .chain([outputs.terminal]);
+        for l in state_outputs {
+            if on_move[g.resolve(l).node()] {
+                return Err(GroundError::Unsupported(
+                    "legal, goal or terminal depends on does".into(),
+                ));
             }
         }
 
-        // 5. Flatten.
-        let n_inputs = self.prog.inputs.len();
-        let order = components(&self.nodes, |x| live[x] && is_gate(&self.nodes[x]));
-        clock.check("building the network")?;
-        let mut on_move = vec![false; n];
-        for comp in &order {
-            let m = comp.iter().any(|&x| {
-                self.nodes[x.index()]
-                    .inputs()
-                    .iter()
-                    .any(|i| on_move[i.index()] || matches!(self.nodes[i.index()], Node::Input))
-            });
-            comp.iter().for_each(|&x| on_move[x.index()] = m);
-        }
-        let mut number = vec![u32::MAX; n];
-        number[0] = 0;
-        number[1] = 1;
-        let mut next_number = 2u32;
-        for &a in self.prog.bases.iter().chain(&self.prog.inputs) {
-            number[self.atom_node[a.index()].index()] = next_number;
-            next_number += 1;
-        }
-        let first_gate = next_number;
-        let mut kinds = Vec::new();
-        let mut starts = vec![0u32];
-        let mut ins = Vec::new();
-        let mut state_blocks: Vec<Block> = Vec::new();
-        let mut move_blocks: Vec<Block> = Vec::new();
-        let mut gate_order: Vec<(bool, &Vec<NodeId>)> = Vec::new();
-        for layer in [false, true] {
-            for comp in &order {
-                if on_move[comp[0].index()] == layer {
-                    gate_order.push((layer, comp));
+        // Number the nodes.
+        let comps = optimize::components(&g.nodes, |x| live[x] && g.nodes[x].is_gate());
+        // Gates no gate reads (only outputs) go last: they can be handled as soon as their
+        // counter crosses, with no visit.
+        let mut read_by_gate = vec![false; n];
+        for comp in &comps {
+            for &x in comp {
+                for l in g.nodes[x as usize].inputs() {
+                    read_by_gate[g.resolve(*l).node()] = true;
                 }
             }
         }
-        for &(_, comp) in &gate_order {
-            for &x in comp.iter() {
-                number[x.index()] = next_number;
+        let is_last = |comp: &Vec<u32>| {
+            let x = comp[0] as usize;
+            comp.len() == 1
+                && !read_by_gate[x]
+                && !g.nodes[x].inputs().iter().any(|l| l.node() == x)
+        };
+        let (mut comps, last): (Vec<Vec<u32>>, Vec<Vec<u32>>) =
+            comps.into_iter().partition(|c| !is_last(c));
+        let n_inner = comps.len();
+        comps.extend(last);
+        let mut number = vec![NO_NODE; n];
+        number[0] = 0;
+        // Bases and inputs keep their raw numbers, 1 onwards.
+        let mut next_number = 1u32;
+        for _ in prog.bases.iter().chain(&prog.inputs) {
+            number[next_number as usize] = next_number;
+            next_number += 1;
+        }
+        let first_gate = next_number;
+        let mut blocks = Vec::new();
+        let mut block_of = vec![u32::MAX; n];
+        for comp in &comps {
+            let x0 = comp[0] as usize;
+            let cyclic = comp.len() > 1 || g.nodes[x0].inputs().iter().any(|l| l.node() == x0);
+            let start = next_number;
+            for &x in comp {
+                number[x as usize] = next_number;
                 next_number += 1;
+                if cyclic {
+                    block_of[x as usize] = blocks.len() as u32;
+                }
+            }
+            if cyclic {
+                blocks.push((start, next_number));
             }
         }
-        for (layer, comp) in gate_order {
-            let cyclic = cyclic_without_negation(comp, &self.nodes)?;
-            let start = kinds.len() as u32;
-            for &x in comp.iter() {
-                let (kind, inputs) = match &self.nodes[x.index()] {
-                    Node::And(v) => (Gate::And, v.as_slice()),
-                    Node::Or(v) => (Gate::Or, v.as_slice()),
-                    Node::Not(i) => (Gate::Not, std::slice::from_ref(i)),
-                    _ => unreachable!("only gates are ordered"),
-                };
-                kinds.push(kind);
-                ins.extend(inputs.iter().map(|i| number[i.index()]));
-                starts.push(ins.len() as u32);
-            }
-            let end = kinds.len() as u32;
-            let blocks = if layer {
-                &mut move_blocks
-            } else {
-                &mut state_blocks
-            };
-            match blocks.last_mut() {
-                Some(b) if !b.cyclic && !cyclic && b.end == start => b.end = end,
-                _ => blocks.push(Block { start, end, cyclic }),
-            }
+        let first_legal = next_number;
+        let first_last_gate =
+            first_gate + (comps[..n_inner].iter().map(Vec::len).sum::<usize>() as u32);
+        let n_gates = (first_legal - first_gate) as usize;
+        if n_gates > budget.max_gates {
+            return Err(GroundError::Budget(format!(
+                "more than {} gates",
+                budget.max_gates
+            )));
         }
-        if ins.contains(&u32::MAX) || kinds.len() > budget.max_gates {
+        if roots.iter().any(|l| number[l.node()] == NO_NODE) {
             return Err(GroundError::Unsupported(
-                "a gate reads a dropped node".into(),
+                "an output reads a dropped node".into(),
             ));
         }
-        debug_assert_eq!(first_gate as usize, 2 + n_bases + n_inputs);
-        let num = |x: NodeId| number[x.index()];
-        let mut input_of = vec![vec![u32::MAX; moves.len()]; roles.len()];
-        for (r, m, node) in inputs_raw {
-            input_of[r][m.0 as usize] = num(node);
+        let num = |l: Lit| Lit::pos(number[l.node()] as usize).xor(l.neg());
+
+        // Gates and links.
+        let mut gate_and = Vec::with_capacity(n_gates);
+        let mut gate_start = Vec::with_capacity(n_gates + 1);
+        gate_start.push(0u32);
+        let mut gate_ins: Vec<Lit> = Vec::new();
+        // (source, target << 1 | negated); links into blocks apart, to be deduplicated.
+        let mut links: Vec<(u32, u32)> = Vec::new();
+        let mut block_links: Vec<(u32, u32)> = Vec::new();
+        for comp in &comps {
+            for &x in comp {
+                let x = x as usize;
+                let node = &g.nodes[x];
+                gate_and.push(matches!(node, Node::And(_)));
+                let block = block_of[x];
+                for &l in node.inputs() {
+                    let l = g.resolve(l);
+                    if number[l.node()] == NO_NODE {
+                        return Err(GroundError::Unsupported(
+                            "a gate reads a dropped node".into(),
+                        ));
+                    }
+                    let l = num(l);
+                    gate_ins.push(l);
+                    if l.node() == 0 {
+                        continue;
+                    }
+                    if block == u32::MAX {
+                        links.push((l.node() as u32, number[x] << 1 | u32::from(l.neg())));
+                    } else if !(blocks[block as usize].0..blocks[block as usize].1)
+                        .contains(&(l.node() as u32))
+                    {
+                        // Into a block: its output node, once per source.
+                        block_links.push((l.node() as u32, block));
+                    }
+                }
+                gate_start.push(gate_ins.len() as u32);
+            }
         }
-        let legal = legal_raw
-            .into_iter()
-            .map(|v| v.into_iter().map(|(x, m)| (num(x), m)).collect())
+        let n_roles = outputs.legal.len();
+        let mut input_of = vec![vec![NO_NODE; outputs.moves.len()]; n_roles];
+        for &(r, m, node) in &outputs.inputs {
+            input_of[r][m.0 as usize] = number[node as usize];
+        }
+        // Each group of a role's entries starts on a multiple of 64, so that its legal moves
+        // are whole words of a bitset; the gaps hold entries that are never legal.
+        let mut legal = Vec::new();
+        let mut legal_groups = Vec::with_capacity(n_roles);
+        for (r, moves) in outputs.legal.iter().enumerate() {
+            let mut groups = Vec::new();
+            for (gi, &guard) in outputs.guards[r].iter().enumerate() {
+                while legal.len() % 64 != 0 {
+                    legal.push(LegalEntry {
+                        mv: MoveId(u32::MAX),
+                        lit: Lit::FALSE,
+                        input: NO_NODE,
+                    });
+                }
+                let start = legal.len() / 64;
+                for &(l, mv, _) in moves.iter().filter(|e| e.2 == gi as u32) {
+                    legal.push(LegalEntry {
+                        mv,
+                        lit: num(g.resolve(l)),
+                        input: input_of[r][mv.0 as usize],
+                    });
+                }
+                let end = legal.len().div_ceil(64);
+                if end > start {
+                    groups.push(LegalGroup {
+                        guard: num(g.resolve(guard)),
+                        words: (start as u32, end as u32),
+                    });
+                }
+            }
+            legal_groups.push(groups);
+        }
+        let first_next = first_legal + legal.len() as u32;
+        let next: Vec<Lit> = outputs.next.iter().map(|&l| num(g.resolve(l))).collect();
+        let first_block = first_next + next.len() as u32;
+        for (k, e) in legal.iter().enumerate() {
+            if e.lit.node() != 0 {
+                links.push((
+                    e.lit.node() as u32,
+                    (first_legal + k as u32) << 1 | u32::from(e.lit.neg()),
+                ));
+            }
+        }
+        for (i, l) in next.iter().enumerate() {
+            if l.node() != 0 {
+                links.push((
+                    l.node() as u32,
+                    (first_next + i as u32) << 1 | u32::from(l.neg()),
+                ));
+            }
+        }
+        block_links.sort_unstable();
+        block_links.dedup();
+        links.extend(
+            block_links
+                .into_iter()
+                .map(|(s, b)| (s, (first_block + b) << 1)),
+        );
+        // By source, then target: gates in order, then the output nodes.
+        links.sort_unstable();
+        let mut out_start = vec![0u32; first_legal as usize + 1];
+        for &(s, _) in &links {
+            out_start[s as usize + 1] += 1;
+        }
+        for i in 0..first_legal as usize {
+            out_start[i + 1] += out_start[i];
+        }
+        let outs = links.into_iter().map(|(_, t)| t).collect();
+        let goals = outputs
+            .goals
+            .iter()
+            .map(|v| v.iter().map(|&(l, val)| (num(g.resolve(l)), val)).collect())
             .collect();
-        let goals = goals_raw
-            .into_iter()
-            .map(|v| v.into_iter().map(|(x, g)| (num(x), g)).collect())
-            .collect();
-        let next = next_raw.into_iter().map(num).collect();
-        let terminal = num(terminal);
-        Ok(Net {
-            pool: std::mem::take(&mut self.prog.pool),
-            roles: roles.to_vec(),
-            n_bases,
-            n_inputs,
-            kinds,
-            starts,
-            ins,
-            state_blocks,
-            move_blocks,
-            next,
-            base_terms,
-            moves,
-            move_ids,
+        Ok(Flat {
+            first_gate,
+            first_last_gate,
+            first_legal,
+            first_next,
+            first_block,
+            out_start,
+            outs,
+            gate_and,
+            gate_start,
+            gate_ins,
+            blocks,
             legal,
+            legal_groups,
+            next,
             input_of,
             goals,
-            terminal,
-            initial,
+            terminal: num(g.resolve(outputs.terminal)),
         })
     }
 }
@@ -564,119 +903,4 @@ fn goal_value(pool: &TermPool, t: GTerm) -> Option<u8> {
         .parse::<u8>()
         .ok()
         .filter(|&v| v <= 100)
-}
-
-/// A node's value from its inputs' values (`own` for nodes without inputs).
-fn eval_node(node: &Node, values: &[bool], own: bool) -> bool {
-    match node {
-        Node::Const(b) => *b,
-        Node::Base | Node::Input => own,
-        Node::And(v) => v.iter().all(|i| values[i.index()]),
-        Node::Or(v) => v.iter().any(|i| values[i.index()]),
-        Node::Not(i) => !values[i.index()],
-    }
-}
-
-/// A gate after constant folding: the new node, and what it may be replaced by (a constant,
-/// or its single input when it is not part of a cycle).
-fn simplify(node: Node, repl: &[NodeId], nodes: &[Node], cyclic: bool) -> (Node, Option<NodeId>) {
-    let constant = |b: bool| {
-        let id = if b { NodeId::TRUE } else { NodeId::FALSE };
-        (Node::Const(b), Some(id))
-    };
-    match node {
-        Node::And(v) => fold(v, true, repl, cyclic),
-        Node::Or(v) => fold(v, false, repl, cyclic),
-        Node::Not(i) => {
-            let i = repl[i.index()];
-            match i {
-                NodeId::FALSE => constant(true),
-                NodeId::TRUE => constant(false),
-                _ => match &nodes[i.index()] {
-                    Node::Not(j) if !cyclic => (Node::Const(false), Some(*j)),
-                    _ => (Node::Not(i), None),
-                },
-            }
-        }
-        other => (other, None),
-    }
-}
-
-/// Folds an AND (`is_and`) or OR: an absorbing constant input decides it, neutral ones are
-/// dropped, repeated inputs merged.
-fn fold(v: Vec<NodeId>, is_and: bool, repl: &[NodeId], cyclic: bool) -> (Node, Option<NodeId>) {
-    let (absorbing, neutral) = if is_and {
-        (NodeId::FALSE, NodeId::TRUE)
-    } else {
-        (NodeId::TRUE, NodeId::FALSE)
-    };
-    let constant = |b: bool| {
-        let id = if b { NodeId::TRUE } else { NodeId::FALSE };
-        (Node::Const(b), Some(id))
-    };
-    let mut out = Vec::with_capacity(v.len());
-    for i in v {
-        let i = repl[i.index()];
-        if i == absorbing {
-            return constant(!is_and);
-        }
-        if i != neutral {
-            out.push(i);
-        }
-    }
-    out.sort_unstable();
-    out.dedup();
-    match out.len() {
-        0 => constant(is_and),
-        1 if !cyclic => (Node::Const(false), Some(out[0])),
-        _ if is_and => (Node::And(out), None),
-        _ => (Node::Or(out), None),
-    }
-}
-
-/// Whether a component is a cycle: several nodes, or one that reads itself.
-/// Whether a component is a cycle; an error if the cycle passes through a NOT gate, which a
-/// stratified game never produces.
-fn cyclic_without_negation(comp: &[NodeId], nodes: &[Node]) -> Result<bool, GroundError> {
-    let cyclic = is_cyclic(comp, nodes);
-    if cyclic
-        && comp
-            .iter()
-            .any(|x| matches!(nodes[x.index()], Node::Not(_)))
-    {
-        return Err(GroundError::Unsupported("a cycle through negation".into()));
-    }
-    Ok(cyclic)
-}
-
-fn is_cyclic(comp: &[NodeId], nodes: &[Node]) -> bool {
-    comp.len() > 1 || nodes[comp[0].index()].inputs().contains(&comp[0])
-}
-
-/// The strongly connected components of the nodes `keep` selects (edges from a gate's inputs
-/// to the gate), in topological order.
-fn components(nodes: &[Node], keep: impl Fn(usize) -> bool) -> Vec<Vec<NodeId>> {
-    let mut graph: DiGraph<u32, ()> = DiGraph::new();
-    let mut index = vec![NodeIndex::end(); nodes.len()];
-    for (x, slot) in index.iter_mut().enumerate() {
-        if keep(x) {
-            *slot = graph.add_node(x as u32);
-        }
-    }
-    for (x, node) in nodes.iter().enumerate() {
-        if index[x] == NodeIndex::end() {
-            continue;
-        }
-        for i in node.inputs() {
-            if index[i.index()] != NodeIndex::end() {
-                graph.add_edge(index[i.index()], index[x], ());
-            }
-        }
-    }
-    let mut comps = petgraph::algo::tarjan_scc(&graph);
-    comps.reverse();
-    comps
-        .into_iter()
-        .map(|c| c.into_iter().map(|i| NodeId(graph[i])).collect())
-        .collect()
 }
