@@ -208,6 +208,18 @@ pub enum InputError {
     NotLegal(String, String),
 }
 
+/// A sort key for a printed term that orders its numbers by value: `(drop 2)` before
+/// `(drop 10)`.
+fn natural_key(text: &str) -> Vec<(u64, String)> {
+    text.split(|c: char| c.is_whitespace() || c == '(' || c == ')')
+        .filter(|w| !w.is_empty())
+        .map(|w| match w.parse::<u64>() {
+            Ok(n) => (n, String::new()),
+            Err(_) => (u64::MAX, w.to_string()),
+        })
+        .collect()
+}
+
 /// A match in progress.
 pub struct Game<M: StateMachine> {
     machine: M,
@@ -401,13 +413,16 @@ impl<M: StateMachine + Send + 'static> Game<M> {
         Ok(self.machine.goals(&state)?)
     }
 
-    /// The legal moves of `role` now.
+    /// The legal moves of `role` now, in the order of their terms, so that the numbered list
+    /// a person sees does not depend on the engine.
     ///
     /// # Errors
     /// The engine failed.
     pub fn legal(&mut self, role: usize) -> Result<Vec<M::Move>, PlayError> {
         let state = self.state().clone();
-        Ok(self.machine.legal_moves(&state, role)?)
+        let mut moves = self.machine.legal_moves(&state, role)?;
+        moves.sort_by_cached_key(|&mv| natural_key(&self.machine.move_term(mv).to_string()));
+        Ok(moves)
     }
 
     /// The roles with a real choice now (more than one legal move), in role order; when no
@@ -443,7 +458,7 @@ impl<M: StateMachine + Send + 'static> Game<M> {
 
     fn compute_infos(&mut self, role: usize) -> Result<Vec<MoveInfo<M::Move>>, PlayError> {
         let state = self.state().clone();
-        let legal = self.machine.legal_moves(&state, role)?;
+        let legal = self.legal(role)?;
         let mut others = Vec::new();
         for r in 0..self.roles().len() {
             others.push(self.machine.legal_moves(&state, r)?.first().copied());
