@@ -31,10 +31,15 @@ pub fn perft<M: StateMachine>(
     if depth == 1 {
         return Ok(per_role.iter().map(|v| v.len() as u64).product());
     }
+    // All children first: an engine keeps one state loaded, so going back to this state
+    // between children would evaluate it again for each.
+    let children = joint_moves(&per_role)
+        .iter()
+        .map(|joint| machine.next_state_unchecked(state, joint))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut total = 0;
-    for joint in joint_moves(&per_role) {
-        let next = machine.next_state_unchecked(state, &joint)?;
-        total += perft(machine, &next, depth - 1)?;
+    for child in &children {
+        total += perft(machine, child, depth - 1)?;
     }
     Ok(total)
 }
@@ -50,10 +55,14 @@ pub fn divide<M: StateMachine>(
     depth: u32,
 ) -> Result<Vec<(String, u64)>, MachineError> {
     let per_role = legal_per_role(machine, state)?;
+    let joints = joint_moves(&per_role);
+    let children = joints
+        .iter()
+        .map(|joint| machine.next_state_unchecked(state, joint))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut out = Vec::new();
-    for joint in joint_moves(&per_role) {
-        let next = machine.next_state_unchecked(state, &joint)?;
-        let count = perft(machine, &next, depth.saturating_sub(1))?;
+    for (joint, next) in joints.into_iter().zip(&children) {
+        let count = perft(machine, next, depth.saturating_sub(1))?;
         let printed: Vec<String> = joint
             .iter()
             .zip(&per_role)
