@@ -840,8 +840,7 @@ impl Flat {
         block_links.sort_unstable();
         block_links.dedup();
         links.extend(block_links.into_iter().map(|(s, b)| (s, (first_block + b) << 1)));
-        // By source, then target: gates in order, then the output nodes.
-        links.sort_unstable();
+        // By source (counting sort), then target: gates in order, then the output nodes.
         let mut out_start = vec![0u32; first_legal as usize + 1];
         for &(s, _) in &links {
             out_start[s as usize + 1] += 1;
@@ -849,7 +848,17 @@ impl Flat {
         for i in 0..first_legal as usize {
             out_start[i + 1] += out_start[i];
         }
-        let outs = links.into_iter().map(|(_, t)| t).collect();
+        let mut fill = out_start.clone();
+        let mut outs = vec![0u32; links.len()];
+        for (s, t) in links {
+            let slot = &mut fill[s as usize];
+            outs[*slot as usize] = t;
+            *slot += 1;
+        }
+        drop(fill);
+        for x in 0..first_legal as usize {
+            outs[out_start[x] as usize..out_start[x + 1] as usize].sort_unstable();
+        }
         let goals = outputs
             .goals
             .iter()
