@@ -12,6 +12,6 @@ mod relation;
 
 pub use engine::{BodyLit, Engine, EvalError, Limits, Pat, RelId, RuleSpec, Stratum};
 pub use lower::{Layer, LowerError, Lowered, lower, lower_with};
-pub use magic::Demand;
 pub use machine::{BuildError, DatalogMachine, DatalogState};
+pub use magic::Demand;
 pub use relation::{IndexSpec, Path, Relation};

@@ -56,11 +56,11 @@ pub enum GroundError {
     /// The rules could not be lowered.
     #[error(transparent)]
     Lower(#[from] LowerError),
-    /// The game is too large for the budget.
-    #[error("grounding exceeded its budget: {0}")]
+    /// The game is too large for the budget: what grew too large.
+    #[error("{0}")]
     Budget(String),
-    /// Grounding ran out of time.
-    #[error("grounding ran out of time: {0}")]
+    /// Grounding ran out of time: where.
+    #[error("{0}")]
     Time(String),
     /// The game uses something the network cannot represent (for example a cycle of gates
     /// through negation, which a valid, stratified game never has).
@@ -71,7 +71,7 @@ pub enum GroundError {
 impl From<EvalError> for GroundError {
     fn from(e: EvalError) -> Self {
         match e {
-            EvalError::Deadline => GroundError::Time("evaluating rules".into()),
+            EvalError::Deadline => GroundError::Time("out of time evaluating rules".into()),
             e => GroundError::Budget(e.to_string()),
         }
     }
@@ -217,7 +217,7 @@ impl Clock {
     pub(crate) fn check(&self, what: &str) -> Result<(), GroundError> {
         if self.start.elapsed() > self.limit {
             return Err(GroundError::Time(format!(
-                "{what}: more than {:.1} s",
+                "out of time {what}: more than {:.1} s",
                 self.limit.as_secs_f64()
             )));
         }
@@ -430,7 +430,11 @@ pub(crate) fn ground_with_demand(
     // The pool moves into the program; the engine keeps an empty one while instances are
     // read, and gets it back for each evaluation.
     prog.pool = std::mem::take(&mut engine.pool);
-    prog.initial = engine.relation(keywords.init).rows().map(|r| r[0]).collect();
+    prog.initial = engine
+        .relation(keywords.init)
+        .rows()
+        .map(|r| r[0])
+        .collect();
     let facts: Vec<GTerm> = engine
         .relation(keywords.true_)
         .rows()

@@ -373,8 +373,8 @@ impl Runtime {
                 "a state from another propnet machine".into(),
             ));
         }
-        for w in 0..state.len() {
-            let mut diff = self.cur[w] ^ state[w];
+        for (w, &bits) in state.iter().enumerate() {
+            let mut diff = self.cur[w] ^ bits;
             while diff != 0 {
                 let i = w * 64 + diff.trailing_zeros() as usize;
                 diff &= diff - 1;
@@ -464,13 +464,12 @@ impl PropnetMachine {
         };
         match build(&clock.share(FIRST_TRY_SHARE), Demand::Off) {
             Err(first @ (GroundError::Budget(_) | GroundError::Time(_))) => {
-                build(&clock, Demand::Dynamic).map_err(|second| match second {
-                    GroundError::Time(s) => GroundError::Time(format!(
-                        "{s} (after: {first}, then with demand-driven rules)"
-                    )),
-                    other => GroundError::Budget(format!(
-                        "{first}; with demand-driven rules: {other}"
-                    )),
+                build(&clock, Demand::Dynamic).map_err(|second| {
+                    let why = format!("{first}; then, with demand-driven rules, {second}");
+                    match second {
+                        GroundError::Time(_) => GroundError::Time(why),
+                        _ => GroundError::Budget(why),
+                    }
                 })
             }
             built => built,
@@ -821,7 +820,9 @@ mod tests {
             let s0 = m.initial_state();
             for _ in 0..30 {
                 let mut joints = Vec::new();
-                let (end, steps) = m.playout_recorded(&s0, &mut rng, 1000, &mut joints).unwrap();
+                let (end, steps) = m
+                    .playout_recorded(&s0, &mut rng, 1000, &mut joints)
+                    .unwrap();
                 assert_eq!(joints.len(), steps * 2);
                 let mut s = s0.clone();
                 for joint in joints.chunks(2) {

@@ -195,6 +195,7 @@ impl Net {
         outputs.guard_legal(&mut g);
         clock.check("building the network")?;
         let flat = Flat::new(&g, &prog, &outputs, budget)?;
+        clock.check("building the network")?;
         let net = Net {
             pool: prog.pool,
             roles: roles.to_vec(),
@@ -454,7 +455,12 @@ struct Outputs {
 }
 
 impl Outputs {
-    fn new(prog: &GroundProgram, atom_node: &[u32], roles: &[Term], base_terms: &[GTerm]) -> Outputs {
+    fn new(
+        prog: &GroundProgram,
+        atom_node: &[u32],
+        roles: &[Term],
+        base_terms: &[GTerm],
+    ) -> Outputs {
         let k = prog.keywords;
         let pool = &prog.pool;
         let lit = |a: usize| {
@@ -734,7 +740,8 @@ impl Flat {
             }
         }
         let first_legal = next_number;
-        let first_last_gate = first_gate + (comps[..n_inner].iter().map(Vec::len).sum::<usize>() as u32);
+        let first_last_gate =
+            first_gate + (comps[..n_inner].iter().map(Vec::len).sum::<usize>() as u32);
         let n_gates = (first_legal - first_gate) as usize;
         if n_gates > budget.max_gates {
             return Err(GroundError::Budget(format!(
@@ -829,17 +836,27 @@ impl Flat {
         let first_block = first_next + next.len() as u32;
         for (k, e) in legal.iter().enumerate() {
             if e.lit.node() != 0 {
-                links.push((e.lit.node() as u32, (first_legal + k as u32) << 1 | u32::from(e.lit.neg())));
+                links.push((
+                    e.lit.node() as u32,
+                    (first_legal + k as u32) << 1 | u32::from(e.lit.neg()),
+                ));
             }
         }
         for (i, l) in next.iter().enumerate() {
             if l.node() != 0 {
-                links.push((l.node() as u32, (first_next + i as u32) << 1 | u32::from(l.neg())));
+                links.push((
+                    l.node() as u32,
+                    (first_next + i as u32) << 1 | u32::from(l.neg()),
+                ));
             }
         }
         block_links.sort_unstable();
         block_links.dedup();
-        links.extend(block_links.into_iter().map(|(s, b)| (s, (first_block + b) << 1)));
+        links.extend(
+            block_links
+                .into_iter()
+                .map(|(s, b)| (s, (first_block + b) << 1)),
+        );
         // By source (counting sort), then target: gates in order, then the output nodes.
         let mut out_start = vec![0u32; first_legal as usize + 1];
         for &(s, _) in &links {

@@ -110,8 +110,7 @@ impl Graph {
                 comp_of[x as usize] = c as u32;
             }
             let x0 = comp[0] as usize;
-            let is_cyclic =
-                comp.len() > 1 || nodes[x0].inputs().iter().any(|l| l.node() == x0);
+            let is_cyclic = comp.len() > 1 || nodes[x0].inputs().iter().any(|l| l.node() == x0);
             if !is_cyclic {
                 continue;
             }
@@ -165,7 +164,7 @@ pub(crate) fn evaluate_static(g: &mut Graph, clock: &Clock) -> Result<Vec<bool>,
     let mut values = vec![false; n];
     let lit_value = |values: &[bool], l: Lit| values[l.node()] ^ l.neg();
     for (c, comp) in g.order.iter().enumerate() {
-        if c % 65536 == 65535 {
+        if c % 16384 == 16383 {
             clock.check("evaluating static logic")?;
         }
         let is_dynamic = comp.iter().any(|&x| {
@@ -215,7 +214,7 @@ pub(crate) fn simplify(g: &mut Graph, clock: &Clock) -> Result<(), GroundError> 
     let key_hash = |is_and: bool, ins: &[Lit]| hasher.hash_one((is_and, ins));
     let mut seen: HashTable<u32> = HashTable::new();
     for c in 0..g.order.len() {
-        if c % 65536 == 65535 {
+        if c % 16384 == 16383 {
             clock.check("simplifying the network")?;
         }
         for i in 0..g.order[c].len() {
@@ -242,7 +241,11 @@ pub(crate) fn simplify(g: &mut Graph, clock: &Clock) -> Result<(), GroundError> 
                 }
                 Folded::One(l) => g.nodes[x] = Node::Or(vec![l]),
                 Folded::Gate(ins) if cyclic => {
-                    g.nodes[x] = if is_and { Node::And(ins) } else { Node::Or(ins) };
+                    g.nodes[x] = if is_and {
+                        Node::And(ins)
+                    } else {
+                        Node::Or(ins)
+                    };
                 }
                 Folded::Gate(ins) => {
                     // An identical earlier gate takes this one's place.
@@ -256,7 +259,11 @@ pub(crate) fn simplify(g: &mut Graph, clock: &Clock) -> Result<(), GroundError> 
                     if let Some(&y) = seen.find(h, same) {
                         g.repl[x] = Lit::pos(y as usize);
                     } else {
-                        g.nodes[x] = if is_and { Node::And(ins) } else { Node::Or(ins) };
+                        g.nodes[x] = if is_and {
+                            Node::And(ins)
+                        } else {
+                            Node::Or(ins)
+                        };
                         let nodes = &g.nodes;
                         seen.insert_unique(h, x as u32, |&y| match &nodes[y as usize] {
                             Node::And(v) => key_hash(true, v),
@@ -316,11 +323,7 @@ pub(crate) fn live(g: &Graph, roots: impl IntoIterator<Item = Lit>) -> Vec<bool>
 /// Merges each gate read only once (by a gate, not by an output) into its reader when the
 /// kinds match: `AND(a, AND(b, c))` is `AND(a, b, c)` and `AND(a, ¬OR(b, c))` is
 /// `AND(a, ¬b, ¬c)`; likewise for OR. `roots` are the outputs, which count as readers.
-pub(crate) fn inline(
-    g: &mut Graph,
-    roots: &[Lit],
-    clock: &Clock,
-) -> Result<(), GroundError> {
+pub(crate) fn inline(g: &mut Graph, roots: &[Lit], clock: &Clock) -> Result<(), GroundError> {
     let live = live(g, roots.iter().copied());
     let mut readers = vec![0u32; g.nodes.len()];
     for (x, node) in g.nodes.iter().enumerate() {
@@ -335,7 +338,7 @@ pub(crate) fn inline(
     }
     let mut merged: Vec<Lit> = Vec::new();
     for c in 0..g.order.len() {
-        if c % 65536 == 65535 {
+        if c % 16384 == 16383 {
             clock.check("inlining gates")?;
         }
         for i in 0..g.order[c].len() {
@@ -378,7 +381,11 @@ pub(crate) fn inline(
                 }
             }
             let ins = merged.clone();
-            g.nodes[x] = if is_and { Node::And(ins) } else { Node::Or(ins) };
+            g.nodes[x] = if is_and {
+                Node::And(ins)
+            } else {
+                Node::Or(ins)
+            };
         }
     }
     Ok(())
@@ -409,12 +416,17 @@ pub(crate) fn factor(g: &mut Graph, roots: &[Lit], clock: &Clock) -> Result<(), 
     }
     let old_order = std::mem::take(&mut g.order);
     let mut order = Vec::with_capacity(old_order.len());
-    for (c, comp) in old_order.into_iter().enumerate() {
-        if c % 4096 == 4095 {
+    // Products looked at since the clock was last checked.
+    let mut work = 0usize;
+    for comp in old_order {
+        if work > 1 << 16 {
+            work = 0;
             clock.check("factoring the network")?;
         }
+        work += 1;
         let x = comp[0] as usize;
         if comp.len() == 1 && live[x] && !g.cyclic[x] && matches!(g.nodes[x], Node::Or(_)) {
+            work += g.nodes[x].inputs().len() * 16;
             let mut created = Vec::new();
             factor_or(g, x, &readers, &mut created);
             order.extend(created.into_iter().map(|y| vec![y as u32]));
