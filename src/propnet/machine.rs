@@ -3,9 +3,10 @@
 //!
 //! The machine keeps the network's counters for one loaded state and one set of inputs (one
 //! joint move). Loading another state flips only the bases that differ; setting a joint move
-//! flips only the inputs that differ. Changed nodes are marked in a bitset and visited in
-//! increasing (topological) order; a visit adds one to or takes one from the counter of every
-//! node the visited one links to, and marks those whose counter crossed its threshold. Links
+//! flips only the inputs that differ. A changed node adds one to or takes one from the counter
+//! of every node it links to; gates whose counter crossed their threshold are marked in a
+//! bitset and visited in increasing (topological) order, so each is visited at most once per
+//! change, after its inputs have settled, and passes its own change on in turn. Links
 //! to output nodes keep the bitset of legal moves up to date, mark the bases whose `next` may
 //! have changed, and schedule recursive blocks for re-evaluation. So terminal and goals are
 //! read off one node, legal moves off a bitset (and their groups' guards), and the next state
