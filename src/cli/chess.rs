@@ -114,7 +114,7 @@ pub fn pgn(args: PgnArgs) -> anyhow::Result<ExitCode> {
     }
     match load_engine(&args.game, args.engine)? {
         Loaded::Datalog(m) => replay_all(*m, args.dialect, &games, "datalog"),
-        Loaded::Propnet(m) => replay_all(m, args.dialect, &games, "propnet"),
+        Loaded::Propnet(m) => replay_all(*m, args.dialect, &games, "propnet"),
     }
 }
 
@@ -200,7 +200,7 @@ pub fn perft(args: PerftArgs) -> anyhow::Result<ExitCode> {
     };
     match load_engine(&args.game, args.engine)? {
         Loaded::Datalog(m) => perft_on(*m, &args, pos.as_ref(), "datalog"),
-        Loaded::Propnet(m) => perft_on(m, &args, pos.as_ref(), "propnet"),
+        Loaded::Propnet(m) => perft_on(*m, &args, pos.as_ref(), "propnet"),
     }
 }
 

@@ -134,7 +134,7 @@ pub fn run(args: MatchArgs) -> anyhow::Result<ExitCode> {
     };
     let result = match &mut machine {
         Loaded::Datalog(m) => run_match(&mut **m, &rules, &contestants, &config),
-        Loaded::Propnet(m) => run_match(m, &rules, &contestants, &config),
+        Loaded::Propnet(m) => run_match(&mut **m, &rules, &contestants, &config),
     };
     for server in servers {
         server.shutdown();

@@ -37,10 +37,9 @@ pub enum EngineChoice {
 }
 
 /// A game loaded on one of the engines.
-#[allow(clippy::large_enum_variant)] // one per process; never moved in a loop
 enum Loaded {
     Datalog(Box<DatalogMachine>),
-    Propnet(PropnetMachine),
+    Propnet(Box<PropnetMachine>),
 }
 
 impl Loaded {
@@ -203,7 +202,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     trace::write_playouts(&mut *m, &mut rng, count, max_steps, &mut out)
                 }
                 Loaded::Propnet(mut m) => {
-                    trace::write_playouts(&mut m, &mut rng, count, max_steps, &mut out)
+                    trace::write_playouts(&mut *m, &mut rng, count, max_steps, &mut out)
                 }
             };
             write_stdout(&out)?;
@@ -221,7 +220,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 trace::parse(&text).with_context(|| format!("reading {}", path.display()))?;
             let outcome = match loaded {
                 Loaded::Datalog(mut m) => trace::replay(&mut *m, &playouts)?,
-                Loaded::Propnet(mut m) => trace::replay(&mut m, &playouts)?,
+                Loaded::Propnet(mut m) => trace::replay(&mut *m, &playouts)?,
             };
             match outcome {
                 Replay::Agree(n) => {
@@ -249,7 +248,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
             let report = match &mut loaded {
                 Loaded::Datalog(m) => bench_threads(&mut **m, seconds, seed, threads)?,
-                Loaded::Propnet(m) => bench_threads(m, seconds, seed, threads)?,
+                Loaded::Propnet(m) => bench_threads(&mut **m, seconds, seed, threads)?,
             };
             println!("{report}");
             if let Loaded::Datalog(m) = &mut loaded {
@@ -384,11 +383,11 @@ fn load_engine(path: &Path, choice: EngineChoice) -> anyhow::Result<Loaded> {
         EngineChoice::Propnet => {
             let m = PropnetMachine::new(&description, &propnet::Budget::default())
                 .with_context(|| format!("grounding {}", path.display()))?;
-            Ok(Loaded::Propnet(m))
+            Ok(Loaded::Propnet(Box::new(m)))
         }
         EngineChoice::Auto => {
             match PropnetMachine::new(&description, &propnet::Budget::default()) {
-                Ok(m) => Ok(Loaded::Propnet(m)),
+                Ok(m) => Ok(Loaded::Propnet(Box::new(m))),
                 Err(e) => {
                     eprintln!("propnet unavailable ({e}); using the datalog engine");
                     datalog(&description)

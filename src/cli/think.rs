@@ -58,7 +58,7 @@ pub fn run(args: &ThinkArgs) -> anyhow::Result<ExitCode> {
     println!("engine: {}", loaded.name());
     match loaded {
         Loaded::Datalog(mut m) => think(&mut *m, args),
-        Loaded::Propnet(mut m) => think(&mut m, args),
+        Loaded::Propnet(mut m) => think(&mut *m, args),
     }
 }
 

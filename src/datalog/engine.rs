@@ -613,7 +613,7 @@ impl Ctx<'_> {
     fn try_row(&mut self, relation: &Relation, i: usize, pats: &[Pat], rest: &[Step]) {
         if let Some(deadline) = self.deadline {
             *self.work = self.work.wrapping_add(1);
-            if (*self.work).is_multiple_of(65536) && std::time::Instant::now() > deadline {
+            if self.work.is_multiple_of(65536) && std::time::Instant::now() > deadline {
                 *self.timed_out = true;
             }
         }

@@ -1,21 +1,26 @@
 //! Grounding: every rule instance that can ever fire, computed with the Datalog engine.
 //!
-//! The game is lowered as for the Datalog machine (`or` multiplied out, variables numbered).
-//! A relaxed copy of the program drops negative literals and adds
+//! The game is lowered as for the Datalog machine (`or` multiplied out, variables numbered,
+//! optionally after the magic-sets rewrite). Only relations that `legal`, `goal`, `terminal`,
+//! `next` or `init` read, directly or not, are kept. Static relations (depending on neither
+//! `true` nor `does`) are evaluated exactly, negations included, as the Datalog machine does;
+//! they are never instantiated: in a rule body they only filter bindings.
+//!
+//! The other rules' bodies are split into independent parts (`condense`), and a relaxed copy
+//! of them drops the negative literals of non-static relations and adds
 //! `(<= (true ?x) (init ?x))`, `(<= (true ?x) (next ?x))` and `(<= (does ?r ?m) (legal ?r ?m))`;
 //! it is monotone, and its least model (evaluated once, stratum by stratum in the order of
 //! the relation dependency graph) holds every atom that can hold in any reachable state.
 //!
-//! Each original rule is then instantiated by one more engine rule whose head lists all the
-//! rule's variables and whose body keeps its positive literals and `distinct`s over the
-//! relaxed relations: every row is a binding whose positive literals lie in the model. For
-//! each binding, a negative literal whose atom is outside the model is true and dropped;
-//! any other becomes a negative literal of the ground rule.
+//! Each such rule is then instantiated by one more engine rule whose head lists all the rule's
+//! variables and whose body is the relaxed body: every row is a binding whose positive
+//! literals lie in the model. For each binding, a negative literal whose atom is outside the
+//! model is true and dropped; any other becomes a negative literal of the ground rule; static
+//! literals hold and are dropped.
 //!
 //! The [`Budget`] bounds the number of rows and terms (through the engine's limits), the
-//! number of ground literals, and the time, checked between strata and while instances are
-//! read. One stratum's evaluation is not interrupted, so the time limit can be overrun by the
-//! cost of one stratum (the row limits still bound memory).
+//! number of ground literals, and the time: the engine gets the deadline and checks it while
+//! joining, and the clock is checked between strata and while instances are read.
 
 use std::time::{Duration, Instant};
 
@@ -56,11 +61,11 @@ pub enum GroundError {
     /// The rules could not be lowered.
     #[error(transparent)]
     Lower(#[from] LowerError),
-    /// The game is too large for the budget.
-    #[error("grounding exceeded its budget: {0}")]
+    /// The game is too large for the budget: what grew too large.
+    #[error("{0}")]
     Budget(String),
-    /// Grounding ran out of time.
-    #[error("grounding ran out of time: {0}")]
+    /// Grounding ran out of time: where.
+    #[error("{0}")]
     Time(String),
     /// The game uses something the network cannot represent (for example a cycle of gates
     /// through negation, which a valid, stratified game never has).
@@ -71,7 +76,7 @@ pub enum GroundError {
 impl From<EvalError> for GroundError {
     fn from(e: EvalError) -> Self {
         match e {
-            EvalError::Deadline => GroundError::Time("evaluating rules".into()),
+            EvalError::Deadline => GroundError::Time("out of time evaluating rules".into()),
             e => GroundError::Budget(e.to_string()),
         }
     }
@@ -217,7 +222,7 @@ impl Clock {
     pub(crate) fn check(&self, what: &str) -> Result<(), GroundError> {
         if self.start.elapsed() > self.limit {
             return Err(GroundError::Time(format!(
-                "{what}: more than {:.1} s",
+                "out of time {what}: more than {:.1} s",
                 self.limit.as_secs_f64()
             )));
         }

@@ -3,13 +3,14 @@
 //!
 //! The machine keeps the network's counters for one loaded state and one set of inputs (one
 //! joint move). Loading another state flips only the bases that differ; setting a joint move
-//! flips only the inputs that differ. Changed nodes are marked in a bitset and visited in
-//! increasing (topological) order; a visit adds one to or takes one from the counter of
-//! every node the visited one links to, and marks those whose counter crossed its threshold. Links to output nodes keep the
-//! per-role sets of legal moves up to date, mark the bases whose `next` may have changed, and
-//! schedule recursive blocks for re-evaluation. So terminal and goals are read off one node,
-//! legal moves off a set, and the next state is the loaded one with the marked bases
-//! re-read.
+//! flips only the inputs that differ. A changed node adds one to or takes one from the counter
+//! of every node it links to; gates whose counter crossed their threshold are marked in a
+//! bitset and visited in increasing (topological) order, so each is visited at most once per
+//! change, after its inputs have settled, and passes its own change on in turn. Links
+//! to output nodes keep the bitset of legal moves up to date, mark the bases whose `next` may
+//! have changed, and schedule recursive blocks for re-evaluation. So terminal and goals are
+//! read off one node, legal moves off a bitset (and their groups' guards), and the next state
+//! is the loaded one with the marked bases re-read.
 //!
 //! Legal moves, goals and terminal never depend on inputs (the net refuses games where they
 //! do), so inputs stay set until the next joint move replaces them.
@@ -21,17 +22,16 @@ use std::sync::Arc;
 
 use rand::Rng;
 
+use crate::datalog::Demand;
 use crate::gdl::{Description, Term};
 use crate::machine::{MachineError, StateMachine};
 
-use crate::datalog::Demand;
-
 use super::ground::{Budget, Clock, GroundError, ground_with_demand};
+use super::net::{MoveId, NO_NODE, Net, TRUE_COUNT};
 
 /// The share of the time budget for grounding the rules as they are, before trying the
 /// magic-sets rewrite.
 pub const FIRST_TRY_SHARE: f64 = 0.6;
-use super::net::{MoveId, NO_NODE, Net, TRUE_COUNT};
 
 /// A state: one bit per base proposition.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
@@ -69,7 +69,7 @@ struct Runtime {
     cur: Vec<u64>,
     /// One bit per counted node: set when the node's value has changed an odd number of
     /// times since it was last visited (for a block's first gate: when the block must be
-    /// re-evaluated). `summary` has one bit per word of `dirty`, set when the word may be
+    /// re-evaluated). `summary` has one bit per word of `dirty_nodes`, set when the word may be
     /// non-zero.
     dirty_nodes: Vec<u64>,
     summary: Vec<u64>,
@@ -83,6 +83,8 @@ struct Runtime {
     block_old: Vec<u32>,
     /// Per role, the input node set by the current joint move, or [`NO_NODE`].
     inputs_on: Vec<u32>,
+    /// Scratch: the bases a transition flips.
+    flips: Vec<u32>,
 }
 
 impl Runtime {
@@ -98,6 +100,7 @@ impl Runtime {
             block_dirty: vec![false; net.blocks.len()],
             block_old: Vec::new(),
             inputs_on: vec![NO_NODE; net.roles.len()],
+            flips: Vec::new(),
         };
         for (k, e) in net.legal.iter().enumerate() {
             let v = Net::lit_value(&rt.counts, e.lit);
@@ -191,29 +194,23 @@ impl Runtime {
         None
     }
 
-    /// Marks a change of node `x`'s value (a second change cancels the first).
+    /// Sets leaf `node` (a base or input) to `v` and passes the change on at once (leaves
+    /// come first in the topological order, so this is where the sweep would visit them).
     #[inline]
-    fn toggle(&mut self, x: usize) {
-        self.dirty_nodes[x >> 6] ^= 1 << (x & 63);
-        self.summary[x >> 12] |= 1 << ((x >> 6) & 63);
-    }
-
-    /// Sets leaf `node` (a base or input) to `v` and marks the change.
-    #[inline]
-    fn set_leaf(&mut self, node: u32, v: bool) {
+    fn set_leaf(&mut self, net: &Net, node: u32, v: bool) {
         let c = if v { TRUE_COUNT } else { 0 };
         if self.counts[node as usize] != c {
             self.counts[node as usize] = c;
-            self.toggle(node as usize);
+            self.announce(net, node as usize);
         }
     }
 
     /// Flips base `i` and marks the change.
     #[inline]
-    fn flip_base(&mut self, i: usize) {
+    fn flip_base(&mut self, net: &Net, i: usize) {
         self.cur[i / 64] ^= 1 << (i % 64);
         let v = self.base(i);
-        self.set_leaf(Net::base_node(i), v);
+        self.set_leaf(net, Net::base_node(i), v);
     }
 
     /// Propagates the marked changes until nothing changes.
@@ -373,12 +370,12 @@ impl Runtime {
                 "a state from another propnet machine".into(),
             ));
         }
-        for (w, &word) in state.iter().enumerate() {
-            let mut diff = self.cur[w] ^ word;
+        for (w, &bits) in state.iter().enumerate() {
+            let mut diff = self.cur[w] ^ bits;
             while diff != 0 {
                 let i = w * 64 + diff.trailing_zeros() as usize;
                 diff &= diff - 1;
-                self.flip_base(i);
+                self.flip_base(net, i);
                 self.mark_dirty(i);
             }
         }
@@ -388,16 +385,16 @@ impl Runtime {
 
     /// Sets role `role`'s input to `node` (or none), queueing the changes.
     #[inline]
-    fn set_input(&mut self, role: usize, node: u32) {
+    fn set_input(&mut self, net: &Net, role: usize, node: u32) {
         let old = self.inputs_on[role];
         if old == node {
             return;
         }
         if old != NO_NODE {
-            self.set_leaf(old, false);
+            self.set_leaf(net, old, false);
         }
         if node != NO_NODE {
-            self.set_leaf(node, true);
+            self.set_leaf(net, node, true);
         }
         self.inputs_on[role] = node;
     }
@@ -427,20 +424,20 @@ impl Runtime {
     /// Moves to the next state in place and propagates.
     fn advance(&mut self, net: &Net) {
         // Every `next` is read before any base changes (a `next` may read a base directly).
-        let mut n = 0;
-        for k in 0..self.dirty.len() {
-            let i = self.dirty[k] as usize;
+        let mut flips = std::mem::take(&mut self.flips);
+        flips.clear();
+        for &i in &self.dirty {
+            let i = i as usize;
             self.is_dirty[i] = false;
             if self.next_value(net, i) != self.base(i) {
-                self.dirty[n] = i as u32;
-                n += 1;
+                flips.push(i as u32);
             }
         }
-        for k in 0..n {
-            let i = self.dirty[k] as usize;
-            self.flip_base(i);
-        }
         self.dirty.clear();
+        for &i in &flips {
+            self.flip_base(net, i as usize);
+        }
+        self.flips = flips;
         self.propagate(net);
     }
 }
@@ -464,12 +461,11 @@ impl PropnetMachine {
         };
         match build(&clock.share(FIRST_TRY_SHARE), Demand::Off) {
             Err(first @ (GroundError::Budget(_) | GroundError::Time(_))) => {
-                build(&clock, Demand::Dynamic).map_err(|second| match second {
-                    GroundError::Time(s) => GroundError::Time(format!(
-                        "{s} (after: {first}, then with demand-driven rules)"
-                    )),
-                    other => {
-                        GroundError::Budget(format!("{first}; with demand-driven rules: {other}"))
+                build(&clock, Demand::Dynamic).map_err(|second| {
+                    let why = format!("{first}; then, with demand-driven rules, {second}");
+                    match second {
+                        GroundError::Time(_) => GroundError::Time(why),
+                        _ => GroundError::Budget(why),
                     }
                 })
             }
@@ -611,7 +607,7 @@ impl StateMachine for PropnetMachine {
                 .get(mv.0 as usize)
                 .copied()
                 .unwrap_or(NO_NODE);
-            self.rt.set_input(role, node);
+            self.rt.set_input(net, role, node);
         }
         self.rt.propagate(net);
         let mut bits = vec![0u64; self.rt.cur.len()].into_boxed_slice();
@@ -719,7 +715,7 @@ impl PropnetMachine {
                         role: net.roles[role].to_string(),
                     });
                 };
-                rt.set_input(role, net.legal[k].input);
+                rt.set_input(net, role, net.legal[k].input);
                 if let Some(r) = record.as_deref_mut() {
                     r.push(net.legal[k].mv);
                 }

@@ -3,22 +3,24 @@
 //!
 //! Building a net takes three steps:
 //!
-//! - [`ground`](mod@ground) instantiates the game with the Datalog engine itself. A relaxed
-//!   program (negation dropped, `true` read as every `init` and `next` fact, `does` as every
-//!   `legal` fact) is evaluated to its least model, which holds every atom that can ever be
-//!   true; each rule is then instantiated with every binding whose positive literals lie in
-//!   that model.
-//! - [`net`] turns ground rules into AND/OR/NOT gates over base (`true`) and input (`does`)
-//!   propositions, evaluates everything that depends on neither once (constants), folds the
-//!   constants, drops logic that reaches no `legal`, `goal`, `terminal` or `next`, and
-//!   flattens the rest into arrays in topological order. Recursive rules can give cycles of
-//!   gates; each cycle (always positive in a stratified game) is evaluated by iterating from
-//!   all-false to its least fixpoint.
-//! - [`machine`] runs the net: a state is a bitset over base propositions, and each query
-//!   evaluates the gates in order into preallocated buffers.
+//! - [`ground`](mod@ground) instantiates the game with the Datalog engine itself. Static
+//!   relations are computed exactly; a relaxed copy of the rest (negations of non-static
+//!   relations dropped, `true` read as every `init` and `next` fact, `does` as every `legal`
+//!   fact) is evaluated to its least model, which holds every atom that can ever be true; each
+//!   rule is then instantiated with every binding whose positive literals lie in that model.
+//! - [`net`] turns ground rules into AND/OR gates over literals (a node or its negation) of
+//!   base (`true`) and input (`does`) propositions, optimises them (constants folded, identical
+//!   gates merged, single-reader gates merged into their reader, common literals factored out
+//!   of ORs, shared "whose turn" literals taken out of legal moves as guards, dead logic
+//!   dropped; see `optimize`), and flattens the rest into arrays in topological order.
+//! - [`machine`] runs the net by differential propagation: each gate keeps a count of its true
+//!   inputs, and a change of the state or of the joint move flips only the bases and inputs
+//!   that differ, visiting the gates whose value changed in topological order.
 //!
-//! Grounding is bounded by a [`Budget`]; a game that exceeds it gives
-//! [`GroundError::Budget`], and the caller falls back to the Datalog engine.
+//! Grounding is bounded by a [`Budget`]; if the rules as written exceed it, they are grounded
+//! again after the magic-sets rewrite; a game that still exceeds it gives
+//! [`GroundError::Budget`] or [`GroundError::Time`], and the caller falls back to the Datalog
+//! engine.
 
 pub mod ground;
 pub mod machine;

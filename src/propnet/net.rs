@@ -5,15 +5,17 @@
 //! `(true f)` atoms are base propositions and `(does r m)` atoms input propositions. Gates
 //! read literals, so there are no NOT gates: a negation is a flag on a link.
 //!
-//! Optimisation ([`optimize`](super::optimize)): everything that depends on no base or input
-//! is evaluated once (static relations, and the initial state, whose facts are exactly the
-//! `init` atoms that hold); constants are folded; one-input gates are bypassed; identical
-//! gates merged; gates read once merged into their reader; whatever no `legal`, `goal`,
-//! `terminal` or `next` proposition reads is dropped.
+//! Only rules whose head an output reads, directly or not, become gates. Optimisation (module
+//! `optimize`): everything that depends on no base or input is evaluated once; constants are
+//! folded; one-input gates are bypassed; identical gates merged; gates read once merged into
+//! their reader; literals shared by several ANDs under one OR factored out; whatever no
+//! `legal`, `goal`, `terminal` or `next` proposition reads is dropped. Then the literals most
+//! of a role's legal moves share (typically "it is my turn") are taken out of them as the
+//! guards of groups of moves, read only when moves are listed.
 //!
 //! Flattening numbers the nodes: the constant false, the bases, the inputs, the gates in
-//! topological order of their strongly connected components, then output nodes that exist
-//! only as link targets: one per legal move of each role, one per base (its `next`), one per
+//! topological order of their strongly connected components (those that only outputs read
+//! last), then output nodes that exist only as link targets: one per legal move of each role, one per base (its `next`), one per
 //! recursive block. Links are stored by source (CSR), each target tagged with whether the
 //! link negates. Each gate has a counter: an AND over `n` literals starts at `2^31 - n`, an
 //! OR at `2^31 - 1`, and each literal that turns true adds one, so the gate is true exactly
@@ -195,6 +197,7 @@ impl Net {
         outputs.guard_legal(&mut g);
         clock.check("building the network")?;
         let flat = Flat::new(&g, &prog, &outputs, budget)?;
+        clock.check("building the network")?;
         let net = Net {
             pool: prog.pool,
             roles: roles.to_vec(),
@@ -856,8 +859,7 @@ impl Flat {
                 .into_iter()
                 .map(|(s, b)| (s, (first_block + b) << 1)),
         );
-        // By source, then target: gates in order, then the output nodes.
-        links.sort_unstable();
+        // By source (counting sort), then target: gates in order, then the output nodes.
         let mut out_start = vec![0u32; first_legal as usize + 1];
         for &(s, _) in &links {
             out_start[s as usize + 1] += 1;
@@ -865,7 +867,17 @@ impl Flat {
         for i in 0..first_legal as usize {
             out_start[i + 1] += out_start[i];
         }
-        let outs = links.into_iter().map(|(_, t)| t).collect();
+        let mut fill = out_start.clone();
+        let mut outs = vec![0u32; links.len()];
+        for (s, t) in links {
+            let slot = &mut fill[s as usize];
+            outs[*slot as usize] = t;
+            *slot += 1;
+        }
+        drop(fill);
+        for x in 0..first_legal as usize {
+            outs[out_start[x] as usize..out_start[x + 1] as usize].sort_unstable();
+        }
         let goals = outputs
             .goals
             .iter()

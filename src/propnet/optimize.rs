@@ -17,8 +17,9 @@
 //! Gates in recursive components are folded but never replaced or merged, so that cycles
 //! keep their shape.
 
-use hashbrown::HashMap;
-use petgraph::graph::{DiGraph, NodeIndex};
+use std::hash::BuildHasher;
+
+use hashbrown::{HashMap, HashTable};
 
 use super::ground::{Clock, GroundError};
 
@@ -163,7 +164,7 @@ pub(crate) fn evaluate_static(g: &mut Graph, clock: &Clock) -> Result<Vec<bool>,
     let mut values = vec![false; n];
     let lit_value = |values: &[bool], l: Lit| values[l.node()] ^ l.neg();
     for (c, comp) in g.order.iter().enumerate() {
-        if c % 65536 == 65535 {
+        if c % 16384 == 16383 {
             clock.check("evaluating static logic")?;
         }
         let is_dynamic = comp.iter().any(|&x| {
@@ -207,9 +208,13 @@ pub(crate) fn evaluate_static(g: &mut Graph, clock: &Clock) -> Result<Vec<bool>,
 
 /// Folds, merges and bypasses gates, in one sweep in topological order.
 pub(crate) fn simplify(g: &mut Graph, clock: &Clock) -> Result<(), GroundError> {
-    let mut seen: HashMap<(bool, Vec<Lit>), u32> = HashMap::new();
+    // Hash-consing: the gates seen so far, by a hash of their kind and inputs; equal keys are
+    // compared against the gates themselves.
+    let hasher = hashbrown::DefaultHashBuilder::default();
+    let key_hash = |is_and: bool, ins: &[Lit]| hasher.hash_one((is_and, ins));
+    let mut seen: HashTable<u32> = HashTable::new();
     for c in 0..g.order.len() {
-        if c % 65536 == 65535 {
+        if c % 16384 == 16383 {
             clock.check("simplifying the network")?;
         }
         for i in 0..g.order[c].len() {
@@ -222,7 +227,10 @@ pub(crate) fn simplify(g: &mut Graph, clock: &Clock) -> Result<(), GroundError> 
                     continue;
                 }
             };
-            let ins: Vec<Lit> = ins.into_iter().map(|l| g.resolve(l)).collect();
+            let mut ins = ins;
+            for l in ins.iter_mut() {
+                *l = g.resolve(*l);
+            }
             let cyclic = g.cyclic[x];
             match fold(is_and, ins) {
                 Folded::Const(b) if !cyclic => g.repl[x] = Lit::constant(b),
@@ -240,17 +248,28 @@ pub(crate) fn simplify(g: &mut Graph, clock: &Clock) -> Result<(), GroundError> 
                     };
                 }
                 Folded::Gate(ins) => {
-                    // Hash-consing: an identical earlier gate takes this one's place.
-                    let key = (is_and, ins);
-                    if let Some(&y) = seen.get(&key) {
+                    // An identical earlier gate takes this one's place.
+                    let h = key_hash(is_and, &ins);
+                    let nodes = &g.nodes;
+                    let same = |&y: &u32| match &nodes[y as usize] {
+                        Node::And(v) => is_and && *v == ins,
+                        Node::Or(v) => !is_and && *v == ins,
+                        _ => false,
+                    };
+                    if let Some(&y) = seen.find(h, same) {
                         g.repl[x] = Lit::pos(y as usize);
                     } else {
                         g.nodes[x] = if is_and {
-                            Node::And(key.1.clone())
+                            Node::And(ins)
                         } else {
-                            Node::Or(key.1.clone())
+                            Node::Or(ins)
                         };
-                        seen.insert(key, x as u32);
+                        let nodes = &g.nodes;
+                        seen.insert_unique(h, x as u32, |&y| match &nodes[y as usize] {
+                            Node::And(v) => key_hash(true, v),
+                            Node::Or(v) => key_hash(false, v),
+                            _ => 0,
+                        });
                     }
                 }
             }
@@ -319,7 +338,7 @@ pub(crate) fn inline(g: &mut Graph, roots: &[Lit], clock: &Clock) -> Result<(), 
     }
     let mut merged: Vec<Lit> = Vec::new();
     for c in 0..g.order.len() {
-        if c % 65536 == 65535 {
+        if c % 16384 == 16383 {
             clock.check("inlining gates")?;
         }
         for i in 0..g.order[c].len() {
@@ -397,12 +416,17 @@ pub(crate) fn factor(g: &mut Graph, roots: &[Lit], clock: &Clock) -> Result<(), 
     }
     let old_order = std::mem::take(&mut g.order);
     let mut order = Vec::with_capacity(old_order.len());
-    for (c, comp) in old_order.into_iter().enumerate() {
-        if c % 4096 == 4095 {
+    // Products looked at since the clock was last checked.
+    let mut work = 0usize;
+    for comp in old_order {
+        if work > 1 << 16 {
+            work = 0;
             clock.check("factoring the network")?;
         }
+        work += 1;
         let x = comp[0] as usize;
         if comp.len() == 1 && live[x] && !g.cyclic[x] && matches!(g.nodes[x], Node::Or(_)) {
+            work += g.nodes[x].inputs().len() * 16;
             let mut created = Vec::new();
             factor_or(g, x, &readers, &mut created);
             order.extend(created.into_iter().map(|y| vec![y as u32]));
@@ -531,31 +555,71 @@ fn product_lit(g: &mut Graph, p: Vec<Lit>, created: &mut Vec<usize>) -> Lit {
 }
 
 /// The strongly connected components of the nodes `keep` selects (edges from a gate's inputs
-/// to the gate), in topological order.
+/// to the gate), in topological order: inputs first.
+///
+/// Tarjan's algorithm, iterative, run along the edges backwards (from a gate to its inputs),
+/// which needs no successor lists: a component is then found after every component it reads.
 pub(crate) fn components(nodes: &[Node], keep: impl Fn(usize) -> bool) -> Vec<Vec<u32>> {
-    let mut graph: DiGraph<u32, ()> = DiGraph::new();
-    let mut index = vec![NodeIndex::end(); nodes.len()];
-    for (x, slot) in index.iter_mut().enumerate() {
-        if keep(x) {
-            *slot = graph.add_node(x as u32);
-        }
-    }
-    for (x, node) in nodes.iter().enumerate() {
-        if index[x] == NodeIndex::end() {
+    const UNVISITED: u32 = u32::MAX;
+    let n = nodes.len();
+    let mut index = vec![UNVISITED; n];
+    let mut low = vec![0u32; n];
+    let mut on_stack = vec![false; n];
+    let mut stack: Vec<u32> = Vec::new();
+    // (node, position of the next input to visit)
+    let mut calls: Vec<(u32, u32)> = Vec::new();
+    let mut next_index = 0u32;
+    let mut out = Vec::new();
+    for root in 0..n {
+        if !keep(root) || index[root] != UNVISITED {
             continue;
         }
-        for l in node.inputs() {
-            if index[l.node()] != NodeIndex::end() {
-                graph.add_edge(index[l.node()], index[x], ());
+        index[root] = next_index;
+        low[root] = next_index;
+        next_index += 1;
+        stack.push(root as u32);
+        on_stack[root] = true;
+        calls.push((root as u32, 0));
+        while let Some(&(v, i)) = calls.last() {
+            let v = v as usize;
+            let ins = nodes[v].inputs();
+            if let Some(l) = ins.get(i as usize) {
+                calls.last_mut().expect("a call").1 += 1;
+                let w = l.node();
+                if !keep(w) {
+                    continue;
+                }
+                if index[w] == UNVISITED {
+                    index[w] = next_index;
+                    low[w] = next_index;
+                    next_index += 1;
+                    stack.push(w as u32);
+                    on_stack[w] = true;
+                    calls.push((w as u32, 0));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+                continue;
+            }
+            calls.pop();
+            if let Some(&(u, _)) = calls.last() {
+                low[u as usize] = low[u as usize].min(low[v]);
+            }
+            if low[v] == index[v] {
+                let mut comp = Vec::new();
+                loop {
+                    let w = stack.pop().expect("the component's nodes");
+                    on_stack[w as usize] = false;
+                    comp.push(w);
+                    if w as usize == v {
+                        break;
+                    }
+                }
+                out.push(comp);
             }
         }
     }
-    let mut comps = petgraph::algo::tarjan_scc(&graph);
-    comps.reverse();
-    comps
-        .into_iter()
-        .map(|c| c.into_iter().map(|i| graph[i]).collect())
-        .collect()
+    out
 }
 
 #[cfg(test)]
