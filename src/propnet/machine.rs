@@ -7,10 +7,10 @@
 //! of every node it links to; gates whose counter crossed their threshold are marked in a
 //! bitset and visited in increasing (topological) order, so each is visited at most once per
 //! change, after its inputs have settled, and passes its own change on in turn. Links
-//! to output nodes keep the bitset of legal moves up to date, mark the bases whose `next` may
-//! have changed, and schedule recursive blocks for re-evaluation. So terminal and goals are
-//! read off one node, legal moves off a bitset (and their groups' guards), and the next state
-//! is the loaded one with the marked bases re-read.
+//! to output nodes keep two bitsets up to date, the legal moves and the next state, and
+//! schedule recursive blocks for re-evaluation. So terminal and goals are read off one node,
+//! legal moves off a bitset (and their groups' guards), and the next state is a copy of a
+//! bitset; moving to it flips the bases where it differs from the loaded state.
 //!
 //! Legal moves, goals and terminal never depend on inputs (the net refuses games where they
 //! do), so inputs stay set until the next joint move replaces them.
@@ -73,9 +73,9 @@ struct Runtime {
     /// non-zero.
     dirty_nodes: Vec<u64>,
     summary: Vec<u64>,
-    /// Bases whose `next` may differ from their value; `is_dirty` marks them.
-    dirty: Vec<u32>,
-    is_dirty: Vec<bool>,
+    /// The next state's bits under the current inputs: one bit per base, set when its
+    /// `next` holds, kept up to date by the links to the `next` outputs.
+    next_bits: Vec<u64>,
     /// One bit per legal entry: whether it holds.
     legal_bits: Vec<u64>,
     /// Blocks waiting for re-evaluation.
@@ -83,8 +83,8 @@ struct Runtime {
     block_old: Vec<u32>,
     /// Per role, the input node set by the current joint move, or [`NO_NODE`].
     inputs_on: Vec<u32>,
-    /// Scratch: the bases a transition flips.
-    flips: Vec<u32>,
+    /// Scratch: the bases a transition flips, 64 a word.
+    flips: Vec<u64>,
 }
 
 impl Runtime {
@@ -94,8 +94,7 @@ impl Runtime {
             cur: net.initial.clone(),
             dirty_nodes: vec![0; net.n_counted().div_ceil(64)],
             summary: vec![0; net.n_counted().div_ceil(64 * 64)],
-            dirty: Vec::new(),
-            is_dirty: vec![false; net.n_bases],
+            next_bits: vec![0; net.initial.len()],
             legal_bits: vec![0; net.legal.len().div_ceil(64)],
             block_dirty: vec![false; net.blocks.len()],
             block_old: Vec::new(),
@@ -106,8 +105,10 @@ impl Runtime {
             let v = Net::lit_value(&rt.counts, e.lit);
             rt.set_legal(k, v);
         }
-        for i in 0..net.n_bases {
-            rt.mark_dirty(i);
+        for (i, &l) in net.next.iter().enumerate() {
+            if Net::lit_value(&rt.counts, l) {
+                rt.next_bits[i / 64] |= 1 << (i % 64);
+            }
         }
         rt
     }
@@ -117,12 +118,12 @@ impl Runtime {
         self.cur[i / 64] >> (i % 64) & 1 == 1
     }
 
+    /// Records whether base `i`'s `next` holds.
     #[inline]
-    fn mark_dirty(&mut self, i: usize) {
-        if !self.is_dirty[i] {
-            self.is_dirty[i] = true;
-            self.dirty.push(i as u32);
-        }
+    fn set_next(&mut self, i: usize, v: bool) {
+        let w = &mut self.next_bits[i / 64];
+        let m = 1u64 << (i % 64);
+        *w = if v { *w | m } else { *w & !m };
     }
 
     /// Whether legal entry `k` holds.
@@ -269,10 +270,11 @@ impl Runtime {
                     // +1 when the literal turns true, -1 when it turns false.
                     let new = old.wrapping_add(((v ^ t) & 1) * 2).wrapping_sub(1);
                     *c = new;
-                    if (old ^ new) & TRUE_COUNT != 0 {
-                        *dirty_nodes.get_unchecked_mut(target >> 6) ^= 1 << (target & 63);
-                        *summary.get_unchecked_mut(target >> 12) |= 1 << ((target >> 6) & 63);
-                    }
+                    // Branch-free: whether a gate crosses its threshold is unpredictable.
+                    // A summary bit set for a word that stays clear is cleared by the sweep.
+                    let crossed = u64::from((old ^ new) >> 31);
+                    *dirty_nodes.get_unchecked_mut(target >> 6) ^= crossed << (target & 63);
+                    *summary.get_unchecked_mut(target >> 12) |= crossed << ((target >> 6) & 63);
                 }
                 rest = tail;
             }
@@ -318,7 +320,7 @@ impl Runtime {
         if target < net.first_next {
             self.set_legal((target - net.first_legal) as usize, value);
         } else if target < net.first_block {
-            self.mark_dirty((target - net.first_next) as usize);
+            self.set_next((target - net.first_next) as usize, value);
         } else {
             let b = (target - net.first_block) as usize;
             if !self.block_dirty[b] {
@@ -356,8 +358,7 @@ impl Runtime {
         self.cur.copy_from_slice(&other.cur);
         self.dirty_nodes.copy_from_slice(&other.dirty_nodes);
         self.summary.copy_from_slice(&other.summary);
-        self.dirty.clone_from(&other.dirty);
-        self.is_dirty.copy_from_slice(&other.is_dirty);
+        self.next_bits.copy_from_slice(&other.next_bits);
         self.legal_bits.copy_from_slice(&other.legal_bits);
         self.block_dirty.copy_from_slice(&other.block_dirty);
         self.inputs_on.copy_from_slice(&other.inputs_on);
@@ -376,7 +377,6 @@ impl Runtime {
                 let i = w * 64 + diff.trailing_zeros() as usize;
                 diff &= diff - 1;
                 self.flip_base(net, i);
-                self.mark_dirty(i);
             }
         }
         self.propagate(net);
@@ -400,25 +400,9 @@ impl Runtime {
     }
 
     /// Whether base `i`'s `next` holds.
-    #[inline]
+    #[cfg(test)]
     fn next_value(&self, net: &Net, i: usize) -> bool {
         Net::lit_value(&self.counts, net.next[i])
-    }
-
-    /// The next state's bits into `out`, leaving the loaded state as it is.
-    fn next_bits(&mut self, net: &Net, out: &mut [u64]) {
-        out.copy_from_slice(&self.cur);
-        let mut k = 0;
-        while k < self.dirty.len() {
-            let i = self.dirty[k] as usize;
-            if self.next_value(net, i) == self.base(i) {
-                self.is_dirty[i] = false;
-                self.dirty.swap_remove(k);
-            } else {
-                out[i / 64] ^= 1 << (i % 64);
-                k += 1;
-            }
-        }
     }
 
     /// Moves to the next state in place and propagates.
@@ -426,16 +410,13 @@ impl Runtime {
         // Every `next` is read before any base changes (a `next` may read a base directly).
         let mut flips = std::mem::take(&mut self.flips);
         flips.clear();
-        for &i in &self.dirty {
-            let i = i as usize;
-            self.is_dirty[i] = false;
-            if self.next_value(net, i) != self.base(i) {
-                flips.push(i as u32);
+        flips.extend(self.next_bits.iter().zip(&self.cur).map(|(&n, &c)| n ^ c));
+        for (w, &diff) in flips.iter().enumerate() {
+            let mut diff = diff;
+            while diff != 0 {
+                self.flip_base(net, w * 64 + diff.trailing_zeros() as usize);
+                diff &= diff - 1;
             }
-        }
-        self.dirty.clear();
-        for &i in &flips {
-            self.flip_base(net, i as usize);
         }
         self.flips = flips;
         self.propagate(net);
@@ -610,9 +591,7 @@ impl StateMachine for PropnetMachine {
             self.rt.set_input(net, role, node);
         }
         self.rt.propagate(net);
-        let mut bits = vec![0u64; self.rt.cur.len()].into_boxed_slice();
-        self.rt.next_bits(net, &mut bits);
-        Ok(PropnetState(bits))
+        Ok(PropnetState(self.rt.next_bits.clone().into_boxed_slice()))
     }
 
     fn move_term(&self, mv: MoveId) -> Term {
@@ -751,7 +730,7 @@ mod tests {
         m.find_move(&crate::gdl::parse_term(text).unwrap()).unwrap()
     }
 
-    /// Every counter, legal set and dirty mark agrees with an evaluation from scratch.
+    /// Every counter, legal set and next bit agrees with an evaluation from scratch.
     fn assert_consistent(m: &PropnetMachine) {
         let net = &*m.net;
         let rt = &m.rt;
@@ -763,9 +742,8 @@ mod tests {
             assert_eq!(v, rt.legal(k), "legal entry {k}");
         }
         for i in 0..net.n_bases {
-            if !rt.is_dirty[i] {
-                assert_eq!(rt.next_value(net, i), rt.base(i), "base {i} not marked");
-            }
+            let bit = rt.next_bits[i / 64] >> (i % 64) & 1 == 1;
+            assert_eq!(rt.next_value(net, i), bit, "next of base {i}");
         }
     }
 
