@@ -311,8 +311,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     println!("base propositions: {}", stats.bases);
                     println!("input propositions: {}", stats.inputs);
                     println!(
-                        "gates: {} ({} in recursive blocks)",
-                        stats.gates, stats.cyclic_gates
+                        "gates: {} ({} in recursive blocks, {} only for goals)",
+                        stats.gates, stats.cyclic_gates, stats.lazy_gates
                     );
                     println!("links: {}", stats.edges);
                     println!("build time: {elapsed:.2} s");

@@ -83,6 +83,9 @@ struct Runtime {
     block_old: Vec<u32>,
     /// Per role, the input node set by the current joint move, or [`NO_NODE`].
     inputs_on: Vec<u32>,
+    /// Whether the lazy gates' counters are up to date (they follow no change; see
+    /// [`Net::eval_lazy`]).
+    lazy_fresh: bool,
     /// Scratch: the bases a transition flips, 64 a word.
     flips: Vec<u64>,
 }
@@ -100,6 +103,7 @@ impl Runtime {
             block_old: Vec::new(),
             inputs_on: vec![NO_NODE; net.roles.len()],
             flips: Vec::new(),
+            lazy_fresh: true,
         };
         for (k, e) in net.legal.iter().enumerate() {
             let v = Net::lit_value(&rt.counts, e.lit);
@@ -209,6 +213,7 @@ impl Runtime {
     /// Flips base `i` and marks the change.
     #[inline]
     fn flip_base(&mut self, net: &Net, i: usize) {
+        self.lazy_fresh = false;
         self.cur[i / 64] ^= 1 << (i % 64);
         let v = self.base(i);
         self.set_leaf(net, Net::base_node(i), v);
@@ -362,6 +367,15 @@ impl Runtime {
         self.legal_bits.copy_from_slice(&other.legal_bits);
         self.block_dirty.copy_from_slice(&other.block_dirty);
         self.inputs_on.copy_from_slice(&other.inputs_on);
+        self.lazy_fresh = other.lazy_fresh;
+    }
+
+    /// Brings the lazy gates up to date.
+    fn refresh_lazy(&mut self, net: &Net) {
+        if !self.lazy_fresh {
+            net.eval_lazy(&mut self.counts);
+            self.lazy_fresh = true;
+        }
     }
 
     /// Loads a state: flips the bases that differ and propagates.
@@ -553,6 +567,7 @@ impl StateMachine for PropnetMachine {
 
     fn goal_values(&mut self, state: &PropnetState, role: usize) -> Result<Vec<u8>, MachineError> {
         self.load(state)?;
+        self.rt.refresh_lazy(&self.net);
         let mut values: Vec<u8> = self
             .net
             .goals
@@ -732,7 +747,9 @@ mod tests {
 
     /// Every counter, legal set and next bit agrees with an evaluation from scratch.
     fn assert_consistent(m: &PropnetMachine) {
+        let mut m = m.clone();
         let net = &*m.net;
+        m.rt.refresh_lazy(net);
         let rt = &m.rt;
         let mut expect = rt.counts.clone();
         net.recount(&mut expect);

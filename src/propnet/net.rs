@@ -15,8 +15,10 @@
 //!
 //! Flattening numbers the nodes: the constant false, the bases, the inputs, the gates in
 //! topological order of their strongly connected components (those that only outputs read
-//! last), then output nodes that exist only as link targets: one per legal move of each role, one per base (its `next`), one per
-//! recursive block. Links are stored by source (CSR), each target tagged with whether the
+//! after the others, and last the lazy gates, which only goals read), then output nodes that
+//! exist only as link targets: one per legal move of each role, one per base (its `next`), one
+//! per recursive block. No link leads to a lazy gate: goals are read once a playout, so their
+//! logic (often a count of pieces) is evaluated then instead of following every move. Links are stored by source (CSR), each target tagged with whether the
 //! link negates. Each gate has a counter: an AND over `n` literals starts at `2^31 - n`, an
 //! OR at `2^31 - 1`, and each literal that turns true adds one, so the gate is true exactly
 //! when the counter's top bit is set. A component with more than one gate (from recursive
@@ -49,6 +51,8 @@ pub struct NetStats {
     pub edges: usize,
     /// Gates in recursive blocks.
     pub cyclic_gates: usize,
+    /// Gates that only goals read, evaluated when goals are read.
+    pub lazy_gates: usize,
     /// Gates before optimisation.
     pub raw_gates: usize,
 }
@@ -85,8 +89,11 @@ pub struct Net {
     pub(crate) n_inputs: usize,
     /// First gate node.
     pub(crate) first_gate: u32,
-    /// First gate that no gate reads: from here to `first_legal`, gates only feed outputs.
+    /// First gate that no gate reads: from here to `first_lazy`, gates only feed outputs.
     pub(crate) first_last_gate: u32,
+    /// First lazy gate: from here to `first_legal`, gates only goals read; no links lead to
+    /// them, and [`Net::eval_lazy`] evaluates them.
+    pub(crate) first_lazy: u32,
     /// First output node (legal moves), then the `next` outputs, then the block outputs.
     pub(crate) first_legal: u32,
     pub(crate) first_next: u32,
@@ -146,6 +153,7 @@ impl Net {
             gates: self.gate_and.len(),
             edges: self.outs.len(),
             cyclic_gates: self.blocks.iter().map(|b| (b.1 - b.0) as usize).sum(),
+            lazy_gates: (self.first_legal - self.first_lazy) as usize,
             raw_gates: self.raw_gates,
         }
     }
@@ -205,6 +213,7 @@ impl Net {
             n_inputs: prog.inputs.len(),
             first_gate: flat.first_gate,
             first_last_gate: flat.first_last_gate,
+            first_lazy: flat.first_lazy,
             first_legal: flat.first_legal,
             first_next: flat.first_next,
             first_block: flat.first_block,
@@ -260,6 +269,13 @@ impl Net {
                 ins.iter().any(|&l| Net::lit_value(counts, l))
             };
             if v { TRUE_COUNT } else { 0 }
+        }
+    }
+
+    /// Evaluates the lazy gates (those only goals read) under `counts`.
+    pub(crate) fn eval_lazy(&self, counts: &mut [u32]) {
+        for x in self.first_lazy as usize..self.first_legal as usize {
+            counts[x] = self.eval_gate(counts, x, true);
         }
     }
 
@@ -528,6 +544,19 @@ impl Outputs {
         out
     }
 
+    /// Every output literal but the goals, resolved.
+    fn eager_roots(&self, g: &Graph) -> Vec<Lit> {
+        self.legal
+            .iter()
+            .flatten()
+            .map(|p| p.0)
+            .chain(self.guards.iter().flatten().copied())
+            .chain(self.next.iter().copied())
+            .chain([self.terminal])
+            .map(|l| g.resolve(l))
+            .collect()
+    }
+
     /// Every output literal, resolved.
     fn roots(&self, g: &Graph) -> Vec<Lit> {
         self.legal
@@ -636,6 +665,7 @@ const MAX_GUARDS: usize = 4;
 struct Flat {
     first_gate: u32,
     first_last_gate: u32,
+    first_lazy: u32,
     first_legal: u32,
     first_next: u32,
     first_block: u32,
@@ -695,26 +725,43 @@ impl Flat {
 
         // Number the nodes.
         let comps = optimize::components(&g.nodes, |x| live[x] && g.nodes[x].is_gate());
-        // Gates no gate reads (only outputs) go last: they can be handled as soon as their
-        // counter crosses, with no visit.
+        let is_cyclic = |comp: &[u32]| {
+            let x0 = comp[0] as usize;
+            comp.len() > 1 || g.nodes[x0].inputs().iter().any(|l| l.node() == x0)
+        };
+        // Gates that only goals read, directly or not, are lazy: no link leads to them, and
+        // they are evaluated when goals are read (typically once, at the end of a playout)
+        // instead of following every change. Recursive blocks are never lazy.
+        let eager = optimize::live(
+            g,
+            outputs.eager_roots(g).into_iter().chain(
+                comps
+                    .iter()
+                    .filter(|c| is_cyclic(c))
+                    .flatten()
+                    .map(|&x| Lit::pos(x as usize)),
+            ),
+        );
+        let lazy = |comp: &Vec<u32>| !eager[comp[0] as usize];
+        // Gates no eager gate reads (only outputs) go after the other eager gates: they can
+        // be handled as soon as their counter crosses, with no visit.
         let mut read_by_gate = vec![false; n];
-        for comp in &comps {
+        for comp in comps.iter().filter(|c| !lazy(c)) {
             for &x in comp {
                 for l in g.nodes[x as usize].inputs() {
                     read_by_gate[g.resolve(*l).node()] = true;
                 }
             }
         }
-        let is_last = |comp: &Vec<u32>| {
-            let x = comp[0] as usize;
-            comp.len() == 1
-                && !read_by_gate[x]
-                && !g.nodes[x].inputs().iter().any(|l| l.node() == x)
-        };
+        let is_last = |comp: &Vec<u32>| comp.len() == 1 && !read_by_gate[comp[0] as usize];
+        let (lazy_comps, comps): (Vec<Vec<u32>>, Vec<Vec<u32>>) =
+            comps.into_iter().partition(|c| lazy(c));
         let (mut comps, last): (Vec<Vec<u32>>, Vec<Vec<u32>>) =
-            comps.into_iter().partition(|c| !is_last(c));
+            comps.into_iter().partition(|c| is_cyclic(c) || !is_last(c));
         let n_inner = comps.len();
+        let n_last = last.len();
         comps.extend(last);
+        comps.extend(lazy_comps);
         let mut number = vec![NO_NODE; n];
         number[0] = 0;
         // Bases and inputs keep their raw numbers, 1 onwards.
@@ -727,8 +774,7 @@ impl Flat {
         let mut blocks = Vec::new();
         let mut block_of = vec![u32::MAX; n];
         for comp in &comps {
-            let x0 = comp[0] as usize;
-            let cyclic = comp.len() > 1 || g.nodes[x0].inputs().iter().any(|l| l.node() == x0);
+            let cyclic = is_cyclic(comp);
             let start = next_number;
             for &x in comp {
                 number[x as usize] = next_number;
@@ -744,6 +790,7 @@ impl Flat {
         let first_legal = next_number;
         let first_last_gate =
             first_gate + (comps[..n_inner].iter().map(Vec::len).sum::<usize>() as u32);
+        let first_lazy = first_last_gate + n_last as u32;
         let n_gates = (first_legal - first_gate) as usize;
         if n_gates > budget.max_gates {
             return Err(GroundError::Budget(format!(
@@ -784,7 +831,9 @@ impl Flat {
                     if l.node() == 0 {
                         continue;
                     }
-                    if block == u32::MAX {
+                    if number[x] >= first_lazy {
+                        // Lazy gates are evaluated on demand: no links.
+                    } else if block == u32::MAX {
                         links.push((l.node() as u32, number[x] << 1 | u32::from(l.neg())));
                     } else if !(blocks[block as usize].0..blocks[block as usize].1)
                         .contains(&(l.node() as u32))
@@ -886,6 +935,7 @@ impl Flat {
         Ok(Flat {
             first_gate,
             first_last_gate,
+            first_lazy,
             first_legal,
             first_next,
             first_block,
