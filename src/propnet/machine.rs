@@ -235,11 +235,17 @@ impl Runtime {
             let wi = s.trailing_zeros() as usize;
             let w = sw * 64 + wi;
             let d = self.dirty_nodes[w];
-            if d == 0 {
+            let rest = d & d.wrapping_sub(1);
+            self.dirty_nodes[w] = rest;
+            // The word's summary bit goes with its last node; visiting that node may set it
+            // again (links only lead to higher nodes, so never in an earlier word).
+            if rest == 0 {
                 self.summary[sw] = s & !(1 << wi);
+            }
+            if d == 0 {
+                // A node that changed and changed back.
                 continue;
             }
-            self.dirty_nodes[w] = d & (d - 1);
             let x = w * 64 + d.trailing_zeros() as usize;
             if !net.block_at.is_empty() && net.block_at[x] != NO_NODE {
                 self.reevaluate_block(net, net.block_at[x] as usize);
