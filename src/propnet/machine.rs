@@ -63,10 +63,25 @@ pub struct PropnetMachine {
 /// The mutable part of a machine: counters and the sets derived from them.
 #[derive(Clone)]
 struct Runtime {
-    /// One counter per node below the output nodes; a node is true when the top bit is set.
-    counts: Vec<u32>,
+    /// What propagation writes.
+    w: Wires,
     /// The loaded state's bits (the bases' values).
     cur: Vec<u64>,
+    /// Per role, the input node set by the current joint move, or [`NO_NODE`].
+    inputs_on: Vec<u32>,
+    /// Whether the lazy gates' counters are up to date (they follow no change; see
+    /// [`Net::eval_lazy`]).
+    lazy_fresh: bool,
+    /// Scratch: the bases a transition flips, 64 a word.
+    flips: Vec<u64>,
+}
+
+/// The counters and the sets that propagation keeps up to date, apart from the rest of the
+/// runtime so that the propagation loops borrow only these.
+#[derive(Clone)]
+struct Wires {
+    /// One counter per node below the output nodes; a node is true when the top bit is set.
+    counts: Vec<u32>,
     /// One bit per counted node: set when the node's value has changed an odd number of
     /// times since it was last visited (for a block's first gate: when the block must be
     /// re-evaluated). `summary` has one bit per word of `dirty_nodes`, set when the word may be
@@ -81,77 +96,49 @@ struct Runtime {
     /// Blocks waiting for re-evaluation.
     block_dirty: Vec<bool>,
     block_old: Vec<u32>,
-    /// Per role, the input node set by the current joint move, or [`NO_NODE`].
-    inputs_on: Vec<u32>,
-    /// Whether the lazy gates' counters are up to date (they follow no change; see
-    /// [`Net::eval_lazy`]).
-    lazy_fresh: bool,
-    /// Scratch: the bases a transition flips, 64 a word.
-    flips: Vec<u64>,
 }
 
 impl Runtime {
     fn new(net: &Net) -> Runtime {
-        let mut rt = Runtime {
+        let mut w = Wires {
             counts: net.init_counts.clone(),
-            cur: net.initial.clone(),
             dirty_nodes: vec![0; net.n_counted().div_ceil(64)],
             summary: vec![0; net.n_counted().div_ceil(64 * 64)],
             next_bits: vec![0; net.initial.len()],
             legal_bits: vec![0; net.legal.len().div_ceil(64)],
             block_dirty: vec![false; net.blocks.len()],
             block_old: Vec::new(),
+        };
+        for (k, e) in net.legal.iter().enumerate() {
+            let v = Net::lit_value(&w.counts, e.lit);
+            w.set_legal(k, v);
+        }
+        for (i, &l) in net.next.iter().enumerate() {
+            w.set_next(i, Net::lit_value(&w.counts, l));
+        }
+        Runtime {
+            w,
+            cur: net.initial.clone(),
             inputs_on: vec![NO_NODE; net.roles.len()],
             flips: Vec::new(),
             lazy_fresh: true,
-        };
-        for (k, e) in net.legal.iter().enumerate() {
-            let v = Net::lit_value(&rt.counts, e.lit);
-            rt.set_legal(k, v);
         }
-        for (i, &l) in net.next.iter().enumerate() {
-            if Net::lit_value(&rt.counts, l) {
-                rt.next_bits[i / 64] |= 1 << (i % 64);
-            }
-        }
-        rt
-    }
-
-    #[inline]
-    fn base(&self, i: usize) -> bool {
-        self.cur[i / 64] >> (i % 64) & 1 == 1
-    }
-
-    /// Records whether base `i`'s `next` holds.
-    #[inline]
-    fn set_next(&mut self, i: usize, v: bool) {
-        let w = &mut self.next_bits[i / 64];
-        let m = 1u64 << (i % 64);
-        *w = if v { *w | m } else { *w & !m };
     }
 
     /// Whether legal entry `k` holds.
     #[cfg(test)]
     fn legal(&self, k: usize) -> bool {
-        self.legal_bits[k / 64] >> (k % 64) & 1 == 1
-    }
-
-    /// Records whether legal entry `k` holds.
-    #[inline]
-    fn set_legal(&mut self, k: usize, v: bool) {
-        let w = &mut self.legal_bits[k / 64];
-        let m = 1u64 << (k % 64);
-        *w = if v { *w | m } else { *w & !m };
+        self.w.legal_bits[k / 64] >> (k % 64) & 1 == 1
     }
 
     /// The legal entries of `role` that hold, group by group.
     fn legal_entries<'a>(&'a self, net: &'a Net, role: usize) -> impl Iterator<Item = usize> + 'a {
         net.legal_groups[role]
             .iter()
-            .filter(|grp| Net::lit_value(&self.counts, grp.guard))
+            .filter(|grp| Net::lit_value(&self.w.counts, grp.guard))
             .flat_map(move |grp| {
                 (grp.words.0 as usize..grp.words.1 as usize).flat_map(move |w| {
-                    let mut bits = self.legal_bits[w];
+                    let mut bits = self.w.legal_bits[w];
                     std::iter::from_fn(move || {
                         (bits != 0).then(|| {
                             let b = bits.trailing_zeros() as usize;
@@ -169,8 +156,8 @@ impl Runtime {
         let groups = &net.legal_groups[role];
         let mut n = 0u32;
         for grp in groups {
-            if Net::lit_value(&self.counts, grp.guard) {
-                let words = &self.legal_bits[grp.words.0 as usize..grp.words.1 as usize];
+            if Net::lit_value(&self.w.counts, grp.guard) {
+                let words = &self.w.legal_bits[grp.words.0 as usize..grp.words.1 as usize];
                 n += words.iter().map(|w| w.count_ones()).sum::<u32>();
             }
         }
@@ -180,11 +167,11 @@ impl Runtime {
             n => rng.random_range(0..n),
         };
         for grp in groups {
-            if !Net::lit_value(&self.counts, grp.guard) {
+            if !Net::lit_value(&self.w.counts, grp.guard) {
                 continue;
             }
             for w in grp.words.0 as usize..grp.words.1 as usize {
-                let bits = self.legal_bits[w];
+                let bits = self.w.legal_bits[w];
                 let c = bits.count_ones();
                 if i < c {
                     let mut bits = bits;
@@ -199,24 +186,122 @@ impl Runtime {
         None
     }
 
+    /// Flips the bases whose bits are set in `words` (64 bases a word) and passes the
+    /// changes on (to the sweep, for gates read by gates).
+    fn flip_words(&mut self, net: &Net, words: &[u64]) {
+        let w = &mut self.w;
+        for (k, (&d, cur)) in words.iter().zip(self.cur.iter_mut()).enumerate() {
+            if d == 0 {
+                continue;
+            }
+            self.lazy_fresh = false;
+            *cur ^= d;
+            let mut d = d;
+            while d != 0 {
+                let b = d.trailing_zeros() as usize;
+                d &= d - 1;
+                w.set_leaf(net, Net::base_node(k * 64 + b), *cur >> b & 1 == 1);
+            }
+        }
+    }
+
+    /// Becomes a copy of `other`, reusing allocations.
+    fn restore_from(&mut self, other: &Runtime) {
+        self.w.counts.copy_from_slice(&other.w.counts);
+        self.cur.copy_from_slice(&other.cur);
+        self.w.dirty_nodes.copy_from_slice(&other.w.dirty_nodes);
+        self.w.summary.copy_from_slice(&other.w.summary);
+        self.w.next_bits.copy_from_slice(&other.w.next_bits);
+        self.w.legal_bits.copy_from_slice(&other.w.legal_bits);
+        self.w.block_dirty.copy_from_slice(&other.w.block_dirty);
+        self.inputs_on.copy_from_slice(&other.inputs_on);
+        self.lazy_fresh = other.lazy_fresh;
+    }
+
+    /// Brings the lazy gates up to date.
+    fn refresh_lazy(&mut self, net: &Net) {
+        if !self.lazy_fresh {
+            net.eval_lazy(&mut self.w.counts);
+            self.lazy_fresh = true;
+        }
+    }
+
+    /// Loads a state: flips the bases that differ and propagates.
+    fn load(&mut self, net: &Net, state: &[u64]) -> Result<(), MachineError> {
+        if state.len() != self.cur.len() {
+            return Err(MachineError::Engine(
+                "a state from another propnet machine".into(),
+            ));
+        }
+        let mut flips = std::mem::take(&mut self.flips);
+        flips.clear();
+        flips.extend(state.iter().zip(&self.cur).map(|(&s, &c)| s ^ c));
+        self.flip_words(net, &flips);
+        self.flips = flips;
+        self.w.propagate(net);
+        Ok(())
+    }
+
+    /// Sets role `role`'s input to `node` (or none), queueing the changes.
+    #[inline]
+    fn set_input(&mut self, net: &Net, role: usize, node: u32) {
+        let old = self.inputs_on[role];
+        if old == node {
+            return;
+        }
+        if old != NO_NODE {
+            self.w.set_leaf(net, old, false);
+        }
+        if node != NO_NODE {
+            self.w.set_leaf(net, node, true);
+        }
+        self.inputs_on[role] = node;
+    }
+
+    /// Whether base `i`'s `next` holds.
+    #[cfg(test)]
+    fn next_value(&self, net: &Net, i: usize) -> bool {
+        Net::lit_value(&self.w.counts, net.next[i])
+    }
+
+    /// Moves to the next state in place and propagates.
+    fn advance(&mut self, net: &Net) {
+        // Every `next` is read before any base changes (a `next` may read a base directly).
+        let mut flips = std::mem::take(&mut self.flips);
+        flips.clear();
+        flips.extend(self.w.next_bits.iter().zip(&self.cur).map(|(&n, &c)| n ^ c));
+        self.flip_words(net, &flips);
+        self.flips = flips;
+        self.w.propagate(net);
+    }
+}
+
+impl Wires {
+    /// Records whether base `i`'s `next` holds.
+    #[inline]
+    fn set_next(&mut self, i: usize, v: bool) {
+        let w = &mut self.next_bits[i / 64];
+        let m = 1u64 << (i % 64);
+        *w = if v { *w | m } else { *w & !m };
+    }
+
+    /// Records whether legal entry `k` holds.
+    #[inline]
+    fn set_legal(&mut self, k: usize, v: bool) {
+        let w = &mut self.legal_bits[k / 64];
+        let m = 1u64 << (k % 64);
+        *w = if v { *w | m } else { *w & !m };
+    }
+
     /// Sets leaf `node` (a base or input) to `v` and passes the change on at once (leaves
     /// come first in the topological order, so this is where the sweep would visit them).
-    #[inline]
+    #[inline(always)]
     fn set_leaf(&mut self, net: &Net, node: u32, v: bool) {
         let c = if v { TRUE_COUNT } else { 0 };
         if self.counts[node as usize] != c {
             self.counts[node as usize] = c;
             self.announce(net, node as usize);
         }
-    }
-
-    /// Flips base `i` and marks the change.
-    #[inline]
-    fn flip_base(&mut self, net: &Net, i: usize) {
-        self.lazy_fresh = false;
-        self.cur[i / 64] ^= 1 << (i % 64);
-        let v = self.base(i);
-        self.set_leaf(net, Net::base_node(i), v);
     }
 
     /// Propagates the marked changes until nothing changes.
@@ -362,85 +447,6 @@ impl Runtime {
         }
         self.block_old = old;
     }
-
-    /// Becomes a copy of `other`, reusing allocations.
-    fn restore_from(&mut self, other: &Runtime) {
-        self.counts.copy_from_slice(&other.counts);
-        self.cur.copy_from_slice(&other.cur);
-        self.dirty_nodes.copy_from_slice(&other.dirty_nodes);
-        self.summary.copy_from_slice(&other.summary);
-        self.next_bits.copy_from_slice(&other.next_bits);
-        self.legal_bits.copy_from_slice(&other.legal_bits);
-        self.block_dirty.copy_from_slice(&other.block_dirty);
-        self.inputs_on.copy_from_slice(&other.inputs_on);
-        self.lazy_fresh = other.lazy_fresh;
-    }
-
-    /// Brings the lazy gates up to date.
-    fn refresh_lazy(&mut self, net: &Net) {
-        if !self.lazy_fresh {
-            net.eval_lazy(&mut self.counts);
-            self.lazy_fresh = true;
-        }
-    }
-
-    /// Loads a state: flips the bases that differ and propagates.
-    fn load(&mut self, net: &Net, state: &[u64]) -> Result<(), MachineError> {
-        if state.len() != self.cur.len() {
-            return Err(MachineError::Engine(
-                "a state from another propnet machine".into(),
-            ));
-        }
-        for (w, &bits) in state.iter().enumerate() {
-            let mut diff = self.cur[w] ^ bits;
-            while diff != 0 {
-                let i = w * 64 + diff.trailing_zeros() as usize;
-                diff &= diff - 1;
-                self.flip_base(net, i);
-            }
-        }
-        self.propagate(net);
-        Ok(())
-    }
-
-    /// Sets role `role`'s input to `node` (or none), queueing the changes.
-    #[inline]
-    fn set_input(&mut self, net: &Net, role: usize, node: u32) {
-        let old = self.inputs_on[role];
-        if old == node {
-            return;
-        }
-        if old != NO_NODE {
-            self.set_leaf(net, old, false);
-        }
-        if node != NO_NODE {
-            self.set_leaf(net, node, true);
-        }
-        self.inputs_on[role] = node;
-    }
-
-    /// Whether base `i`'s `next` holds.
-    #[cfg(test)]
-    fn next_value(&self, net: &Net, i: usize) -> bool {
-        Net::lit_value(&self.counts, net.next[i])
-    }
-
-    /// Moves to the next state in place and propagates.
-    fn advance(&mut self, net: &Net) {
-        // Every `next` is read before any base changes (a `next` may read a base directly).
-        let mut flips = std::mem::take(&mut self.flips);
-        flips.clear();
-        flips.extend(self.next_bits.iter().zip(&self.cur).map(|(&n, &c)| n ^ c));
-        for (w, &diff) in flips.iter().enumerate() {
-            let mut diff = diff;
-            while diff != 0 {
-                self.flip_base(net, w * 64 + diff.trailing_zeros() as usize);
-                diff &= diff - 1;
-            }
-        }
-        self.flips = flips;
-        self.propagate(net);
-    }
 }
 
 impl PropnetMachine {
@@ -568,7 +574,7 @@ impl StateMachine for PropnetMachine {
 
     fn is_terminal(&mut self, state: &PropnetState) -> Result<bool, MachineError> {
         self.load(state)?;
-        Ok(Net::lit_value(&self.rt.counts, self.net.terminal))
+        Ok(Net::lit_value(&self.rt.w.counts, self.net.terminal))
     }
 
     fn goal_values(&mut self, state: &PropnetState, role: usize) -> Result<Vec<u8>, MachineError> {
@@ -580,7 +586,7 @@ impl StateMachine for PropnetMachine {
             .get(role)
             .map(|g| {
                 g.iter()
-                    .filter(|&&(l, _)| Net::lit_value(&self.rt.counts, l))
+                    .filter(|&&(l, _)| Net::lit_value(&self.rt.w.counts, l))
                     .map(|&(_, v)| v)
                     .collect()
             })
@@ -611,8 +617,8 @@ impl StateMachine for PropnetMachine {
                 .unwrap_or(NO_NODE);
             self.rt.set_input(net, role, node);
         }
-        self.rt.propagate(net);
-        Ok(PropnetState(self.rt.next_bits.clone().into_boxed_slice()))
+        self.rt.w.propagate(net);
+        Ok(PropnetState(self.rt.w.next_bits.clone().into_boxed_slice()))
     }
 
     fn move_term(&self, mv: MoveId) -> Term {
@@ -706,7 +712,7 @@ impl PropnetMachine {
         let net = &*self.net;
         let rt = &mut self.rt;
         for steps in 0..max_steps {
-            if Net::lit_value(&rt.counts, net.terminal) {
+            if Net::lit_value(&rt.w.counts, net.terminal) {
                 return Ok((PropnetState(rt.cur.clone().into_boxed_slice()), steps));
             }
             for role in 0..net.roles.len() {
@@ -720,7 +726,7 @@ impl PropnetMachine {
                     r.push(net.legal[k].mv);
                 }
             }
-            rt.propagate(net);
+            rt.w.propagate(net);
             rt.advance(net);
         }
         Ok((self.current_state(), max_steps))
@@ -757,15 +763,18 @@ mod tests {
         let net = &*m.net;
         m.rt.refresh_lazy(net);
         let rt = &m.rt;
-        let mut expect = rt.counts.clone();
+        let mut expect = rt.w.counts.clone();
         net.recount(&mut expect);
-        assert_eq!(expect, rt.counts, "counters differ from a full evaluation");
+        assert_eq!(
+            expect, rt.w.counts,
+            "counters differ from a full evaluation"
+        );
         for (k, e) in net.legal.iter().enumerate() {
-            let v = Net::lit_value(&rt.counts, e.lit);
+            let v = Net::lit_value(&rt.w.counts, e.lit);
             assert_eq!(v, rt.legal(k), "legal entry {k}");
         }
         for i in 0..net.n_bases {
-            let bit = rt.next_bits[i / 64] >> (i % 64) & 1 == 1;
+            let bit = rt.w.next_bits[i / 64] >> (i % 64) & 1 == 1;
             assert_eq!(rt.next_value(net, i), bit, "next of base {i}");
         }
     }
