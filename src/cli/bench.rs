@@ -30,7 +30,11 @@ pub struct Report {
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let secs = self.elapsed.as_secs_f64();
-        writeln!(f, "playouts: {} in {secs:.2} s", self.playouts)?;
+        writeln!(
+            f,
+            "playouts: {} in {secs:.2} s ({} states)",
+            self.playouts, self.states
+        )?;
         writeln!(f, "playouts/s: {:.1}", self.playouts as f64 / secs)?;
         write!(f, "states/s: {:.0}", self.states as f64 / secs)?;
         if let Some(cpu) = self.cpu.filter(|c| !c.is_zero()) {
@@ -48,18 +52,28 @@ impl fmt::Display for Report {
     }
 }
 
-/// Runs playouts for about `seconds` (at least one playout).
+/// When a benchmark stops.
+#[derive(Clone, Copy, Debug)]
+pub struct Limit {
+    /// Stop after about this many seconds.
+    pub seconds: f64,
+    /// Stop after this many playouts, if set (a fixed amount of work, for instruction-count
+    /// profiles that compare builds).
+    pub playouts: Option<u64>,
+}
+
+/// Runs playouts until `limit` (at least one playout).
 ///
 /// # Errors
 /// The engine failed.
 pub fn run<M: StateMachine>(
     machine: &mut M,
-    seconds: f64,
+    limit: Limit,
     seed: u64,
 ) -> Result<Report, MachineError> {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
     let initial = machine.initial_state();
-    let budget = Duration::from_secs_f64(seconds.max(0.0));
+    let budget = Duration::from_secs_f64(limit.seconds.max(0.0));
     let cpu_start = thread_cpu_time();
     let start = Instant::now();
     let (mut playouts, mut states) = (0u64, 0u64);
@@ -75,7 +89,7 @@ pub fn run<M: StateMachine>(
         }
         playouts += 1;
         states += steps as u64;
-        if start.elapsed() >= budget {
+        if start.elapsed() >= budget || limit.playouts.is_some_and(|n| playouts >= n) {
             break;
         }
     }

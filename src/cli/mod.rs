@@ -22,7 +22,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use crate::datalog::DatalogMachine;
 use crate::gdl::{self, Description, Severity};
 use crate::machine::StateMachine;
-use crate::propnet::{self, Budget, PropnetMachine};
+use crate::propnet::{Budget, PropnetMachine};
 use crate::trace::{self, Replay};
 
 /// Which engine runs a game.
@@ -100,6 +100,10 @@ enum Command {
         /// How long to measure.
         #[arg(long, default_value_t = 5.0)]
         seconds: f64,
+        /// Stop after this many playouts (per thread), or at `--seconds`, whichever comes
+        /// first: a fixed amount of work for instruction-count profiles.
+        #[arg(long)]
+        playouts: Option<u64>,
         /// Seed of the random number generator.
         #[arg(long, default_value_t = 0)]
         seed: u64,
@@ -112,6 +116,10 @@ enum Command {
         /// Threads running playouts, each with its own copy of the engine's state.
         #[arg(long, default_value_t = 1)]
         threads: usize,
+        /// Grounding time budget in seconds (default: the engine's); raise it to run under
+        /// valgrind.
+        #[arg(long)]
+        ground_seconds: Option<f64>,
     },
     /// Ground a game into a propositional network and print its size, or why it stopped.
     Ground {
@@ -236,19 +244,26 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Bench {
             game,
             seconds,
+            playouts,
             seed,
             profile,
             engine,
             threads,
+            ground_seconds,
         } => {
-            let mut loaded = load_engine(&game, engine)?;
+            let mut budget = Budget::default();
+            if let Some(s) = ground_seconds {
+                budget.max_seconds = s;
+            }
+            let mut loaded = load_engine_within(&game, engine, &budget)?;
             println!("engine: {}", loaded.name());
             if profile && let Loaded::Datalog(m) = &mut loaded {
                 m.engine_mut().enable_profile();
             }
+            let limit = bench::Limit { seconds, playouts };
             let report = match &mut loaded {
-                Loaded::Datalog(m) => bench_threads(&mut **m, seconds, seed, threads)?,
-                Loaded::Propnet(m) => bench_threads(&mut **m, seconds, seed, threads)?,
+                Loaded::Datalog(m) => bench_threads(&mut **m, limit, seed, threads)?,
+                Loaded::Propnet(m) => bench_threads(&mut **m, limit, seed, threads)?,
             };
             println!("{report}");
             if let Loaded::Datalog(m) = &mut loaded {
@@ -332,7 +347,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// the counts.
 fn bench_threads<M>(
     machine: &mut M,
-    seconds: f64,
+    limit: bench::Limit,
     seed: u64,
     threads: usize,
 ) -> anyhow::Result<bench::Report>
@@ -340,13 +355,13 @@ where
     M: StateMachine + Clone + Send,
 {
     if threads <= 1 {
-        return Ok(bench::run(machine, seconds, seed)?);
+        return Ok(bench::run(machine, limit, seed)?);
     }
     let reports: Vec<_> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let mut copy = machine.clone();
-                scope.spawn(move || bench::run(&mut copy, seconds, seed.wrapping_add(t as u64)))
+                scope.spawn(move || bench::run(&mut copy, limit, seed.wrapping_add(t as u64)))
             })
             .collect();
         handles.into_iter().map(|h| h.join()).collect()
@@ -372,6 +387,11 @@ where
 /// Loads a game on the chosen engine. With `auto`, a game that does not ground within the
 /// default budget runs on the Datalog engine, and a line on stderr says why.
 fn load_engine(path: &Path, choice: EngineChoice) -> anyhow::Result<Loaded> {
+    load_engine_within(path, choice, &Budget::default())
+}
+
+/// [`load_engine`] with a grounding budget of the caller's.
+fn load_engine_within(path: &Path, choice: EngineChoice, budget: &Budget) -> anyhow::Result<Loaded> {
     let description = load_description(path)?;
     let datalog = |d: &Description| -> anyhow::Result<Loaded> {
         let m = DatalogMachine::new(d)
@@ -381,12 +401,12 @@ fn load_engine(path: &Path, choice: EngineChoice) -> anyhow::Result<Loaded> {
     match choice {
         EngineChoice::Datalog => datalog(&description),
         EngineChoice::Propnet => {
-            let m = PropnetMachine::new(&description, &propnet::Budget::default())
+            let m = PropnetMachine::new(&description, budget)
                 .with_context(|| format!("grounding {}", path.display()))?;
             Ok(Loaded::Propnet(Box::new(m)))
         }
         EngineChoice::Auto => {
-            match PropnetMachine::new(&description, &propnet::Budget::default()) {
+            match PropnetMachine::new(&description, budget) {
                 Ok(m) => Ok(Loaded::Propnet(Box::new(m))),
                 Err(e) => {
                     eprintln!("propnet unavailable ({e}); using the datalog engine");

@@ -344,44 +344,18 @@ impl Wires {
     #[inline(always)]
     fn announce(&mut self, net: &Net, x: usize) {
         let v = self.counts[x] >> 31;
-        let first_last = net.first_last_gate as usize;
-        let first_legal = net.first_legal as usize;
-        let (s, e) = (net.out_start[x] as usize, net.out_start[x + 1] as usize);
-        let mut rest = &net.outs[s..e];
-        {
-            let counts = &mut self.counts[..];
-            let dirty_nodes = &mut self.dirty_nodes[..];
-            let summary = &mut self.summary[..];
-            while let Some((&t, tail)) = rest.split_first() {
-                let target = (t >> 1) as usize;
-                if target >= first_last {
-                    break;
-                }
-                // SAFETY: `Net::check_links` verified at build that every link target below
-                // `first_legal` is a counted node; `counts` has one counter per counted node
-                // and `dirty_nodes` and `summary` one bit per counted node, rounded up.
-                unsafe {
-                    let c = counts.get_unchecked_mut(target);
-                    let old = *c;
-                    // +1 when the literal turns true, -1 when it turns false.
-                    let new = old.wrapping_add(((v ^ t) & 1) * 2).wrapping_sub(1);
-                    *c = new;
-                    // Branch-free: whether a gate crosses its threshold is unpredictable.
-                    // A summary bit set for a word that stays clear is cleared by the sweep.
-                    let crossed = u64::from((old ^ new) >> 31);
-                    *dirty_nodes.get_unchecked_mut(target >> 6) ^= crossed << (target & 63);
-                    *summary.get_unchecked_mut(target >> 12) |= crossed << ((target >> 6) & 63);
-                }
-                rest = tail;
-            }
-        }
+        // +1 (plain links) when the node turns true, -1 when it turns false.
+        let up = (v << 1).wrapping_sub(1);
+        let s = net.out_start[x] as usize;
+        let e = net.out_start[x + 1] as usize;
+        let [neg, last, out] = net.out_split[x].map(|i| i as usize);
+        self.bump(&net.outs[s..neg], up);
+        self.bump(&net.outs[neg..last], up.wrapping_neg());
         // Gates that only feed outputs: passed on at once when they change.
-        while let Some((&t, tail)) = rest.split_first() {
+        for &t in &net.outs[last..out] {
             let target = (t >> 1) as usize;
-            if target >= first_legal {
-                break;
-            }
-            // SAFETY: as above, `target` is a counted node.
+            // SAFETY: `Net::check_links` verified at build that these targets are counted
+            // nodes.
             let (old, new) = unsafe {
                 let c = self.counts.get_unchecked_mut(target);
                 let old = *c;
@@ -392,11 +366,36 @@ impl Wires {
             if (old ^ new) & TRUE_COUNT != 0 {
                 self.announce_outputs(net, target);
             }
-            rest = tail;
         }
         // The output nodes come last.
-        for &t in rest {
+        for &t in &net.outs[out..e] {
             self.output_changed(net, t >> 1, (v ^ t) & 1 == 1);
+        }
+    }
+
+    /// Adds `delta` (1 or -1) to the counters of the gates `links` lead to, and marks those
+    /// that cross their threshold for the sweep.
+    #[inline(always)]
+    fn bump(&mut self, links: &[u32], delta: u32) {
+        let counts = &mut self.counts[..];
+        let dirty_nodes = &mut self.dirty_nodes[..];
+        let summary = &mut self.summary[..];
+        for &t in links {
+            let target = (t >> 1) as usize;
+            // SAFETY: `Net::check_links` verified at build that these targets are below
+            // `first_last_gate`, so counted nodes; `counts` has one counter per counted node
+            // and `dirty_nodes` and `summary` one bit per counted node, rounded up.
+            unsafe {
+                let c = counts.get_unchecked_mut(target);
+                let old = *c;
+                let new = old.wrapping_add(delta);
+                *c = new;
+                // Branch-free: whether a gate crosses its threshold is unpredictable.
+                // A summary bit set for a word that stays clear is cleared by the sweep.
+                let crossed = u64::from((old ^ new) >> 31);
+                *dirty_nodes.get_unchecked_mut(target >> 6) ^= crossed << (target & 63);
+                *summary.get_unchecked_mut(target >> 12) |= crossed << ((target >> 6) & 63);
+            }
         }
     }
 

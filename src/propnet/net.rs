@@ -102,6 +102,11 @@ pub struct Net {
     /// each `target << 1 | negated`.
     pub(crate) out_start: Vec<u32>,
     pub(crate) outs: Vec<u32>,
+    /// Per node below `first_legal`, where in `outs` its links change class: the first
+    /// negated link to a gate below `first_last_gate` (the plain ones come before), the
+    /// first link to a gate from `first_last_gate` on, and the first link to an output node.
+    /// Within a class links are sorted by target.
+    pub(crate) out_split: Vec<[u32; 3]>,
     /// Per gate (numbered from `first_gate`): whether it is an AND, and its input literals
     /// `gate_ins[gate_start[g]..gate_start[g + 1]]`.
     pub(crate) gate_and: Vec<bool>,
@@ -219,6 +224,7 @@ impl Net {
             first_block: flat.first_block,
             out_start: flat.out_start,
             outs: flat.outs,
+            out_split: flat.out_split,
             gate_and: flat.gate_and,
             gate_start: flat.gate_start,
             gate_ins: flat.gate_ins,
@@ -338,13 +344,22 @@ impl Net {
             && self.out_start[0] == 0
             && self.out_start.windows(2).all(|w| w[0] <= w[1])
             && self.out_start[counted] as usize == self.outs.len()
+            && self.out_split.len() == counted
             && self.init_counts.len() == counted
             && (0..counted).all(|x| {
                 let (s, e) = (self.out_start[x] as usize, self.out_start[x + 1] as usize);
-                self.outs[s..e].iter().all(|&t| {
-                    let t = (t >> 1) as usize;
-                    t > x && t < n_targets
-                })
+                let [neg, last, out] = self.out_split[x].map(|i| i as usize);
+                let ordered = s <= neg && neg <= last && last <= out && out <= e;
+                let inner = self.first_last_gate as usize;
+                ordered
+                    && self.outs[s..e].iter().all(|&t| {
+                        let t = (t >> 1) as usize;
+                        t > x && t < n_targets
+                    })
+                    && self.outs[s..neg].iter().all(|&t| t & 1 == 0 && ((t >> 1) as usize) < inner)
+                    && self.outs[neg..last].iter().all(|&t| t & 1 == 1 && ((t >> 1) as usize) < inner)
+                    && self.outs[last..out].iter().all(|&t| ((t >> 1) as usize) < counted)
+                    && self.outs[out..e].iter().all(|&t| ((t >> 1) as usize) >= counted)
             });
         if well_formed {
             Ok(())
@@ -671,6 +686,7 @@ struct Flat {
     first_block: u32,
     out_start: Vec<u32>,
     outs: Vec<u32>,
+    out_split: Vec<[u32; 3]>,
     gate_and: Vec<bool>,
     gate_start: Vec<u32>,
     gate_ins: Vec<Lit>,
@@ -924,8 +940,24 @@ impl Flat {
             *slot += 1;
         }
         drop(fill);
+        // Per source: plain links to inner gates, negated ones, links to the last gates, links
+        // to outputs; each part by target.
+        let class = |t: u32| {
+            if t >> 1 < first_last_gate {
+                t & 1
+            } else if t >> 1 < first_legal {
+                2
+            } else {
+                3
+            }
+        };
+        let mut out_split = Vec::with_capacity(first_legal as usize);
         for x in 0..first_legal as usize {
-            outs[out_start[x] as usize..out_start[x + 1] as usize].sort_unstable();
+            let (s, e) = (out_start[x] as usize, out_start[x + 1] as usize);
+            let list = &mut outs[s..e];
+            list.sort_unstable_by_key(|&t| (class(t), t));
+            let at = |c: u32| (s + list.partition_point(|&t| class(t) < c)) as u32;
+            out_split.push([at(1), at(2), at(3)]);
         }
         let goals = outputs
             .goals
@@ -941,6 +973,7 @@ impl Flat {
             first_block,
             out_start,
             outs,
+            out_split,
             gate_and,
             gate_start,
             gate_ins,
