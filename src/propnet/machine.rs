@@ -390,11 +390,10 @@ impl Wires {
                 let old = *c;
                 let new = old.wrapping_add(delta);
                 *c = new;
-                // Branch-free: whether a gate crosses its threshold is unpredictable.
-                // A summary bit set for a word that stays clear is cleared by the sweep.
-                let crossed = u64::from((old ^ new) >> 31);
-                *dirty_nodes.get_unchecked_mut(target >> 6) ^= crossed << (target & 63);
-                *summary.get_unchecked_mut(target >> 12) |= crossed << ((target >> 6) & 63);
+                if (old ^ new) >> 31 != 0 {
+                    *dirty_nodes.get_unchecked_mut(target >> 6) ^= 1 << (target & 63);
+                    *summary.get_unchecked_mut(target >> 12) |= 1 << ((target >> 6) & 63);
+                }
             }
         }
     }
