@@ -162,3 +162,40 @@ fn bench_says_which_engine_ran() {
     assert_eq!(code, 0);
     assert!(out.starts_with("engine: propnet\nplayouts: "), "{out}");
 }
+
+#[test]
+fn bench_with_a_playout_count_does_that_much_work_on_both_engines() {
+    // `--playouts` stops at that count (long before `--seconds`) and the report counts the
+    // states played.
+    let states = |engine: &str| {
+        let (code, out, err) = ggp(&[
+            "bench",
+            "rules/ticTacToe.kif",
+            "--playouts",
+            "25",
+            "--seconds",
+            "600",
+            "--seed",
+            "7",
+            "--engine",
+            engine,
+        ]);
+        assert_eq!(code, 0, "{err}");
+        let line = out
+            .lines()
+            .find(|l| l.starts_with("playouts: "))
+            .unwrap_or_else(|| panic!("no playouts line: {out}"));
+        assert!(line.starts_with("playouts: 25 in "), "{line}");
+        let states: u64 = line
+            .rsplit_once('(')
+            .and_then(|(_, s)| s.strip_suffix(" states)"))
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("no state count: {line}"));
+        // A ticTacToe playout makes 5 to 9 moves.
+        assert!((25 * 5..=25 * 9).contains(&states), "{line}");
+        states
+    };
+    // Fixed work: the same seed gives the same playouts on the same engine.
+    assert_eq!(states("propnet"), states("propnet"));
+    states("datalog");
+}

@@ -391,7 +391,11 @@ fn load_engine(path: &Path, choice: EngineChoice) -> anyhow::Result<Loaded> {
 }
 
 /// [`load_engine`] with a grounding budget of the caller's.
-fn load_engine_within(path: &Path, choice: EngineChoice, budget: &Budget) -> anyhow::Result<Loaded> {
+fn load_engine_within(
+    path: &Path,
+    choice: EngineChoice,
+    budget: &Budget,
+) -> anyhow::Result<Loaded> {
     let description = load_description(path)?;
     let datalog = |d: &Description| -> anyhow::Result<Loaded> {
         let m = DatalogMachine::new(d)
@@ -405,15 +409,13 @@ fn load_engine_within(path: &Path, choice: EngineChoice, budget: &Budget) -> any
                 .with_context(|| format!("grounding {}", path.display()))?;
             Ok(Loaded::Propnet(Box::new(m)))
         }
-        EngineChoice::Auto => {
-            match PropnetMachine::new(&description, budget) {
-                Ok(m) => Ok(Loaded::Propnet(Box::new(m))),
-                Err(e) => {
-                    eprintln!("propnet unavailable ({e}); using the datalog engine");
-                    datalog(&description)
-                }
+        EngineChoice::Auto => match PropnetMachine::new(&description, budget) {
+            Ok(m) => Ok(Loaded::Propnet(Box::new(m))),
+            Err(e) => {
+                eprintln!("propnet unavailable ({e}); using the datalog engine");
+                datalog(&description)
             }
-        }
+        },
     }
 }
 

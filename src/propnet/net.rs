@@ -356,10 +356,18 @@ impl Net {
                         let t = (t >> 1) as usize;
                         t > x && t < n_targets
                     })
-                    && self.outs[s..neg].iter().all(|&t| t & 1 == 0 && ((t >> 1) as usize) < inner)
-                    && self.outs[neg..last].iter().all(|&t| t & 1 == 1 && ((t >> 1) as usize) < inner)
-                    && self.outs[last..out].iter().all(|&t| ((t >> 1) as usize) < counted)
-                    && self.outs[out..e].iter().all(|&t| ((t >> 1) as usize) >= counted)
+                    && self.outs[s..neg]
+                        .iter()
+                        .all(|&t| t & 1 == 0 && ((t >> 1) as usize) < inner)
+                    && self.outs[neg..last]
+                        .iter()
+                        .all(|&t| t & 1 == 1 && ((t >> 1) as usize) < inner)
+                    && self.outs[last..out]
+                        .iter()
+                        .all(|&t| ((t >> 1) as usize) < counted)
+                    && self.outs[out..e]
+                        .iter()
+                        .all(|&t| ((t >> 1) as usize) >= counted)
             });
         if well_formed {
             Ok(())
