@@ -16,6 +16,7 @@ pub mod manager;
 pub mod play;
 pub mod propnet;
 pub mod protocol;
+pub mod resources;
 pub mod search;
 pub mod trace;
 pub mod web;

@@ -137,6 +137,38 @@ fn ground_reports_the_network() {
     assert_eq!(lines[0], "base propositions: 29");
     assert!(lines[1].starts_with("input propositions: "));
     assert!(lines.iter().any(|l| l.starts_with("build time: ")));
+    let count = |name: &str| -> usize {
+        lines
+            .iter()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(": "))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} count: {out}"))
+    };
+    // Every base and input is a ground atom, and so is every proposition a rule derives.
+    let inputs = count("input propositions");
+    assert!(count("ground atoms") > 29 + inputs, "{out}");
+    // Each of the 9 cells has at least its three `next` rules.
+    assert!(count("ground rules") >= 27, "{out}");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn ground_stops_at_the_memory_budget() {
+    // The process alone uses more than a megabyte, so both tries stop at their first check.
+    let (code, out, _) = ggp(&["ground", "rules/ticTacToe.kif", "--max-memory-mb", "1"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.starts_with("stopped after "), "{out}");
+    let why = out.split_once("): ").map_or("", |(_, why)| why.trim());
+    let (first, second) = why
+        .split_once("; then, with demand-driven rules, ")
+        .unwrap_or_else(|| panic!("not two tries: {out}"));
+    for try_ in [first, second] {
+        assert!(try_.starts_with("out of memory "), "{out}");
+        assert!(
+            try_.ends_with(" MB resident, over the limit of 1.0 MB"),
+            "{out}"
+        );
+    }
 }
 
 #[test]

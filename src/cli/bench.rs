@@ -11,6 +11,7 @@ use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::machine::{MachineError, StateMachine};
+use crate::resources::{peak_memory, thread_cpu_time};
 
 /// What a benchmark measured.
 pub struct Report {
@@ -105,24 +106,4 @@ pub fn run<M: StateMachine>(
         cpu,
         peak_memory: peak_memory(),
     })
-}
-
-/// Processor time (user and system) of the calling thread, from `/proc/thread-self/stat`
-/// (Linux only), in its 10 ms ticks.
-pub fn thread_cpu_time() -> Option<Duration> {
-    let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
-    // Fields after the command name, which is in parentheses and may hold spaces.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    Some(Duration::from_millis(ticks * 10))
-}
-
-/// The process's peak resident set size, from `/proc/self/status` (Linux only).
-pub fn peak_memory() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
 }

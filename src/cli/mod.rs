@@ -23,6 +23,7 @@ use crate::datalog::DatalogMachine;
 use crate::gdl::{self, Description, Severity};
 use crate::machine::StateMachine;
 use crate::propnet::{Budget, PropnetMachine};
+use crate::resources;
 use crate::trace::{self, Replay};
 
 /// Which engine runs a game.
@@ -134,6 +135,10 @@ enum Command {
         /// Most ground literals and network nodes (default: the engine's).
         #[arg(long)]
         max_gates: Option<usize>,
+        /// Most resident memory of the process in megabytes (10^6 bytes), what it uses
+        /// before grounding included (default: 4000, or half the machine's memory if less).
+        #[arg(long)]
+        max_memory_mb: Option<u64>,
     },
     /// Play a game against the computer in the terminal.
     Play(play::PlayArgs),
@@ -307,6 +312,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             max_seconds,
             max_atoms,
             max_gates,
+            max_memory_mb,
         } => {
             let description = load_description(&game)?;
             let default = Budget::default();
@@ -314,17 +320,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 max_seconds: max_seconds.unwrap_or(default.max_seconds),
                 max_atoms: max_atoms.unwrap_or(default.max_atoms),
                 max_gates: max_gates.unwrap_or(default.max_gates),
+                max_memory_bytes: max_memory_mb
+                    .map_or(default.max_memory_bytes, |mb| mb.saturating_mul(1_000_000)),
             };
             let start = std::time::Instant::now();
             let result = PropnetMachine::new(&description, &budget);
             let elapsed = start.elapsed().as_secs_f64();
-            let peak = bench::peak_memory()
+            let peak = resources::peak_memory()
                 .map_or("unknown".into(), |b| format!("{:.1} MB", b as f64 / 1e6));
             match result {
                 Ok(machine) => {
                     let stats = machine.net().stats();
                     println!("base propositions: {}", stats.bases);
                     println!("input propositions: {}", stats.inputs);
+                    println!("ground atoms: {}", stats.ground_atoms);
+                    println!("ground rules: {}", stats.ground_rules);
                     println!(
                         "gates: {} ({} in recursive blocks, {} only for goals)",
                         stats.gates, stats.cyclic_gates, stats.lazy_gates
@@ -380,7 +390,7 @@ where
         total.elapsed = total.elapsed.max(report.elapsed);
         total.cpu = total.cpu.zip(report.cpu).map(|(a, b)| a + b);
     }
-    total.peak_memory = bench::peak_memory();
+    total.peak_memory = resources::peak_memory();
     Ok(total)
 }
 

@@ -73,9 +73,73 @@ pub enum EvalError {
         /// The limit.
         limit: usize,
     },
-    /// The deadline set by [`Engine::set_deadline`] passed.
+    /// The deadline set by [`Engine::set_stop`] passed.
     #[error("evaluation stopped: out of time")]
     Deadline,
+    /// The memory in use grew past the limit set by [`Engine::set_stop`].
+    #[error(
+        "evaluation stopped: {:.1} MB of memory in use, over the limit of {:.1} MB",
+        *.used as f64 / 1e6,
+        *.limit as f64 / 1e6
+    )]
+    Memory {
+        /// The memory in use when it was read, in bytes.
+        used: u64,
+        /// The limit, in bytes.
+        limit: u64,
+    },
+}
+
+/// When an evaluation must stop short of its fixpoint: at a deadline, past a memory limit, or
+/// both. The default never stops.
+///
+/// Both are checked while rows are tried: the time every [`TIME_CHECK_ROWS`] rows, the memory
+/// every [`MEMORY_CHECK_ROWS`] (reading it costs more).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Stop {
+    /// Past this instant, evaluation stops with [`EvalError::Deadline`].
+    pub deadline: Option<std::time::Instant>,
+    /// Past this much memory in use, evaluation stops with [`EvalError::Memory`].
+    pub memory: Option<MemoryLimit>,
+}
+
+/// A memory limit, and how to read the memory in use: the caller says (the engine does no
+/// I/O of its own).
+#[derive(Clone, Copy, Debug)]
+pub struct MemoryLimit {
+    /// The most memory in use, in bytes.
+    pub max_bytes: u64,
+    /// Reads the memory in use, in bytes; `None` when it cannot be known, and the limit is
+    /// then not enforced.
+    pub in_use: fn() -> Option<u64>,
+}
+
+/// How many rows are tried between two looks at the clock.
+pub const TIME_CHECK_ROWS: u32 = 1 << 16;
+
+/// How many rows are tried between two looks at the memory in use (a multiple of
+/// [`TIME_CHECK_ROWS`]).
+pub const MEMORY_CHECK_ROWS: u32 = 1 << 20;
+
+impl Stop {
+    /// Whether anything can stop an evaluation.
+    fn is_set(&self) -> bool {
+        self.deadline.is_some() || self.memory.is_some()
+    }
+
+    /// Why evaluation must stop now, if it must: the deadline has passed, or (with
+    /// `memory`) the memory in use is over the limit.
+    fn reached(&self, memory: bool) -> Option<EvalError> {
+        if self.deadline.is_some_and(|d| std::time::Instant::now() > d) {
+            return Some(EvalError::Deadline);
+        }
+        let limit = self.memory.filter(|_| memory)?;
+        let used = (limit.in_use)()?;
+        (used > limit.max_bytes).then_some(EvalError::Memory {
+            used,
+            limit: limit.max_bytes,
+        })
+    }
 }
 
 /// Limits that keep a runaway program from exhausting memory.
@@ -168,10 +232,10 @@ pub struct Engine {
     binds: Vec<GTerm>,
     trail: Vec<u16>,
     key_scratch: Vec<GTerm>,
-    /// When evaluation must stop (checked every few thousand rows tried), and whether it has.
-    deadline: Option<std::time::Instant>,
-    timed_out: bool,
-    /// Rows tried since the deadline was last checked.
+    /// When evaluation must stop (checked every few thousand rows tried), and why it has.
+    stop: Stop,
+    stopped: Option<EvalError>,
+    /// Rows tried while a stop condition was set (wrapping).
     work: u32,
 }
 
@@ -196,8 +260,8 @@ impl Engine {
             profile: None,
             pending: Vec::new(),
             pending_terms: Vec::new(),
-            deadline: None,
-            timed_out: false,
+            stop: Stop::default(),
+            stopped: None,
             work: 0,
             binds: Vec::new(),
             trail: Vec::new(),
@@ -412,19 +476,21 @@ impl Engine {
         }
     }
 
-    /// Makes evaluations stop with [`EvalError::Deadline`] once `deadline` has passed
-    /// (`None`: never). An evaluation stopped this way leaves its stratum incomplete.
-    pub fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
-        self.deadline = deadline;
-        self.timed_out = false;
+    /// Makes evaluations stop with [`EvalError::Deadline`] once `stop.deadline` has passed
+    /// and with [`EvalError::Memory`] once the memory in use exceeds `stop.memory`
+    /// ([`Stop::default`]: never). An evaluation stopped this way leaves its stratum
+    /// incomplete, and later evaluations fail the same way until the next `set_stop`.
+    pub fn set_stop(&mut self, stop: Stop) {
+        self.stop = stop;
+        self.stopped = None;
     }
 
     /// Inserts the rows derived in this round.
     fn flush(&mut self) -> Result<(), EvalError> {
-        if self.timed_out {
+        if let Some(why) = &self.stopped {
             self.pending.clear();
             self.pending_terms.clear();
-            return Err(EvalError::Deadline);
+            return Err(why.clone());
         }
         if self.pending.len() > self.limits.max_rows {
             self.pending.clear();
@@ -523,8 +589,8 @@ impl Engine {
             pending_terms: &mut self.pending_terms,
             max_pending: self.limits.max_rows,
             spec: &compiled.spec,
-            deadline: self.deadline,
-            timed_out: &mut self.timed_out,
+            stop: self.stop,
+            stopped: &mut self.stopped,
             work: &mut self.work,
         };
         ctx.solve(&plan.steps);
@@ -544,15 +610,15 @@ struct Ctx<'a> {
     /// Past this many derived rows the run stops; `flush` then reports the overflow.
     max_pending: usize,
     spec: &'a RuleSpec,
-    /// Past this instant the run stops; `flush` then reports it.
-    deadline: Option<std::time::Instant>,
-    timed_out: &'a mut bool,
+    /// When the run stops; `flush` then reports why.
+    stop: Stop,
+    stopped: &'a mut Option<EvalError>,
     work: &'a mut u32,
 }
 
 impl Ctx<'_> {
     fn solve(&mut self, steps: &[Step]) {
-        if self.pending.len() > self.max_pending || *self.timed_out {
+        if self.pending.len() > self.max_pending || self.stopped.is_some() {
             return;
         }
         let Some((step, rest)) = steps.split_first() else {
@@ -611,10 +677,12 @@ impl Ctx<'_> {
     }
 
     fn try_row(&mut self, relation: &Relation, i: usize, pats: &[Pat], rest: &[Step]) {
-        if let Some(deadline) = self.deadline {
+        if self.stop.is_set() {
             *self.work = self.work.wrapping_add(1);
-            if self.work.is_multiple_of(65536) && std::time::Instant::now() > deadline {
-                *self.timed_out = true;
+            if self.work.is_multiple_of(TIME_CHECK_ROWS) && self.stopped.is_none() {
+                *self.stopped = self
+                    .stop
+                    .reached(self.work.is_multiple_of(MEMORY_CHECK_ROWS));
             }
         }
         let mark = self.trail.len();
@@ -860,5 +928,66 @@ mod tests {
         // 5 * 4 ordered pairs of distinct nodes, minus the 6 reachable ones.
         assert_eq!(engine.relation(unreached).len(), 14);
         assert!(engine.relation(unreached).contains(&[n[3], n[0]]));
+    }
+
+    /// `(<= (pair ?x ?y) (node ?x) (node ?y))` over enough nodes that more than
+    /// [`MEMORY_CHECK_ROWS`] rows are tried, with the memory in use read by `in_use`.
+    fn pairs_with_memory(in_use: fn() -> Option<u64>) -> (Engine, Result<(), EvalError>) {
+        let mut pool = TermPool::default();
+        let nodes: Vec<GTerm> = (0..1100)
+            .map(|i| pool.constant(Sym::new(&format!("n{i}"))))
+            .collect();
+        let (node, pair) = (RelId(0), RelId(1));
+        let rules = vec![RuleSpec {
+            head_rel: pair,
+            head: vec![Pat::Var(0), Pat::Var(1)],
+            body: vec![
+                BodyLit::Pos(node, vec![Pat::Var(0)]),
+                BodyLit::Pos(node, vec![Pat::Var(1)]),
+            ],
+            n_vars: 2,
+        }];
+        let strata = vec![Stratum {
+            rels: vec![pair],
+            rules: vec![0],
+        }];
+        let mut engine = Engine::new(pool, &[1, 2], rules, strata, Limits::default());
+        for &x in &nodes {
+            engine.insert(node, &[x]);
+        }
+        engine.set_stop(Stop {
+            deadline: None,
+            memory: Some(MemoryLimit {
+                max_bytes: 1 << 30,
+                in_use,
+            }),
+        });
+        let result = engine.evaluate(0);
+        (engine, result)
+    }
+
+    #[test]
+    fn evaluation_stops_past_the_memory_limit() {
+        let (mut engine, result) = pairs_with_memory(|| Some(3 << 30));
+        assert_eq!(
+            result,
+            Err(EvalError::Memory {
+                used: 3 << 30,
+                limit: 1 << 30
+            })
+        );
+        assert_eq!(
+            result.as_ref().unwrap_err().to_string(),
+            "evaluation stopped: 3221.2 MB of memory in use, over the limit of 1073.7 MB"
+        );
+        // Stopped in the middle: the round's rows were dropped, and it stays stopped.
+        assert_eq!(engine.relation(RelId(1)).len(), 0);
+        assert_eq!(engine.evaluate(0), result);
+        // Under the limit, or when the memory in use cannot be read, it runs to the end.
+        for in_use in [|| Some(1 << 20), || None] {
+            let (engine, result) = pairs_with_memory(in_use);
+            assert_eq!(result, Ok(()));
+            assert_eq!(engine.relation(RelId(1)).len(), 1100 * 1100);
+        }
     }
 }

@@ -10,7 +10,9 @@ mod machine;
 mod magic;
 mod relation;
 
-pub use engine::{BodyLit, Engine, EvalError, Limits, Pat, RelId, RuleSpec, Stratum};
+pub use engine::{
+    BodyLit, Engine, EvalError, Limits, MemoryLimit, Pat, RelId, RuleSpec, Stop, Stratum,
+};
 pub use lower::{Layer, LowerError, Lowered, lower, lower_with};
 pub use machine::{BuildError, DatalogMachine, DatalogState};
 pub use magic::Demand;

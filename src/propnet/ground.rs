@@ -19,19 +19,22 @@
 //! literals hold and are dropped.
 //!
 //! The [`Budget`] bounds the number of rows and terms (through the engine's limits), the
-//! number of ground literals, and the time: the engine gets the deadline and checks it while
-//! joining, and the clock is checked between strata and while instances are read.
+//! number of ground literals, the time and the process's resident memory: the engine gets the
+//! deadline and the memory limit and checks them while joining, and the clock checks them
+//! between strata and while instances are read.
 
+use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 use hashbrown::HashMap;
 use petgraph::graph::{DiGraph, NodeIndex};
 
 use crate::datalog::{
-    BodyLit, Demand, Engine, EvalError, Layer, Limits, LowerError, Pat, RelId, RuleSpec, Stratum,
-    lower_with,
+    BodyLit, Demand, Engine, EvalError, Layer, Limits, LowerError, MemoryLimit, Pat, RelId,
+    RuleSpec, Stop, Stratum, lower_with,
 };
 use crate::gdl::{Description, GTerm, Sym, TermPool};
+use crate::resources;
 
 /// How much work grounding and network building may do before giving up.
 #[derive(Clone, Copy, Debug)]
@@ -43,6 +46,13 @@ pub struct Budget {
     pub max_atoms: usize,
     /// Most ground literals, and most network nodes.
     pub max_gates: usize,
+    /// Most resident memory of the whole process, in bytes (`u64::MAX`: no limit). The limit
+    /// is on the process, not on grounding: memory already in use when grounding starts
+    /// (another match's search trees, the rules, the allocator's free lists) counts too. It
+    /// is read from `/proc/self/status` where the time is checked, at most every few
+    /// milliseconds by the clock and every million rows by the engine; where it cannot be
+    /// read (not Linux), it is not enforced. Default: [`default_max_memory`].
+    pub max_memory_bytes: u64,
 }
 
 impl Default for Budget {
@@ -51,8 +61,29 @@ impl Default for Budget {
             max_seconds: 30.0,
             max_atoms: 2_000_000,
             max_gates: 10_000_000,
+            max_memory_bytes: default_max_memory(),
         }
     }
+}
+
+/// The most memory grounding may leave the process using, by default, on a machine with
+/// enough of it: 4 GB.
+///
+/// The row and gate limits already keep grounding to a few hundred megabytes on the games
+/// measured (`chess_200`, 171,000 gates: 140 MB at its peak; `chess`, which the row limit
+/// stops after 11 s: 300 MB); the memory budget is the backstop for blow-ups they do not see
+/// (many relations each under the row limit, very large terms, a big network's optimisation
+/// tables), so that a failed grounding ends in a fallback to the Datalog engine rather than in
+/// the machine running out of memory. 4 GB is ten times those peaks, and leaves room on an
+/// 8 GB machine for the search (the MCTS tree's default budget is 512 MiB) and the system.
+pub const DEFAULT_MAX_MEMORY_BYTES: u64 = 4_000_000_000;
+
+/// The default memory budget: [`DEFAULT_MAX_MEMORY_BYTES`], or half the machine's physical
+/// memory if that is less (when it can be read).
+pub fn default_max_memory() -> u64 {
+    resources::total_memory().map_or(DEFAULT_MAX_MEMORY_BYTES, |total| {
+        DEFAULT_MAX_MEMORY_BYTES.min(total / 2)
+    })
 }
 
 /// Why a game could not be grounded into a network.
@@ -188,10 +219,17 @@ impl GroundProgram {
     }
 }
 
-/// Checks the time budget.
+/// The least time between two readings of the memory in use by [`Clock::check`].
+const MEMORY_CHECK_INTERVAL: Duration = Duration::from_millis(5);
+
+/// Checks the time and memory budgets.
 pub(crate) struct Clock {
     start: Instant,
     limit: Duration,
+    /// The most resident memory, in bytes (`u64::MAX`: no limit).
+    max_memory: u64,
+    /// When the memory in use was last read (`None`: never).
+    memory_read: Cell<Option<Instant>>,
 }
 
 impl Clock {
@@ -202,31 +240,62 @@ impl Clock {
         Clock {
             start: Instant::now(),
             limit,
+            max_memory: budget.max_memory_bytes,
+            memory_read: Cell::new(None),
         }
     }
 
-    /// A clock started at the same instant with `share` of the time.
+    /// A clock started at the same instant with `share` of the time and the same memory
+    /// limit.
     pub(crate) fn share(&self, share: f64) -> Clock {
         Clock {
             start: self.start,
             limit: self.limit.mul_f64(share.clamp(0.0, 1.0)),
+            max_memory: self.max_memory,
+            memory_read: Cell::new(None),
         }
     }
 
-    /// The instant the time is up.
-    pub(crate) fn deadline(&self) -> Option<Instant> {
-        self.start.checked_add(self.limit)
+    /// When the Datalog engine must stop: at the instant the time is up, or past the memory
+    /// limit.
+    pub(crate) fn stop(&self) -> Stop {
+        Stop {
+            deadline: self.start.checked_add(self.limit),
+            memory: (self.max_memory != u64::MAX).then_some(MemoryLimit {
+                max_bytes: self.max_memory,
+                in_use: resources::resident_memory,
+            }),
+        }
     }
 
-    /// `Err` once the time is up.
+    /// `Err` once the time is up ([`GroundError::Time`]) or the process's resident memory
+    /// exceeds the limit ([`GroundError::Budget`]). The memory is read at most every
+    /// [`MEMORY_CHECK_INTERVAL`]; `what` says what was being done.
     pub(crate) fn check(&self, what: &str) -> Result<(), GroundError> {
-        if self.start.elapsed() > self.limit {
+        let now = Instant::now();
+        if now.saturating_duration_since(self.start) > self.limit {
             return Err(GroundError::Time(format!(
                 "out of time {what}: more than {:.1} s",
                 self.limit.as_secs_f64()
             )));
         }
-        Ok(())
+        if self.max_memory == u64::MAX
+            || self
+                .memory_read
+                .get()
+                .is_some_and(|t| now.saturating_duration_since(t) < MEMORY_CHECK_INTERVAL)
+        {
+            return Ok(());
+        }
+        self.memory_read.set(Some(now));
+        match resources::resident_memory() {
+            Some(used) if used > self.max_memory => Err(GroundError::Budget(format!(
+                "out of memory {what}: {:.1} MB resident, over the limit of {:.1} MB",
+                used as f64 / 1e6,
+                self.max_memory as f64 / 1e6
+            ))),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -254,6 +323,7 @@ pub(crate) fn ground_with_demand(
     demand: Demand,
 ) -> Result<GroundProgram, GroundError> {
     let lowered = lower_with(description.rules(), demand)?;
+    clock.check("lowering the rules")?;
     let n_lowered = lowered.arities.len();
     let mut names = vec![Sym::ROLE; n_lowered];
     for (&(name, _), id) in &lowered.rels {
@@ -410,7 +480,7 @@ pub(crate) fn ground_with_demand(
         max_terms: budget.max_atoms.saturating_mul(4),
     };
     let mut engine = Engine::new(lowered.pool, &arities, rules, strata, limits);
-    engine.set_deadline(clock.deadline());
+    engine.set_stop(clock.stop());
     for s in 0..n_evaluated {
         engine.evaluate(s)?;
         clock.check(if s < n_static {
@@ -822,5 +892,37 @@ mod tests {
             })
             .collect();
         assert_eq!(shown, ["(true (p 3)) (not (true (p 1)))"]);
+    }
+
+    #[test]
+    fn a_memory_budget_below_the_process_size_stops_grounding() {
+        let Some(used) = resources::resident_memory() else {
+            // Not Linux: the memory budget is not enforced.
+            return;
+        };
+        // Any process uses more than a megabyte: the first check stops grounding.
+        assert!(used > 1_000_000, "{used}");
+        let d = Description::from_text(
+            "(role a) (init p) (<= (legal a go) (true p)) (<= (next p) (does a go))
+             (<= terminal (not (true p))) (goal a 100)",
+        )
+        .unwrap();
+        let budget = Budget {
+            max_memory_bytes: 1_000_000,
+            ..Budget::default()
+        };
+        match ground(&d, &budget) {
+            Err(GroundError::Budget(why)) => {
+                assert!(why.starts_with("out of memory "), "{why}");
+                assert!(
+                    why.ends_with(" MB resident, over the limit of 1.0 MB"),
+                    "{why}"
+                );
+            }
+            Err(e) => panic!("not a memory error: {e}"),
+            Ok(_) => panic!("grounded within 1 MB"),
+        }
+        // With the default budget the same game grounds.
+        assert_eq!(ground(&d, &Budget::default()).unwrap().bases.len(), 1);
     }
 }

@@ -925,4 +925,36 @@ mod tests {
         assert_eq!(moves.len(), 6);
         assert_consistent(&m);
     }
+
+    #[test]
+    fn stats_count_the_ground_program() {
+        let stats = machine(TICTACTOE).net().stats();
+        // Every base and input is an atom, and so is every proposition a rule derives.
+        assert!(stats.ground_atoms > stats.bases + stats.inputs, "{stats:?}");
+        // Each of the 9 cells has at least its three `next` rules.
+        assert!(stats.ground_rules >= 27, "{stats:?}");
+    }
+
+    #[test]
+    fn both_tries_stop_at_the_memory_budget() {
+        if crate::resources::resident_memory().is_none() {
+            // Not Linux: the memory budget is not enforced.
+            return;
+        }
+        let description = Description::from_text(TICTACTOE).unwrap();
+        let budget = Budget {
+            max_memory_bytes: 1,
+            ..Budget::default()
+        };
+        let Err(GroundError::Budget(why)) = PropnetMachine::new(&description, &budget) else {
+            panic!("grounded within a byte, or stopped for another reason");
+        };
+        let (first, second) = why
+            .split_once("; then, with demand-driven rules, ")
+            .unwrap_or_else(|| panic!("one try only: {why}"));
+        for try_ in [first, second] {
+            assert!(try_.starts_with("out of memory "), "{why}");
+            assert!(try_.ends_with("over the limit of 0.0 MB"), "{why}");
+        }
+    }
 }

@@ -17,10 +17,10 @@
 //!   inputs, and a change of the state or of the joint move flips only the bases and inputs
 //!   that differ, visiting the gates whose value changed in topological order.
 //!
-//! Grounding is bounded by a [`Budget`]; if the rules as written exceed it, they are grounded
-//! again after the magic-sets rewrite; a game that still exceeds it gives
-//! [`GroundError::Budget`] or [`GroundError::Time`], and the caller falls back to the Datalog
-//! engine.
+//! Grounding is bounded by a [`Budget`] (time, rows, gates, and the process's resident
+//! memory); if the rules as written exceed it, they are grounded again after the magic-sets
+//! rewrite; a game that still exceeds it gives [`GroundError::Budget`] or
+//! [`GroundError::Time`], and the caller falls back to the Datalog engine.
 
 pub mod ground;
 pub mod machine;
@@ -28,7 +28,8 @@ pub mod net;
 mod optimize;
 
 pub use ground::{
-    AtomId, Budget, GroundError, GroundLit, GroundProgram, GroundRule, Keywords, ground,
+    AtomId, Budget, DEFAULT_MAX_MEMORY_BYTES, GroundError, GroundLit, GroundProgram, GroundRule,
+    Keywords, default_max_memory, ground,
 };
 pub use machine::{PropnetMachine, PropnetState};
 pub use net::{MoveId, Net, NetStats};

@@ -55,6 +55,12 @@ pub struct NetStats {
     pub lazy_gates: usize,
     /// Gates before optimisation.
     pub raw_gates: usize,
+    /// Atoms of the ground program: the bases, the inputs, and the atoms of the relaxed model
+    /// (those that can ever hold) that ground rules mention. Static relations, which only
+    /// filter bindings, are not counted.
+    pub ground_atoms: usize,
+    /// Rules of the ground program (instances of rules, and facts of static outputs).
+    pub ground_rules: usize,
 }
 
 /// A legal move of one role: the node whose value says it is legal, and the input node its
@@ -137,6 +143,9 @@ pub struct Net {
     /// The initial state's bits.
     pub(crate) initial: Vec<u64>,
     raw_gates: usize,
+    /// The ground program's atoms and rules, for [`NetStats`].
+    ground_atoms: usize,
+    ground_rules: usize,
 }
 
 impl Net {
@@ -160,6 +169,8 @@ impl Net {
             cyclic_gates: self.blocks.iter().map(|b| (b.1 - b.0) as usize).sum(),
             lazy_gates: (self.first_legal - self.first_lazy) as usize,
             raw_gates: self.raw_gates,
+            ground_atoms: self.ground_atoms,
+            ground_rules: self.ground_rules,
         }
     }
 
@@ -174,6 +185,7 @@ impl Net {
         budget: &Budget,
         clock: &Clock,
     ) -> Result<Net, GroundError> {
+        let (ground_atoms, ground_rules) = (prog.atoms.len(), prog.rules.len());
         let (nodes, atom_node) = raw_nodes(&prog, budget)?;
         let raw_gates = nodes.iter().filter(|n| n.is_gate()).count();
         let mut g = Graph::new(nodes)?;
@@ -242,6 +254,8 @@ impl Net {
             terminal: flat.terminal,
             initial,
             raw_gates,
+            ground_atoms,
+            ground_rules,
         }
         .with_initial_counts();
         net.check_links()?;
