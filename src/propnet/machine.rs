@@ -343,16 +343,17 @@ impl Wires {
     /// Passes node `x`'s new value along its links.
     #[inline(always)]
     fn announce(&mut self, net: &Net, x: usize) {
-        let v = self.counts[x] >> 31;
+        // SAFETY: `x` is a counted node (a leaf or a gate the sweep found marked), so below
+        // `first_legal`.
+        let v = unsafe { *self.counts.get_unchecked(x) } >> 31;
         // +1 (plain links) when the node turns true, -1 when it turns false.
         let up = (v << 1).wrapping_sub(1);
-        let s = net.out_start[x] as usize;
-        let e = net.out_start[x + 1] as usize;
-        let [neg, last, out] = net.out_split[x].map(|i| i as usize);
-        self.bump(&net.outs[s..neg], up);
-        self.bump(&net.outs[neg..last], up.wrapping_neg());
+        // SAFETY: as above.
+        let [plain, negated, last, outputs] = unsafe { net.links_unchecked(x) };
+        self.bump(plain, up);
+        self.bump(negated, up.wrapping_neg());
         // Gates that only feed outputs: passed on at once when they change.
-        for &t in &net.outs[last..out] {
+        for &t in last {
             let target = (t >> 1) as usize;
             // SAFETY: `Net::check_links` verified at build that these targets are counted
             // nodes.
@@ -368,7 +369,7 @@ impl Wires {
             }
         }
         // The output nodes come last.
-        for &t in &net.outs[out..e] {
+        for &t in outputs {
             self.output_changed(net, t >> 1, (v ^ t) & 1 == 1);
         }
     }

@@ -159,6 +159,31 @@ impl Net {
         1 + i as u32
     }
 
+    /// The links from node `x`, by class: plain links to gates below `first_last_gate`,
+    /// negated ones, links to gates from there on, links to output nodes.
+    ///
+    /// # Safety
+    /// `x` must be below `first_legal`. The rest (the offsets are ordered and within `outs`)
+    /// is what [`Net::check_links`] verified when the net was built.
+    #[inline(always)]
+    pub(crate) unsafe fn links_unchecked(&self, x: usize) -> [&[u32]; 4] {
+        // SAFETY: `x < first_legal`, so `x + 1` indexes `out_start` (of length
+        // `first_legal + 1`) and `x` indexes `out_split`; `check_links` verified
+        // `out_start[x] <= neg <= last <= out <= out_start[x + 1] <= outs.len()`.
+        unsafe {
+            let s = *self.out_start.get_unchecked(x) as usize;
+            let e = *self.out_start.get_unchecked(x + 1) as usize;
+            let [neg, last, out] = *self.out_split.get_unchecked(x);
+            let (neg, last, out) = (neg as usize, last as usize, out as usize);
+            [
+                self.outs.get_unchecked(s..neg),
+                self.outs.get_unchecked(neg..last),
+                self.outs.get_unchecked(last..out),
+                self.outs.get_unchecked(out..e),
+            ]
+        }
+    }
+
     /// Sizes of the net.
     pub fn stats(&self) -> NetStats {
         NetStats {
