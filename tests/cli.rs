@@ -231,3 +231,39 @@ fn bench_with_a_playout_count_does_that_much_work_on_both_engines() {
     assert_eq!(states("propnet"), states("propnet"));
     states("datalog");
 }
+
+#[test]
+fn auto_falls_back_to_datalog_past_the_grounding_budget_and_says_so() {
+    // No time to ground: `auto` runs the Datalog engine and says why on stderr.
+    let (code, out, err) = ggp(&[
+        "bench",
+        "rules/ticTacToe.kif",
+        "--engine",
+        "auto",
+        "--ground-seconds",
+        "0",
+        "--seconds",
+        "0.1",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("engine: datalog\nplayouts: "), "{out}");
+    assert!(
+        err.contains("propnet unavailable (out of time")
+            && err.contains("using the datalog engine"),
+        "{err}"
+    );
+    // `propnet` alone has nothing to fall back to: an error naming the game.
+    let (code, _, err) = ggp(&[
+        "bench",
+        "rules/ticTacToe.kif",
+        "--engine",
+        "propnet",
+        "--ground-seconds",
+        "0",
+    ]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("grounding rules/ticTacToe.kif: out of time"),
+        "{err}"
+    );
+}
