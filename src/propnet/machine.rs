@@ -233,13 +233,21 @@ impl Runtime {
                 "a state from another propnet machine".into(),
             ));
         }
+        self.move_bases(net, Some(state));
+        Ok(())
+    }
+
+    /// Flips the bases where `target` (`None`: the next state) differs from the loaded state,
+    /// and propagates. Every difference is taken before any base changes (a `next` may read
+    /// a base directly).
+    fn move_bases(&mut self, net: &Net, target: Option<&[u64]>) {
         let mut flips = std::mem::take(&mut self.flips);
         flips.clear();
-        flips.extend(state.iter().zip(&self.cur).map(|(&s, &c)| s ^ c));
+        let target = target.unwrap_or(&self.w.next_bits);
+        flips.extend(target.iter().zip(&self.cur).map(|(&t, &c)| t ^ c));
         self.flip_words(net, &flips);
         self.flips = flips;
         self.w.propagate(net);
-        Ok(())
     }
 
     /// Sets role `role`'s input to `node` (or none), queueing the changes.
@@ -266,13 +274,7 @@ impl Runtime {
 
     /// Moves to the next state in place and propagates.
     fn advance(&mut self, net: &Net) {
-        // Every `next` is read before any base changes (a `next` may read a base directly).
-        let mut flips = std::mem::take(&mut self.flips);
-        flips.clear();
-        flips.extend(self.w.next_bits.iter().zip(&self.cur).map(|(&n, &c)| n ^ c));
-        self.flip_words(net, &flips);
-        self.flips = flips;
-        self.w.propagate(net);
+        self.move_bases(net, None);
     }
 }
 

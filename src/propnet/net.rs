@@ -389,24 +389,23 @@ impl Net {
                 let (s, e) = (self.out_start[x] as usize, self.out_start[x + 1] as usize);
                 let [neg, last, out] = self.out_split[x].map(|i| i as usize);
                 let ordered = s <= neg && neg <= last && last <= out && out <= e;
+                // The targets of `outs[range]` are in `targets`, and negated or not as `neg`
+                // says (`None`: either).
+                let class = |range: std::ops::Range<usize>,
+                             targets: std::ops::Range<usize>,
+                             neg: Option<bool>| {
+                    self.outs[range].iter().all(|&t| {
+                        targets.contains(&((t >> 1) as usize))
+                            && neg.is_none_or(|n| (t & 1 == 1) == n)
+                    })
+                };
                 let inner = self.first_last_gate as usize;
                 ordered
-                    && self.outs[s..e].iter().all(|&t| {
-                        let t = (t >> 1) as usize;
-                        t > x && t < n_targets
-                    })
-                    && self.outs[s..neg]
-                        .iter()
-                        .all(|&t| t & 1 == 0 && ((t >> 1) as usize) < inner)
-                    && self.outs[neg..last]
-                        .iter()
-                        .all(|&t| t & 1 == 1 && ((t >> 1) as usize) < inner)
-                    && self.outs[last..out]
-                        .iter()
-                        .all(|&t| ((t >> 1) as usize) < counted)
-                    && self.outs[out..e]
-                        .iter()
-                        .all(|&t| ((t >> 1) as usize) >= counted)
+                    && class(s..e, x + 1..n_targets, None)
+                    && class(s..neg, 0..inner, Some(false))
+                    && class(neg..last, 0..inner, Some(true))
+                    && class(last..out, 0..counted, None)
+                    && class(out..e, counted..n_targets, None)
             });
         if well_formed {
             Ok(())
