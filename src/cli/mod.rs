@@ -21,6 +21,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::datalog::DatalogMachine;
 use crate::gdl::{self, Description, Severity};
+use crate::kif;
 use crate::machine::StateMachine;
 use crate::propnet::{Budget, PropnetMachine};
 use crate::resources;
@@ -439,8 +440,13 @@ fn write_stdout(text: &str) -> anyhow::Result<()> {
     }
 }
 
+/// Reads a text file; bytes that are not UTF-8 are named by file:line:col.
 fn read(path: &Path) -> anyhow::Result<String> {
-    std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    match kif::decode(&bytes) {
+        Ok(text) => Ok(text.to_string()),
+        Err(e) => bail!("{}:{e}", path.display()),
+    }
 }
 
 /// Prints each diagnostic as `file:line:col: level: message`.
