@@ -105,10 +105,22 @@ pub fn run(args: MatchArgs) -> anyhow::Result<ExitCode> {
         };
         contestants[index] = Some(contestant);
     }
+    let nature: Vec<bool> = (0..roles.len())
+        .map(|r| crate::machine::is_nature_role(&roles[r]))
+        .collect();
     let contestants: Vec<Contestant> = contestants
         .into_iter()
         .zip(&roles)
-        .map(|(c, role)| c.with_context(|| format!("no --player for role {role}")))
+        .zip(&nature)
+        .map(|((c, role), &nature)| match c {
+            Some(_) if nature => bail!("role {role} is nature: the referee plays it"),
+            Some(c) => Ok(c),
+            None if nature => Ok(Contestant {
+                address: String::new(),
+                name: "referee".into(),
+            }),
+            None => bail!("no --player for role {role}"),
+        })
         .collect::<anyhow::Result<_>>()?;
 
     std::fs::create_dir_all(&args.out)

@@ -455,8 +455,16 @@ fn check(path: &Path) -> anyhow::Result<ExitCode> {
         .filter(|d| d.severity == Severity::Error)
         .count();
     let warnings = diagnostics.len() - errors;
+    let features = gdl::parse_rules(&text)
+        .map(|rules| gdl::validate::gdl2_features(&rules))
+        .unwrap_or_default();
+    let dialect = if features.is_empty() {
+        String::new()
+    } else {
+        format!(" GDL-II ({})", features.join(", "))
+    };
     println!(
-        "{}: {} ({errors} errors, {warnings} warnings)",
+        "{}: {}{dialect} ({errors} errors, {warnings} warnings)",
         path.display(),
         verdict.name()
     );

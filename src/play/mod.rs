@@ -648,6 +648,7 @@ impl<M: StateMachine + Send + 'static> Game<M> {
             ),
             is_player_human: self.seats.iter().map(|s| *s == Seat::Human).collect(),
             scrambled: false,
+            percepts: Vec::new(),
         })
     }
 
