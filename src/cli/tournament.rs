@@ -1,6 +1,7 @@
 //! `ggp tournament`: the command line of [`crate::tournament`]; loads the games, and plays each
 //! match with built-in players served in-process as `ggp match` serves them.
 
+use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -76,6 +77,7 @@ pub fn run(args: TournamentArgs) -> anyhow::Result<ExitCode> {
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_target(false)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_max_level(tracing::Level::WARN)
         .try_init();
     if args.startclock == 0 || args.playclock == 0 {
