@@ -9,6 +9,7 @@ mod matches;
 mod play;
 mod serve;
 mod think;
+mod tournament;
 mod web;
 
 use std::path::{Path, PathBuf};
@@ -124,6 +125,8 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Referee one match between players and write its record.
     Match(matches::MatchArgs),
+    /// Play many matches between several players on several games; tables of the results.
+    Tournament(tournament::TournamentArgs),
     /// One search by a built-in player: the move, its value and the iterations per second.
     Think(think::ThinkArgs),
     /// Replay PGN games on a chess sheet, checking every ply against chess; exit 1 on any
@@ -177,6 +180,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Check { game } => check(&game),
         Command::Serve(args) => serve::run(args),
         Command::Match(args) => matches::run(args),
+        Command::Tournament(args) => tournament::run(args),
         Command::Playout {
             game,
             count,
