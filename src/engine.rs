@@ -43,6 +43,7 @@ pub enum LoadError {
 
 /// A game loaded on one of the engines.
 #[allow(clippy::large_enum_variant)] // one per game; moved once into its user
+#[derive(Clone)]
 pub enum Engine {
     /// The Datalog engine.
     Datalog(Box<DatalogMachine>),

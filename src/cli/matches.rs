@@ -145,22 +145,7 @@ pub fn run(args: MatchArgs) -> anyhow::Result<ExitCode> {
         record_path: Some(record_path.clone()),
         rulesheet: text,
     };
-    struct Referee<'a> {
-        rules: &'a [kif::Sexp],
-        contestants: &'a [Contestant],
-        config: &'a MatchConfig,
-    }
-    impl UseMachineMut for Referee<'_> {
-        type Output = Result<MatchRecord, crate::manager::ManagerError>;
-        fn with<M: Machine>(self, m: &mut M) -> Self::Output {
-            run_match(m, self.rules, self.contestants, self.config)
-        }
-    }
-    let result = loaded.engine.run_mut(Referee {
-        rules: &rules,
-        contestants: &contestants,
-        config: &config,
-    });
+    let result = referee(&mut loaded.engine, &rules, &contestants, &config);
     for server in servers {
         server.shutdown();
     }
@@ -237,4 +222,29 @@ fn print_summary(record: &MatchRecord, roles: &[Term], path: &Path) {
     }
     println!("steps: {}", record.moves.len());
     println!("record: {}", path.display());
+}
+
+/// Referees one match on `engine` (the referee's own copy of the game).
+pub(super) fn referee(
+    engine: &mut crate::engine::Engine,
+    rules: &[kif::Sexp],
+    contestants: &[Contestant],
+    config: &MatchConfig,
+) -> Result<MatchRecord, crate::manager::ManagerError> {
+    struct Referee<'a> {
+        rules: &'a [kif::Sexp],
+        contestants: &'a [Contestant],
+        config: &'a MatchConfig,
+    }
+    impl UseMachineMut for Referee<'_> {
+        type Output = Result<MatchRecord, crate::manager::ManagerError>;
+        fn with<M: Machine>(self, m: &mut M) -> Self::Output {
+            run_match(m, self.rules, self.contestants, self.config)
+        }
+    }
+    engine.run_mut(Referee {
+        rules,
+        contestants,
+        config,
+    })
 }

@@ -7,12 +7,11 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
-use super::matches::builtin_player;
+use super::matches::{builtin_player, referee};
 use super::serve::{clock_seed, margin};
 use super::{EngineChoice, Loaded, load_engine, read};
 use crate::kif::{self, Sexp};
-use crate::machine::StateMachine;
-use crate::manager::{Contestant, MatchConfig, MatchRecord, run_match};
+use crate::manager::{Contestant, MatchConfig, MatchRecord};
 use crate::search::SearchConfig;
 use crate::tournament::{self, Game, Job, PlayerSpec, Settings, Source};
 
@@ -98,10 +97,7 @@ pub fn run(args: TournamentArgs) -> anyhow::Result<ExitCode> {
         let text = read(&path)?;
         let rules = kif::parse(&text).with_context(|| format!("reading {}", path.display()))?;
         let machine = load_engine(&path, args.engine)?;
-        let roles = match &machine {
-            Loaded::Datalog(m) => m.roles().len(),
-            Loaded::Propnet(m) => m.roles().len(),
-        };
+        let roles = machine.engine.roles().len();
         games.push(Game {
             name: tournament::game_name(&path),
             path,
@@ -192,10 +188,12 @@ fn play_one(
             name: player.name.clone(),
         });
     }
-    let result = match &game.machine {
-        Loaded::Datalog(m) => run_match(&mut (**m).clone(), &game.rules, &contestants, &config),
-        Loaded::Propnet(m) => run_match(&mut (**m).clone(), &game.rules, &contestants, &config),
-    };
+    let result = referee(
+        &mut game.machine.engine.clone(),
+        &game.rules,
+        &contestants,
+        &config,
+    );
     for server in servers {
         server.shutdown();
     }
