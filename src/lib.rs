@@ -9,6 +9,7 @@ pub mod board;
 pub mod chess;
 pub mod cli;
 pub mod datalog;
+pub mod engine;
 pub mod gdl;
 pub mod kif;
 pub mod machine;

@@ -12,10 +12,10 @@ use anyhow::{Context, bail};
 use clap::ValueEnum;
 
 use super::serve::{EngineSessions, clock_seed, init_logging, margin};
-use super::{EngineChoice, Loaded, load_engine, read};
+use super::{EngineChoice, load_engine, read};
+use crate::engine::{Machine, UseMachineMut};
 use crate::gdl::Term;
 use crate::kif;
-use crate::machine::StateMachine;
 use crate::manager::{Contestant, MatchConfig, MatchRecord, now_ms, run_match};
 use crate::protocol::{RunningServer, Server, ServerConfig, Style};
 use crate::search::{PlayerKind, SearchConfig};
@@ -70,11 +70,8 @@ pub fn run(args: MatchArgs) -> anyhow::Result<ExitCode> {
     }
     let text = read(&args.game)?;
     let rules = kif::parse(&text).with_context(|| format!("reading {}", args.game.display()))?;
-    let mut machine = load_engine(&args.game, args.engine)?;
-    let roles: Vec<Term> = match &machine {
-        Loaded::Datalog(m) => m.roles().to_vec(),
-        Loaded::Propnet(m) => m.roles().to_vec(),
-    };
+    let mut loaded = load_engine(&args.game, args.engine)?;
+    let roles: Vec<Term> = loaded.engine.roles().to_vec();
     let seed = args.seed.unwrap_or_else(clock_seed);
     let mut servers: Vec<RunningServer> = Vec::new();
     let mut contestants: Vec<Option<Contestant>> = vec![None; roles.len()];
@@ -108,10 +105,22 @@ pub fn run(args: MatchArgs) -> anyhow::Result<ExitCode> {
         };
         contestants[index] = Some(contestant);
     }
+    let nature: Vec<bool> = (0..roles.len())
+        .map(|r| crate::machine::is_nature_role(&roles[r]))
+        .collect();
     let contestants: Vec<Contestant> = contestants
         .into_iter()
         .zip(&roles)
-        .map(|(c, role)| c.with_context(|| format!("no --player for role {role}")))
+        .zip(&nature)
+        .map(|((c, role), &nature)| match c {
+            Some(_) if nature => bail!("role {role} is nature: the referee plays it"),
+            Some(c) => Ok(c),
+            None if nature => Ok(Contestant {
+                address: String::new(),
+                name: "referee".into(),
+            }),
+            None => bail!("no --player for role {role}"),
+        })
         .collect::<anyhow::Result<_>>()?;
 
     std::fs::create_dir_all(&args.out)
@@ -136,10 +145,22 @@ pub fn run(args: MatchArgs) -> anyhow::Result<ExitCode> {
         record_path: Some(record_path.clone()),
         rulesheet: text,
     };
-    let result = match &mut machine {
-        Loaded::Datalog(m) => run_match(&mut **m, &rules, &contestants, &config),
-        Loaded::Propnet(m) => run_match(&mut **m, &rules, &contestants, &config),
-    };
+    struct Referee<'a> {
+        rules: &'a [kif::Sexp],
+        contestants: &'a [Contestant],
+        config: &'a MatchConfig,
+    }
+    impl UseMachineMut for Referee<'_> {
+        type Output = Result<MatchRecord, crate::manager::ManagerError>;
+        fn with<M: Machine>(self, m: &mut M) -> Self::Output {
+            run_match(m, self.rules, self.contestants, self.config)
+        }
+    }
+    let result = loaded.engine.run_mut(Referee {
+        rules: &rules,
+        contestants: &contestants,
+        config: &config,
+    });
     for server in servers {
         server.shutdown();
     }
