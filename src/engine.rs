@@ -34,10 +34,10 @@ pub enum EngineChoice {
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     /// The Datalog engine could not be built.
-    #[error("building the Datalog engine: {0}")]
+    #[error(transparent)]
     Datalog(#[from] BuildError),
     /// The propnet was asked for and the game does not ground within the budget.
-    #[error("grounding: {0}")]
+    #[error(transparent)]
     Ground(#[from] GroundError),
 }
 
