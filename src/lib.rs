@@ -19,5 +19,6 @@ pub mod propnet;
 pub mod protocol;
 pub mod resources;
 pub mod search;
+pub mod tournament;
 pub mod trace;
 pub mod web;

@@ -125,7 +125,11 @@ pub fn run(args: MatchArgs) -> anyhow::Result<ExitCode> {
 
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
-    let match_id = format!("ggp.{}.{}", game_name(&args.game), now_ms());
+    let match_id = format!(
+        "ggp.{}.{}",
+        crate::tournament::game_name(&args.game),
+        now_ms()
+    );
     let record_path = args.out.join(format!("{match_id}.json"));
     let config = MatchConfig {
         match_id,
@@ -170,21 +174,33 @@ pub fn run(args: MatchArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn builtin_server(kind: PlayerKind, args: &MatchArgs, seed: u64) -> anyhow::Result<RunningServer> {
+    let search = SearchConfig {
+        threads: args.threads.max(1),
+        seed,
+        ..SearchConfig::default()
+    };
+    builtin_player(kind, search, args.engine, margin(args.margin)?)
+}
+
+/// A built-in player served in-process on an ephemeral 127.0.0.1 port, as `ggp match` and
+/// `ggp tournament` run them.
+pub(super) fn builtin_player(
+    kind: PlayerKind,
+    search: SearchConfig,
+    engine: EngineChoice,
+    margin: std::time::Duration,
+) -> anyhow::Result<RunningServer> {
     let name = kind
         .to_possible_value()
         .map_or("builtin".to_string(), |v| v.get_name().to_string());
     let factory = EngineSessions {
         kind,
-        search: SearchConfig {
-            threads: args.threads.max(1),
-            seed,
-            ..SearchConfig::default()
-        },
-        engine: args.engine,
+        search,
+        engine,
     };
     let config = ServerConfig {
         name,
-        margin: margin(args.margin)?,
+        margin,
         ..ServerConfig::default()
     };
     let server = Server::bind("127.0.0.1:0", config, Arc::new(factory))
@@ -202,22 +218,6 @@ fn find_role(roles: &[Term], name: &str) -> Option<usize> {
                 .iter()
                 .position(|r| r.to_string().eq_ignore_ascii_case(name))
         })
-}
-
-/// The game's file stem, reduced to characters that are safe in a match id and file name.
-fn game_name(path: &Path) -> String {
-    let stem = path
-        .file_stem()
-        .map_or("game".into(), |s| s.to_string_lossy().into_owned());
-    stem.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
 }
 
 fn print_summary(record: &MatchRecord, roles: &[Term], path: &Path) {

@@ -9,6 +9,7 @@ mod matches;
 mod play;
 mod serve;
 mod think;
+mod tournament;
 mod web;
 
 use std::path::{Path, PathBuf};
@@ -22,6 +23,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 pub use crate::engine::EngineChoice;
 use crate::engine::{self, Engine, Loaded, UseMachineMut};
 use crate::gdl::{self, Description, Severity};
+use crate::kif;
 use crate::machine::StateMachine;
 use crate::propnet::{Budget, PropnetMachine};
 use crate::resources;
@@ -123,6 +125,8 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Referee one match between players and write its record.
     Match(matches::MatchArgs),
+    /// Play many matches between several players on several games; tables of the results.
+    Tournament(tournament::TournamentArgs),
     /// One search by a built-in player: the move, its value and the iterations per second.
     Think(think::ThinkArgs),
     /// Replay PGN games on a chess sheet, checking every ply against chess; exit 1 on any
@@ -176,6 +180,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Check { game } => check(&game),
         Command::Serve(args) => serve::run(args),
         Command::Match(args) => matches::run(args),
+        Command::Tournament(args) => tournament::run(args),
         Command::Playout {
             game,
             count,
@@ -437,8 +442,13 @@ fn write_stdout(text: &str) -> anyhow::Result<()> {
     }
 }
 
+/// Reads a text file; bytes that are not UTF-8 are named by file:line:col.
 fn read(path: &Path) -> anyhow::Result<String> {
-    std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    match kif::decode(&bytes) {
+        Ok(text) => Ok(text.to_string()),
+        Err(e) => bail!("{}:{e}", path.display()),
+    }
 }
 
 /// Prints each diagnostic as `file:line:col: level: message`.
