@@ -41,7 +41,9 @@ pub enum LoadError {
     Ground(#[from] GroundError),
 }
 
-/// A game loaded on one of the engines.
+/// A game loaded on one of the engines; a clone shares what the engine shares between
+/// clones (the propnet's network).
+#[derive(Clone)]
 #[allow(clippy::large_enum_variant)] // one per game; moved once into its user
 pub enum Engine {
     /// The Datalog engine.

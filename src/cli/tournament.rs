@@ -10,8 +10,8 @@ use anyhow::Context;
 use super::matches::builtin_player;
 use super::serve::{clock_seed, margin};
 use super::{EngineChoice, Loaded, load_engine, read};
+use crate::engine::{Machine, UseMachine};
 use crate::kif::{self, Sexp};
-use crate::machine::StateMachine;
 use crate::manager::{Contestant, MatchConfig, MatchRecord, run_match};
 use crate::search::SearchConfig;
 use crate::tournament::{self, Game, Job, PlayerSpec, Settings, Source};
@@ -98,10 +98,7 @@ pub fn run(args: TournamentArgs) -> anyhow::Result<ExitCode> {
         let text = read(&path)?;
         let rules = kif::parse(&text).with_context(|| format!("reading {}", path.display()))?;
         let machine = load_engine(&path, args.engine)?;
-        let roles = match &machine {
-            Loaded::Datalog(m) => m.roles().len(),
-            Loaded::Propnet(m) => m.roles().len(),
-        };
+        let roles = machine.engine.roles().len();
         games.push(Game {
             name: tournament::game_name(&path),
             path,
@@ -192,10 +189,22 @@ fn play_one(
             name: player.name.clone(),
         });
     }
-    let result = match &game.machine {
-        Loaded::Datalog(m) => run_match(&mut (**m).clone(), &game.rules, &contestants, &config),
-        Loaded::Propnet(m) => run_match(&mut (**m).clone(), &game.rules, &contestants, &config),
-    };
+    struct Referee<'a> {
+        rules: &'a [crate::kif::Sexp],
+        contestants: &'a [Contestant],
+        config: &'a MatchConfig,
+    }
+    impl UseMachine for Referee<'_> {
+        type Output = Result<MatchRecord, crate::manager::ManagerError>;
+        fn with<M: Machine>(self, mut m: M) -> Self::Output {
+            run_match(&mut m, self.rules, self.contestants, self.config)
+        }
+    }
+    let result = game.machine.engine.clone().run(Referee {
+        rules: &game.rules,
+        contestants: &contestants,
+        config: &config,
+    });
     for server in servers {
         server.shutdown();
     }
