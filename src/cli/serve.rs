@@ -13,7 +13,7 @@ use crate::gdl::Description;
 use crate::machine::StateMachine;
 use crate::propnet::{Budget, PropnetMachine};
 use crate::protocol::{Server, ServerConfig, Session, SessionError, SessionFactory, launch};
-use crate::search::{PlayerKind, SearchConfig, new_player};
+use crate::search::{PlayerSpec, SearchConfig};
 
 /// Options of `ggp serve`.
 #[derive(clap::Args, Debug)]
@@ -30,9 +30,9 @@ pub struct ServeArgs {
     /// Threads for the search (default: the machine's cores).
     #[arg(long, default_value_t = default_threads())]
     threads: usize,
-    /// The player.
-    #[arg(long, value_enum, default_value_t = PlayerKind::Auto)]
-    player: PlayerKind,
+    /// The player: NAME[:key=value,...] (see the README's player specs).
+    #[arg(long, default_value = "auto")]
+    player: PlayerSpec,
     /// The engine that runs the games.
     #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
     engine: EngineChoice,
@@ -73,7 +73,7 @@ pub(super) fn margin(seconds: f64) -> anyhow::Result<Duration> {
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     init_logging();
     let factory = EngineSessions {
-        kind: args.player,
+        player: args.player,
         search: SearchConfig {
             threads: args.threads.max(1),
             seed: args.seed.unwrap_or_else(clock_seed),
@@ -98,7 +98,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
 /// of the time left on the start clock, and a game that does not ground in it runs on the
 /// Datalog engine.
 pub(super) struct EngineSessions {
-    pub kind: PlayerKind,
+    pub player: PlayerSpec,
     pub search: SearchConfig,
     pub engine: EngineChoice,
 }
@@ -108,7 +108,7 @@ impl EngineSessions {
     where
         M: StateMachine + Clone + Send + 'static,
     {
-        let player = new_player(self.kind, &self.search);
+        let player = self.player.build(&self.search);
         launch(machine, player, role, deadline, engine, self.search.seed)
     }
 }
