@@ -190,13 +190,16 @@ fn play_one(
     for ((role, &p), slot) in job.seats.iter().enumerate().zip(player_roles) {
         let player = &players[p];
         let address = match &player.source {
-            Source::Builtin { kind, iterations } => {
+            Source::Builtin {
+                player: spec,
+                iterations,
+            } => {
                 let search = SearchConfig {
                     threads: player.threads,
                     seed: job.seed.wrapping_add(role as u64 + 1),
                     max_iterations: *iterations,
                 };
-                let server = builtin_player(*kind, search, engine, margin)?;
+                let server = builtin_player(spec.clone(), search, engine, margin)?;
                 let address = server.addr().to_string();
                 servers.push(server);
                 address
