@@ -121,6 +121,9 @@ enum Command {
         /// valgrind.
         #[arg(long)]
         ground_seconds: Option<f64>,
+        /// Skip the propnet's reference run (one game at a time) and its ratio.
+        #[arg(long)]
+        no_reference: bool,
     },
     /// Ground a game into a propositional network and print its size, or why it stopped.
     Ground {
@@ -255,6 +258,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             engine,
             threads,
             ground_seconds,
+            no_reference,
         } => {
             let mut budget = Budget::default();
             if let Some(s) = ground_seconds {
@@ -266,11 +270,26 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 m.engine_mut().enable_profile();
             }
             let limit = bench::Limit { seconds, playouts };
+            let batched = bench::Mode::Batched;
             let report = match &mut loaded {
-                Loaded::Datalog(m) => bench_threads(&mut **m, limit, seed, threads)?,
-                Loaded::Propnet(m) => bench_threads(&mut **m, limit, seed, threads)?,
+                Loaded::Datalog(m) => bench_threads(&mut **m, limit, seed, threads, batched)?,
+                Loaded::Propnet(m) => bench_threads(&mut **m, limit, seed, threads, batched)?,
             };
             println!("{report}");
+            if let Loaded::Propnet(m) = &mut loaded
+                && !no_reference
+            {
+                let one = bench_threads(&mut **m, limit, seed, threads, bench::Mode::OneByOne)?;
+                let rate = |r: &bench::Report| r.playouts as f64 / r.elapsed.as_secs_f64();
+                println!(
+                    "one game at a time (differential propagation): {:.1} playouts/s",
+                    rate(&one)
+                );
+                println!(
+                    "ratio to one game at a time: {:.2}x",
+                    rate(&report) / rate(&one)
+                );
+            }
             if let Loaded::Datalog(m) = &mut loaded {
                 for (time, plan) in m.engine_mut().profile_report(10) {
                     println!("{:>10.3} s  {plan}", time.as_secs_f64());
@@ -360,18 +379,20 @@ fn bench_threads<M>(
     limit: bench::Limit,
     seed: u64,
     threads: usize,
+    mode: bench::Mode,
 ) -> anyhow::Result<bench::Report>
 where
     M: StateMachine + Clone + Send,
 {
     if threads <= 1 {
-        return Ok(bench::run(machine, limit, seed)?);
+        return Ok(bench::run(machine, limit, seed, mode)?);
     }
     let reports: Vec<_> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let mut copy = machine.clone();
-                scope.spawn(move || bench::run(&mut copy, limit, seed.wrapping_add(t as u64)))
+                let seed = seed.wrapping_add(t as u64);
+                scope.spawn(move || bench::run(&mut copy, limit, seed, mode))
             })
             .collect();
         handles.into_iter().map(|h| h.join()).collect()
