@@ -75,9 +75,11 @@ pub struct BatchRunner {
     vals: Vec<u64>,
     /// The eager gates that do not depend on an input, in topological order (a recursive
     /// block as [`BLOCK`] plus its number).
-    state_items: Arc<[u32]>,
+    state_items: Arc<[Item]>,
     /// The eager gates that depend on an input, in topological order.
-    move_items: Arc<[u32]>,
+    move_items: Arc<[Item]>,
+    /// The input nodes of the items' gates: per gate, the plain ones, then the negated ones.
+    item_ins: Arc<[u32]>,
     /// Per role, per lane: the input node its last move set, or [`NO_NODE`].
     inputs_on: Vec<[u32; LANES]>,
     /// Scratch: each base's next word.
@@ -88,18 +90,32 @@ pub struct BatchRunner {
     chosen: [u32; LANES],
 }
 
-/// The tag of a block in a list of items to evaluate.
+/// A gate or recursive block to evaluate: `node` is the gate's node (with [`AND`] for an AND)
+/// or [`BLOCK`] and the block's number; the gate reads `item_ins[start..neg]` plainly and
+/// `item_ins[neg..end]` negated.
+#[derive(Clone, Copy, Debug)]
+struct Item {
+    node: u32,
+    start: u32,
+    neg: u32,
+    end: u32,
+}
+
+/// The tag of a block in [`Item::node`].
 const BLOCK: u32 = 1 << 31;
+/// The tag of an AND gate in [`Item::node`].
+const AND: u32 = 1 << 30;
 
 impl BatchRunner {
     /// Words for `net`, all lanes in the initial state.
     pub fn new(net: Arc<Net>) -> BatchRunner {
         let n = net.n_counted();
-        let (state_items, move_items) = items(&net);
+        let (state_items, move_items, item_ins) = items(&net);
         let mut r = BatchRunner {
             vals: vec![0; n],
             state_items: state_items.into(),
             move_items: move_items.into(),
+            item_ins: item_ins.into(),
             inputs_on: vec![[NO_NODE; LANES]; net.roles.len()],
             next_words: vec![0; net.n_bases],
             counts: [0; LANES],
@@ -211,16 +227,31 @@ impl BatchRunner {
     }
 
     /// Evaluates `items` (gates and blocks) in order.
-    fn sweep(&mut self, items: &[u32]) {
-        for &it in items {
-            if it & BLOCK != 0 {
-                self.eval_block((it & !BLOCK) as usize);
-            } else {
-                let x = it as usize;
-                let v = self.eval_gate(x);
-                // SAFETY: items are gate nodes, below `first_legal`, so within `vals`.
-                unsafe { *self.vals.get_unchecked_mut(x) = v };
+    fn sweep(&mut self, items: &[Item]) {
+        let ins = Arc::clone(&self.item_ins);
+        for it in items {
+            if it.node & BLOCK != 0 {
+                self.eval_block((it.node & !BLOCK) as usize);
+                continue;
             }
+            let vals = &self.vals[..];
+            // SAFETY: `items` built the ranges within `item_ins`, whose entries are counted
+            // nodes, and gate nodes below `first_legal`; `vals` has a word per counted node.
+            let v = unsafe {
+                let plain = ins.get_unchecked(it.start as usize..it.neg as usize);
+                let negated = ins.get_unchecked(it.neg as usize..it.end as usize);
+                let word = |i: &u32| *vals.get_unchecked(*i as usize);
+                if it.node & AND != 0 {
+                    let a = plain.iter().fold(!0, |acc, i| acc & word(i));
+                    negated.iter().fold(a, |acc, i| acc & !word(i))
+                } else {
+                    let a = plain.iter().fold(0, |acc, i| acc | word(i));
+                    negated.iter().fold(a, |acc, i| acc | !word(i))
+                }
+            };
+            let x = (it.node & !AND) as usize;
+            // SAFETY: as above.
+            unsafe { *self.vals.get_unchecked_mut(x) = v };
         }
     }
 
@@ -528,29 +559,54 @@ impl BatchRunner {
 }
 
 /// The eager gates (and recursive blocks) of `net` in topological order: those that depend on
-/// no input, and those that do.
-fn items(net: &Net) -> (Vec<u32>, Vec<u32>) {
+/// no input, and those that do; and the gates' input nodes.
+fn items(net: &Net) -> (Vec<Item>, Vec<Item>, Vec<u32>) {
     let n = net.n_counted();
     let mut on_move = vec![false; n];
     let first_input = Net::base_node(net.n_bases) as usize;
     on_move[first_input..net.first_gate as usize].fill(true);
-    let gate_reads_move = |on_move: &[bool], x: usize| {
+    let gate_ins = |x: usize| {
         let g = x - net.first_gate as usize;
-        let ins = &net.gate_ins[net.gate_start[g] as usize..net.gate_start[g + 1] as usize];
-        ins.iter().any(|l| on_move[l.node()])
+        &net.gate_ins[net.gate_start[g] as usize..net.gate_start[g + 1] as usize]
     };
-    let (mut state, mut moves) = (Vec::new(), Vec::new());
+    let (mut state, mut moves, mut ins) = (Vec::new(), Vec::new(), Vec::new());
     let mut x = net.first_gate as usize;
     while x < net.first_lazy as usize {
         let block = (!net.block_at.is_empty() && net.block_at[x] != NO_NODE)
             .then(|| net.block_at[x] as usize);
         let (end, item) = match block {
-            Some(b) => (net.blocks[b].1 as usize, BLOCK | b as u32),
-            None => (x + 1, x as u32),
+            Some(b) => (
+                net.blocks[b].1 as usize,
+                Item {
+                    node: BLOCK | b as u32,
+                    start: 0,
+                    neg: 0,
+                    end: 0,
+                },
+            ),
+            None => {
+                let start = ins.len() as u32;
+                let lits = gate_ins(x);
+                ins.extend(lits.iter().filter(|l| !l.neg()).map(|l| l.node() as u32));
+                let neg = ins.len() as u32;
+                ins.extend(lits.iter().filter(|l| l.neg()).map(|l| l.node() as u32));
+                let and = if net.gate_and[x - net.first_gate as usize] {
+                    AND
+                } else {
+                    0
+                };
+                let item = Item {
+                    node: x as u32 | and,
+                    start,
+                    neg,
+                    end: ins.len() as u32,
+                };
+                (x + 1, item)
+            }
         };
         // A block's gates read each other: it depends on an input if any gate reads one
         // from outside (inside, the flags are still false).
-        let m = (x..end).any(|y| gate_reads_move(&on_move, y));
+        let m = (x..end).any(|y| gate_ins(y).iter().any(|l| on_move[l.node()]));
         on_move[x..end].fill(m);
         if m {
             moves.push(item);
@@ -559,5 +615,5 @@ fn items(net: &Net) -> (Vec<u32>, Vec<u32>) {
         }
         x = end;
     }
-    (state, moves)
+    (state, moves, ins)
 }
