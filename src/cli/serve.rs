@@ -88,7 +88,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot listen on {}:{}", args.bind, args.port))?;
     println!("listening on {}", server.local_addr());
     std::io::stdout().flush()?;
-    server.run();
+    server.run().context("the player can no longer listen")?;
     Ok(ExitCode::SUCCESS)
 }
 
