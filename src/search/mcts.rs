@@ -196,6 +196,7 @@ impl<M: StateMachine + Send> MctsPlayer<M> {
             stop: AtomicBool::new(false),
             exploration: self.settings.exploration,
             max_steps: self.settings.max_playout_steps,
+            progress: self.config.progress.clone(),
         };
         let threads = self.trees.len();
         let limit = self.config.max_iterations.unwrap_or(u64::MAX);
@@ -415,6 +416,8 @@ struct Context {
     stop: AtomicBool,
     exploration: f64,
     max_steps: usize,
+    /// Where finished playouts are counted as they happen (see [`SearchConfig::progress`]).
+    progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
 /// What one thread's search did.
@@ -444,7 +447,12 @@ fn run_tree<M: StateMachine>(
             break;
         }
         match tree.iterate(machine, rng, ctx, &mut scratch) {
-            Ok(()) => counts.iterations += 1,
+            Ok(()) => {
+                counts.iterations += 1;
+                if let Some(p) = &ctx.progress {
+                    p.fetch_add(1, Ordering::Relaxed);
+                }
+            }
             Err(Halt::Engine(e)) => {
                 counts.errors += 1;
                 counts.last_error = Some(e);
