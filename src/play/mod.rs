@@ -17,11 +17,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::board::{Change, Layout, Square, Typed, sample_states};
 use crate::chess::MoveShape;
-use crate::datalog::{BuildError, DatalogMachine};
-use crate::gdl::{Description, Rule, Term, parse_term};
+use crate::engine::LoadError;
+use crate::gdl::{Rule, Term, parse_term};
 use crate::machine::{MachineError, StateMachine};
 use crate::manager::record::{MatchRecord, parse_states, random_token};
-use crate::propnet::{Budget, PropnetMachine};
 use crate::protocol::message::{spaced, state_text, term_to_sexp};
 use crate::search::{Choice, Player, PlayerKind, SearchConfig, SearchError, new_player};
 
@@ -36,7 +35,7 @@ pub enum PlayError {
     Search(#[from] SearchError),
     /// The engine could not be built.
     #[error(transparent)]
-    Build(#[from] BuildError),
+    Load(#[from] LoadError),
     /// A match record that does not fit the game.
     #[error("match record: {0}")]
     Record(String),
@@ -146,39 +145,6 @@ impl fmt::Display for Seat {
         match self {
             Seat::Human => f.write_str("human"),
             Seat::Computer(level) => write!(f, "computer ({level})"),
-        }
-    }
-}
-
-/// A game on whichever engine could run it.
-#[allow(clippy::large_enum_variant)] // one per process; never moved in a loop
-pub enum AnyMachine {
-    /// The Datalog engine.
-    Datalog(Box<DatalogMachine>),
-    /// The propositional network.
-    Propnet(PropnetMachine),
-}
-
-impl AnyMachine {
-    /// The propnet when the game grounds within `budget`, else the Datalog engine.
-    ///
-    /// # Errors
-    /// The Datalog engine cannot be built either.
-    pub fn auto(description: &Description, budget: &Budget) -> Result<AnyMachine, BuildError> {
-        match PropnetMachine::new(description, budget) {
-            Ok(m) => Ok(AnyMachine::Propnet(m)),
-            Err(_) => Ok(AnyMachine::Datalog(Box::new(DatalogMachine::new(
-                description,
-            )?))),
-        }
-    }
-
-    /// A budget small enough that a person does not wait long for a game to load.
-    pub fn quick_budget() -> Budget {
-        Budget {
-            max_seconds: 5.0,
-            max_atoms: 300_000,
-            ..Budget::default()
         }
     }
 }
@@ -929,6 +895,7 @@ impl<M: StateMachine + Send + 'static> Game<M> {
             ),
             is_player_human: self.seats.iter().map(|s| *s == Seat::Human).collect(),
             scrambled: false,
+            percepts: Vec::new(),
         })
     }
 
