@@ -92,6 +92,7 @@ fn think<M: StateMachine + Send + 'static>(
         threads: args.threads,
         seed: args.seed,
         max_iterations: None,
+        ..SearchConfig::default()
     };
     let mut player = args.player.build::<M>(&config);
     let seconds = |s: f64| Duration::from_secs_f64(s.max(0.0));

@@ -198,6 +198,7 @@ fn play_one(
                     threads: player.threads,
                     seed: job.seed.wrapping_add(role as u64 + 1),
                     max_iterations: *iterations,
+                    ..SearchConfig::default()
                 };
                 let server = builtin_player(spec.clone(), search, engine, margin)?;
                 let address = server.addr().to_string();
