@@ -193,9 +193,16 @@ impl Pending {
         let clone = stream.try_clone()?;
         let mut open = self.lock();
         while open.len() >= max.max(1) {
-            let (_, oldest) = open.pop_front().expect("the queue is not empty");
-            debug!("too many connections waiting: the oldest is closed");
-            let _ = oldest.shutdown(Shutdown::Both);
+            // The oldest connection with nothing unread goes first: a request that has
+            // arrived whole but whose thread has not read it yet (a referee's, under a flood)
+            // is kept, and idle or stalled connections are closed instead.
+            let victim = open
+                .iter()
+                .position(|(_, s)| !has_unread_bytes(s))
+                .unwrap_or(0);
+            let (_, closed) = open.remove(victim).expect("the queue is not empty");
+            debug!("too many connections waiting: an idle one is closed");
+            let _ = closed.shutdown(Shutdown::Both);
         }
         open.push_back((id, clone));
         Ok(id)
@@ -208,6 +215,24 @@ impl Pending {
             open.remove(at);
         }
     }
+}
+
+/// Whether bytes have arrived on `stream` that nobody has read yet (without blocking, and
+/// without touching the socket's blocking mode, which its clones share).
+fn has_unread_bytes(stream: &TcpStream) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut byte = 0u8;
+    // SAFETY: recv writes at most one byte into `byte`, which lives for the call; MSG_PEEK
+    // leaves the byte in the socket and MSG_DONTWAIT makes this one call non-blocking.
+    let got = unsafe {
+        libc::recv(
+            stream.as_raw_fd(),
+            (&raw mut byte).cast(),
+            1,
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    got > 0
 }
 
 /// Descriptors kept free for everything but waiting connections (the engine, logs, replies).
