@@ -19,6 +19,8 @@ pub struct Report {
     pub playouts: u64,
     /// State changes (moves made) in those playouts.
     pub states: u64,
+    /// Playouts cut at the step cap before reaching a terminal state.
+    pub cut: u64,
     /// Time spent.
     pub elapsed: Duration,
     /// Processor time the measuring threads got, if known (less than the elapsed time times
@@ -38,6 +40,13 @@ impl fmt::Display for Report {
         )?;
         writeln!(f, "playouts/s: {:.1}", self.playouts as f64 / secs)?;
         write!(f, "states/s: {:.0}", self.states as f64 / secs)?;
+        if self.cut > 0 {
+            write!(
+                f,
+                "\ncut at the step cap: {} of {} playouts",
+                self.cut, self.playouts
+            )?;
+        }
         if let Some(cpu) = self.cpu.filter(|c| !c.is_zero()) {
             write!(
                 f,
@@ -61,6 +70,9 @@ pub struct Limit {
     /// Stop after this many playouts, if set (a fixed amount of work, for instruction-count
     /// profiles that compare builds).
     pub playouts: Option<u64>,
+    /// Cut each playout after this many moves (a game without a reachable terminal state
+    /// must still end the benchmark).
+    pub max_steps: usize,
 }
 
 /// Runs playouts until `limit` (at least one playout).
@@ -77,11 +89,13 @@ pub fn run<M: StateMachine>(
     let budget = Duration::from_secs_f64(limit.seconds.max(0.0));
     let cpu_start = thread_cpu_time();
     let start = Instant::now();
-    let (mut playouts, mut states) = (0u64, 0u64);
+    let (mut playouts, mut states, mut cut) = (0u64, 0u64, 0u64);
     let mut goal_sum = 0u64;
     loop {
-        let (last, steps) = machine.playout(&initial, &mut rng, usize::MAX)?;
-        for r in 0..machine.roles().len() {
+        let (last, steps) = machine.playout(&initial, &mut rng, limit.max_steps)?;
+        let terminal = steps < limit.max_steps || machine.is_terminal(&last)?;
+        cut += u64::from(!terminal);
+        for r in (0..machine.roles().len()).filter(|_| terminal) {
             goal_sum += machine
                 .goal_values(&last, r)?
                 .iter()
@@ -102,6 +116,7 @@ pub fn run<M: StateMachine>(
     Ok(Report {
         playouts,
         states,
+        cut,
         elapsed: start.elapsed(),
         cpu,
         peak_memory: peak_memory(),
