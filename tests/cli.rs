@@ -336,3 +336,31 @@ fn bench_returns_on_a_game_without_a_reachable_end() {
     }
     std::fs::remove_file(&path).ok();
 }
+
+#[test]
+fn match_aborts_a_game_without_a_reachable_end_at_its_step_limit() {
+    let path = temp_sheet(
+        "endless-match",
+        b"(role x) (init (p)) (legal x go) (<= (next (p)) (true (p))) \
+          (<= terminal (true (q))) (goal x 0)",
+    );
+    let out_dir = std::env::temp_dir().join(format!("ggp-cli-endless-{}", std::process::id()));
+    let (code, out, err) = ggp(&[
+        "match",
+        &path,
+        "--player",
+        "x=builtin:random",
+        "--playclock",
+        "1",
+        "--startclock",
+        "1",
+        "--max-steps",
+        "5",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    std::fs::remove_file(&path).ok();
+    std::fs::remove_dir_all(&out_dir).ok();
+    assert_ne!(code, 0, "{out}");
+    assert!(err.contains("did not end within 5 steps"), "{out}{err}");
+}
