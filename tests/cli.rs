@@ -1,19 +1,8 @@
 //! The `ggp` binary end to end: exit codes and the first lines users see.
 
-use std::process::Command;
+mod common;
 
-fn ggp(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_ggp"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("the binary runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use common::ggp;
 
 /// Writes `trace` to a temporary file, runs `ggp replay [extra...] GAME FILE` on it and returns
 /// the exit code and standard output.
@@ -332,7 +321,19 @@ fn bench_returns_on_a_game_without_a_reachable_end() {
             engine,
         ]);
         assert_eq!(code, 0, "{engine}: {out}{err}");
-        assert!(out.contains("cut at the step cap: "), "{engine}: {out}");
+        // Every playout stops at the cap: 50 moves each.
+        let line = out.lines().find(|l| l.starts_with("playouts: ")).unwrap();
+        let n: u64 = line.split(' ').nth(1).unwrap().parse().unwrap();
+        let states: u64 = line
+            .rsplit('(')
+            .next()
+            .unwrap()
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(n > 0 && states == 50 * n, "{engine}: {out}");
     }
     std::fs::remove_file(&path).ok();
 }
