@@ -256,3 +256,112 @@ fn auto_falls_back_to_datalog_past_the_grounding_budget_and_says_so() {
         "{err}"
     );
 }
+
+/// Writes `bytes` to a temporary file named after `tag`; its path.
+fn temp_sheet(tag: &str, bytes: &[u8]) -> String {
+    let path = std::env::temp_dir().join(format!("ggp-cli-{tag}-{}.kif", std::process::id()));
+    std::fs::write(&path, bytes).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+const BLANK_SHEET: &str = "(role x)\u{b}(init (p))\u{c}(<= (legal x go)\u{a0}(true (p)))\u{85}\
+    (<= (next (p)) (does x go))\u{2028}(<= terminal (true (p)))\u{2029}(<= (goal x 100)\u{3000}(true (p)))\n";
+
+#[test]
+fn check_and_replay_read_every_unicode_blank() {
+    // Each of these blanks made the reader panic (exit 101).
+    let path = temp_sheet("blanks", BLANK_SHEET.as_bytes());
+    let (code, out, err) = ggp(&["check", &path]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("valid (0 errors"), "{out}");
+    let (code, out) = replay(&path, &[], "STEP 0\nSTATE (p)\nTERMINAL\n", "blanks");
+    assert_ne!(code, 101, "{out}");
+    let control = temp_sheet("control", b"(role x)\n(init (p\x01))\n");
+    let (code, _, err) = ggp(&["check", &control]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.starts_with(&format!("{control}:2:9: error: expected")),
+        "{err}"
+    );
+    for p in [path, control] {
+        std::fs::remove_file(p).ok();
+    }
+}
+
+#[test]
+fn check_names_the_position_of_a_byte_that_is_not_utf8() {
+    let path = temp_sheet("latin1", b"(role x)\n; caf\xe9\n");
+    let (code, _, err) = ggp(&["check", &path]);
+    std::fs::remove_file(&path).ok();
+    assert_ne!(code, 0);
+    assert!(
+        err.contains(&format!(
+            "{path}:2:6: expected UTF-8 text, found the byte 0xe9"
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn bench_returns_on_a_game_without_a_reachable_end() {
+    let path = temp_sheet(
+        "endless",
+        b"(role x) (init (p)) (legal x go) (<= (next (p)) (true (p))) \
+          (<= terminal (true (q))) (goal x 0)",
+    );
+    for engine in ["datalog", "propnet"] {
+        let (code, out, err) = ggp(&[
+            "bench",
+            &path,
+            "--seconds",
+            "0.2",
+            "--max-steps",
+            "50",
+            "--engine",
+            engine,
+        ]);
+        assert_eq!(code, 0, "{engine}: {out}{err}");
+        // Every playout stops at the cap: 50 moves each.
+        let line = out.lines().find(|l| l.starts_with("playouts: ")).unwrap();
+        let n: u64 = line.split(' ').nth(1).unwrap().parse().unwrap();
+        let states: u64 = line
+            .rsplit('(')
+            .next()
+            .unwrap()
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(n > 0 && states == 50 * n, "{engine}: {out}");
+    }
+    std::fs::remove_file(&path).ok();
+}
+
+#[test]
+fn match_aborts_a_game_without_a_reachable_end_at_its_step_limit() {
+    let path = temp_sheet(
+        "endless-match",
+        b"(role x) (init (p)) (legal x go) (<= (next (p)) (true (p))) \
+          (<= terminal (true (q))) (goal x 0)",
+    );
+    let out_dir = std::env::temp_dir().join(format!("ggp-cli-endless-{}", std::process::id()));
+    let (code, out, err) = ggp(&[
+        "match",
+        &path,
+        "--player",
+        "x=builtin:random",
+        "--playclock",
+        "1",
+        "--startclock",
+        "1",
+        "--max-steps",
+        "5",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    std::fs::remove_file(&path).ok();
+    std::fs::remove_dir_all(&out_dir).ok();
+    assert_ne!(code, 0, "{out}");
+    assert!(err.contains("did not end within 5 steps"), "{out}{err}");
+}

@@ -289,6 +289,7 @@ fn late_illegal_and_unreachable_players_get_random_legal_moves() {
         seed: 5,
         record_path: None,
         rulesheet: game.into(),
+        max_steps: ggp::manager::DEFAULT_MAX_STEPS,
     };
     let record = run_match(&mut machine, &rules, &contestants, &config).unwrap();
     assert_eq!(record.errors[0], ["", "", "CE"]);

@@ -24,6 +24,8 @@ pub struct Report {
     pub playouts: u64,
     /// State changes (moves made) in those playouts.
     pub states: u64,
+    /// Playouts cut at the step cap before reaching a terminal state.
+    pub cut: u64,
     /// Time spent.
     pub elapsed: Duration,
     /// Processor time the measuring threads got, if known (less than the elapsed time times
@@ -43,6 +45,13 @@ impl fmt::Display for Report {
         )?;
         writeln!(f, "playouts/s: {:.1}", self.playouts as f64 / secs)?;
         write!(f, "states/s: {:.0}", self.states as f64 / secs)?;
+        if self.cut > 0 {
+            write!(
+                f,
+                "\ncut at the step cap: {} of {} playouts",
+                self.cut, self.playouts
+            )?;
+        }
         if let Some(cpu) = self.cpu.filter(|c| !c.is_zero()) {
             write!(
                 f,
@@ -66,6 +75,9 @@ pub struct Limit {
     /// Stop after this many playouts, if set (a fixed amount of work, for instruction-count
     /// profiles that compare builds).
     pub playouts: Option<u64>,
+    /// Cut each playout after this many moves (a game without a reachable terminal state
+    /// must still end the benchmark).
+    pub max_steps: usize,
 }
 
 /// How playouts are asked for.
@@ -95,13 +107,15 @@ pub fn run<M: StateMachine>(
     let budget = Duration::from_secs_f64(limit.seconds.max(0.0));
     let cpu_start = thread_cpu_time();
     let start = Instant::now();
-    let (mut playouts, mut states) = (0u64, 0u64);
+    let (mut playouts, mut states, mut cut) = (0u64, 0u64, 0u64);
     let mut goal_sum = 0u64;
     loop {
         match mode {
             Mode::OneByOne => {
-                let (last, steps) = machine.playout(&initial, &mut rng, usize::MAX)?;
-                for r in 0..machine.roles().len() {
+                let (last, steps) = machine.playout(&initial, &mut rng, limit.max_steps)?;
+                let terminal = steps < limit.max_steps || machine.is_terminal(&last)?;
+                cut += u64::from(!terminal);
+                for r in (0..machine.roles().len()).filter(|_| terminal) {
                     goal_sum +=
                         u64::from(machine.goal_values(&last, r)?.last().copied().unwrap_or(0));
                 }
@@ -109,8 +123,10 @@ pub fn run<M: StateMachine>(
                 states += steps as u64;
             }
             Mode::Batched => {
+                // A batch does not say which playouts reached the cap; the count of cut
+                // playouts comes from the one-by-one mode.
                 let count = limit.playouts.map_or(BATCH, |n| BATCH.min(n - playouts));
-                let batch = machine.random_playouts(&initial, &mut rng, count, usize::MAX)?;
+                let batch = machine.random_playouts(&initial, &mut rng, count, limit.max_steps)?;
                 goal_sum += batch.goal_sums.iter().sum::<u64>();
                 playouts += batch.playouts;
                 states += batch.steps;
@@ -128,6 +144,7 @@ pub fn run<M: StateMachine>(
     Ok(Report {
         playouts,
         states,
+        cut,
         elapsed: start.elapsed(),
         cpu,
         peak_memory: peak_memory(),

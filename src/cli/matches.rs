@@ -34,6 +34,9 @@ pub struct MatchArgs {
     /// Seconds of the play clock.
     #[arg(long, default_value_t = 5)]
     playclock: u64,
+    /// Abort the match after this many joint moves (a game whose end cannot be reached).
+    #[arg(long, default_value_t = crate::manager::DEFAULT_MAX_STEPS)]
+    max_steps: usize,
     /// The directory for the match record.
     #[arg(long, default_value = "matches")]
     out: PathBuf,
@@ -144,6 +147,7 @@ pub fn run(args: MatchArgs) -> anyhow::Result<ExitCode> {
         seed,
         record_path: Some(record_path.clone()),
         rulesheet: text,
+        max_steps: args.max_steps,
     };
     let result = referee(&mut loaded.engine, &rules, &contestants, &config);
     for server in servers {

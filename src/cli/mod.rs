@@ -82,6 +82,9 @@ enum Command {
         /// first: a fixed amount of work for instruction-count profiles.
         #[arg(long)]
         playouts: Option<u64>,
+        /// Cut a playout after this many moves (a game with no reachable end still returns).
+        #[arg(long, default_value_t = 1000)]
+        max_steps: usize,
         /// Seed of the random number generator.
         #[arg(long, default_value_t = 0)]
         seed: u64,
@@ -247,6 +250,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             game,
             seconds,
             playouts,
+            max_steps,
             seed,
             profile,
             engine,
@@ -263,7 +267,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             if profile && let Engine::Datalog(m) = &mut loaded.engine {
                 m.engine_mut().enable_profile();
             }
-            let limit = bench::Limit { seconds, playouts };
+            let limit = bench::Limit {
+                seconds,
+                playouts,
+                max_steps,
+            };
             struct Bench {
                 limit: bench::Limit,
                 seed: u64,
@@ -407,6 +415,7 @@ where
     let mut total = bench::Report {
         playouts: 0,
         states: 0,
+        cut: 0,
         elapsed: std::time::Duration::ZERO,
         cpu: Some(std::time::Duration::ZERO),
         peak_memory: None,
@@ -415,6 +424,7 @@ where
         let report = report.map_err(|_| anyhow::anyhow!("a benchmark thread panicked"))??;
         total.playouts += report.playouts;
         total.states += report.states;
+        total.cut += report.cut;
         total.elapsed = total.elapsed.max(report.elapsed);
         total.cpu = total.cpu.zip(report.cpu).map(|(a, b)| a + b);
     }

@@ -66,7 +66,13 @@ pub struct MatchConfig {
     pub record_path: Option<PathBuf>,
     /// The rule sheet as given, stored in the record.
     pub rulesheet: String,
+    /// The most joint moves a match may take; past it the players get ABORT and the match
+    /// ends with [`ManagerError::StepLimit`] (a game whose end cannot be reached).
+    pub max_steps: usize,
 }
+
+/// The step limit of `ggp match` and `ggp tournament` unless told otherwise.
+pub const DEFAULT_MAX_STEPS: usize = 1000;
 
 /// Why a match could not be run to the end.
 #[derive(Debug, thiserror::Error)]
@@ -80,6 +86,9 @@ pub enum ManagerError {
     /// The HTTP client could not be set up.
     #[error(transparent)]
     Client(#[from] SendError),
+    /// The game did not end within the step limit; the players were sent ABORT.
+    #[error("the match did not end within {0} steps; it was aborted")]
+    StepLimit(usize),
     /// Not one player per role.
     #[error("the game has {roles} roles but {players} players were given")]
     Players {
@@ -225,6 +234,12 @@ impl Referee<'_> {
         let mut seen: Vec<Option<(Sexp, Vec<Sexp>)>> = vec![None; roles.len()];
         while !machine.is_terminal(&state)? {
             let step = record.moves.len() + 1;
+            if step > config.max_steps {
+                let abort = style.abort(id);
+                self.broadcast(&to_players(&|_| abort.clone()), play_timeout);
+                warn!(match_id = %id, steps = config.max_steps, "step limit reached: aborted");
+                return Err(ManagerError::StepLimit(config.max_steps));
+            }
             let mut legal = Vec::with_capacity(roles.len());
             for (index, role) in roles.iter().enumerate() {
                 let moves = machine.legal_moves(&state, index)?;

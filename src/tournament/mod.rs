@@ -556,6 +556,7 @@ where
                     seed: job.seed,
                     record_path: Some(record_path(&settings.out, job)),
                     rulesheet: games[job.game].rulesheet.clone(),
+                    max_steps: crate::manager::DEFAULT_MAX_STEPS,
                 };
                 let done = done.clone();
                 let play = &play;
