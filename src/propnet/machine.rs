@@ -61,8 +61,10 @@ pub struct PropnetMachine {
     snapshot: Option<Box<Runtime>>,
     /// The state the last playout started from.
     last_start: Option<PropnetState>,
-    /// The Datalog engine that answers percepts, in a game with `sees` rules.
+    /// The Datalog engine that answers percepts, in a game with `sees` rules, and the last
+    /// state it was asked about with its own form of that state.
     seer: Option<Box<DatalogMachine>>,
+    seer_state: Option<Box<(PropnetState, crate::datalog::DatalogState)>>,
 }
 
 /// The mutable part of a machine: counters and the sets derived from them.
@@ -502,6 +504,7 @@ impl PropnetMachine {
             snapshot: None,
             last_start: None,
             seer: None,
+            seer_state: None,
         }
     }
 
@@ -647,12 +650,25 @@ impl StateMachine for PropnetMachine {
         out: &mut Vec<Term>,
     ) -> Result<(), MachineError> {
         out.clear();
-        let facts = self.state_terms(state);
+        if self.seer.is_none() {
+            return Ok(());
+        }
+        let cached = self.seer_state.as_deref().filter(|c| c.0 == *state);
+        let seen_state = match cached {
+            Some(c) => c.1.clone(),
+            None => {
+                let facts = self.state_terms(state);
+                let seer = self.seer.as_deref_mut().expect("checked above");
+                let converted = seer.state_from_terms(&facts)?;
+                self.seer_state = Some(Box::new((state.clone(), converted.clone())));
+                converted
+            }
+        };
         let moves: Vec<Term> = joint.iter().map(|&m| self.move_term(m)).collect();
         let Some(seer) = self.seer.as_deref_mut() else {
             return Ok(());
         };
-        let state = seer.state_from_terms(&facts)?;
+        let state = seen_state;
         let mut joint = Vec::with_capacity(moves.len());
         for mv in &moves {
             joint.push(seer.intern_move(mv).ok_or_else(|| {
