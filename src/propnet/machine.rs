@@ -68,8 +68,10 @@ pub struct PropnetMachine {
     last_start: Option<PropnetState>,
     /// The words of batch playouts (64 games per pass), made on first use.
     batch: Option<Box<BatchRunner>>,
-    /// The Datalog engine that answers percepts, in a game with `sees` rules.
+    /// The Datalog engine that answers percepts, in a game with `sees` rules, and the last
+    /// state it was asked about with its own form of that state.
     seer: Option<Box<DatalogMachine>>,
+    seer_state: Option<Box<(PropnetState, crate::datalog::DatalogState)>>,
 }
 
 /// The mutable part of a machine: counters and the sets derived from them.
@@ -510,6 +512,7 @@ impl PropnetMachine {
             last_start: None,
             batch: None,
             seer: None,
+            seer_state: None,
         }
     }
 
@@ -655,12 +658,25 @@ impl StateMachine for PropnetMachine {
         out: &mut Vec<Term>,
     ) -> Result<(), MachineError> {
         out.clear();
-        let facts = self.state_terms(state);
+        if self.seer.is_none() {
+            return Ok(());
+        }
+        let cached = self.seer_state.as_deref().filter(|c| c.0 == *state);
+        let seen_state = match cached {
+            Some(c) => c.1.clone(),
+            None => {
+                let facts = self.state_terms(state);
+                let seer = self.seer.as_deref_mut().expect("checked above");
+                let converted = seer.state_from_terms(&facts)?;
+                self.seer_state = Some(Box::new((state.clone(), converted.clone())));
+                converted
+            }
+        };
         let moves: Vec<Term> = joint.iter().map(|&m| self.move_term(m)).collect();
         let Some(seer) = self.seer.as_deref_mut() else {
             return Ok(());
         };
-        let state = seer.state_from_terms(&facts)?;
+        let state = seen_state;
         let mut joint = Vec::with_capacity(moves.len());
         for mv in &moves {
             joint.push(seer.intern_move(mv).ok_or_else(|| {

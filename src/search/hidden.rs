@@ -207,6 +207,13 @@ fn step<M: StateMachine>(
         let tries = combos.min(MAX_JOINTS);
         let each = weight / tries as f64;
         for t in 0..tries {
+            // Past the deadline, stop as soon as something consistent is known.
+            if t % 64 == 63
+                && deadline.is_some_and(|d| Instant::now() >= d)
+                && !next.states.is_empty()
+            {
+                break;
+            }
             joint.clear();
             // All joint moves in order while there are few; else a random sample.
             let mut k = t;
