@@ -47,6 +47,7 @@ fn config(seed: u64, iterations: u64) -> SearchConfig {
         threads: 1,
         seed,
         max_iterations: Some(iterations),
+        ..SearchConfig::default()
     }
 }
 
@@ -215,6 +216,7 @@ fn mcts_on_two_threads_finds_the_connect_four_win() {
         threads: 2,
         seed: 5,
         max_iterations: Some(2000),
+        ..SearchConfig::default()
     });
     player.start(&mut m, 0, Instant::now()).unwrap();
     let choice = player.choose(&mut m, &state, far()).unwrap();
@@ -454,6 +456,7 @@ fn answers_in_time<M: StateMachine + Send + 'static>(mut m: M, threads: usize) {
             threads,
             seed: 11,
             max_iterations: None,
+            ..SearchConfig::default()
         };
         let mut player = new_player::<M>(kind, &cfg);
         let started = Instant::now();

@@ -1,20 +1,20 @@
 //! `ggp play`: a game against the computer in the terminal.
 
-use std::io;
+use std::io::{self, IsTerminal};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 
-use super::{EngineChoice, load_description, read};
-use crate::datalog::DatalogMachine;
+use super::{EngineChoice, engine_for, load_description, read};
+use crate::engine::{self, Machine, UseMachine};
 use crate::gdl::Term;
 use crate::machine::StateMachine;
 use crate::manager::MatchRecord;
-use crate::play::terminal::{self, Ending, Options};
-use crate::play::{AnyMachine, Game, Level, Seat};
-use crate::propnet::PropnetMachine;
+use crate::play::terminal::{self, Ending, Glyphs, Options, ProgressSink};
+use crate::play::{Game, Level, Seat};
 
 /// Arguments of `ggp play`.
 #[derive(clap::Args, Debug)]
@@ -43,6 +43,9 @@ pub struct PlayArgs {
     /// The engine (auto: the propnet when the game grounds within a few seconds).
     #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
     engine: EngineChoice,
+    /// Draw pieces with letters only (the default when the locale is not UTF-8 or TERM=dumb).
+    #[arg(long)]
+    ascii: bool,
 }
 
 fn parse_level(text: &str) -> Result<Level, String> {
@@ -54,16 +57,14 @@ fn parse_level(text: &str) -> Result<Level, String> {
 /// # Errors
 /// The game cannot be loaded, a role or record is wrong, or the game failed.
 pub fn run(args: PlayArgs) -> anyhow::Result<ExitCode> {
-    let description = load_description(&args.game)?;
     let text = read(&args.game)?;
-    let machine = match args.engine {
-        EngineChoice::Auto => AnyMachine::auto(&description, &AnyMachine::quick_budget())?,
-        EngineChoice::Datalog => AnyMachine::Datalog(Box::new(DatalogMachine::new(&description)?)),
-        EngineChoice::Propnet => AnyMachine::Propnet(
-            PropnetMachine::new(&description, &AnyMachine::quick_budget())
-                .with_context(|| format!("grounding {}", args.game.display()))?,
-        ),
-    };
+    let description = load_description(&args.game)?;
+    let loaded = engine_for(
+        &args.game,
+        &description,
+        args.engine,
+        &engine::quick_budget(),
+    )?;
     let record = match &args.resume {
         Some(path) => Some(
             MatchRecord::from_json(&read(path)?)
@@ -71,11 +72,24 @@ pub fn run(args: PlayArgs) -> anyhow::Result<ExitCode> {
         ),
         None => None,
     };
-    let rules = description.rules();
-    match machine {
-        AnyMachine::Datalog(m) => session(*m, rules, &text, &args, record.as_ref()),
-        AnyMachine::Propnet(m) => session(m, rules, &text, &args, record.as_ref()),
+    struct Session<'a> {
+        rules: &'a [crate::gdl::Rule],
+        text: &'a str,
+        args: &'a PlayArgs,
+        record: Option<&'a MatchRecord>,
     }
+    impl UseMachine for Session<'_> {
+        type Output = anyhow::Result<ExitCode>;
+        fn with<M: Machine>(self, m: M) -> Self::Output {
+            session(m, self.rules, self.text, self.args, self.record)
+        }
+    }
+    loaded.engine.run(Session {
+        rules: description.rules(),
+        text: &text,
+        args: &args,
+        record: record.as_ref(),
+    })
 }
 
 fn session<M: StateMachine + Send + 'static>(
@@ -91,13 +105,22 @@ fn session<M: StateMachine + Send + 'static>(
         game.resume(record)
             .with_context(|| format!("resuming {}", args.resume.as_ref().unwrap().display()))?;
     }
-    let options = Options {
-        pause: Duration::from_secs_f64(args.pause.max(0.0)),
-        hint: match args.vs {
-            Level::Random | Level::Easy => Level::Medium,
-            other => other,
-        },
+    let hint = match args.vs {
+        Level::Random | Level::Easy => Level::Medium,
+        other => other,
     };
+    let mut options = Options::plain(Duration::from_secs_f64(args.pause.max(0.0)), hint);
+    let var = |name: &str| std::env::var(name).ok();
+    let dumb = var("TERM").as_deref() == Some("dumb");
+    let tty = io::stdout().is_terminal() && !dumb;
+    if !args.ascii {
+        options.glyphs = Glyphs::detect(var);
+    }
+    options.color = tty && var("NO_COLOR").is_none_or(|v| v.is_empty());
+    options.clear = tty;
+    if tty && io::stderr().is_terminal() {
+        options.progress = Some(ProgressSink(Arc::new(Mutex::new(io::stderr()))));
+    }
     let stdin = io::stdin();
     match terminal::run(&mut game, stdin.lock(), io::stdout(), &options)? {
         Ending::Finished(_) | Ending::Stopped => Ok(ExitCode::SUCCESS),

@@ -5,13 +5,17 @@
 //! (checked transitions, joint moves, random playouts) is built on them here, once.
 //! States and moves are each engine's own compact types; [`Term`] is the common currency at the
 //! edges (printing, the match protocol, traces).
+//!
+//! GDL-II games add two things, both with defaults here: nature (the role `random`, whose
+//! moves are uniformly random; [`StateMachine::is_nature`]) and percepts (the `sees` facts,
+//! what each role is told after a joint move; [`StateMachine::percepts_into`]).
 
 use std::fmt::Debug;
 use std::hash::Hash;
 
 use rand::Rng;
 
-use crate::gdl::Term;
+use crate::gdl::{Sym, Term};
 
 /// Why a machine could not answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -58,12 +62,29 @@ pub enum MachineError {
     },
 }
 
+/// Whether `role` is the GDL-II nature role `random` (matched ignoring case, as keywords are).
+pub fn is_nature_role(role: &Term) -> bool {
+    matches!(role, Term::Const(s) if *s == Sym::RANDOM)
+}
+
 fn describe_goals(values: &[u8]) -> String {
     if values.is_empty() {
         "undefined".into()
     } else {
         format!("defined more than once: {values:?}")
     }
+}
+
+/// What a batch of random playouts found ([`StateMachine::random_playouts`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PlayoutBatch {
+    /// Playouts played to the end (a terminal state, or the step limit).
+    pub playouts: u64,
+    /// Moves made in them.
+    pub steps: u64,
+    /// Per role, the sum over the playouts of the role's goal value in the last state: the
+    /// highest value the rules give, 0 when they give none.
+    pub goal_sums: Vec<u64>,
 }
 
 /// A game's rules, as an engine runs them.
@@ -154,6 +175,57 @@ pub trait StateMachine {
         None
     }
 
+    /// Whether the rules have `sees` rules (GDL-II): then players are told percepts rather
+    /// than the joint move. The default: none.
+    fn has_percepts(&self) -> bool {
+        false
+    }
+
+    /// Appends to `out` (cleared first) what role number `role` sees when `joint` is played in
+    /// `state`: each `P` of a `(sees role P)` fact, sorted, without repeats. The default:
+    /// nothing (a game without `sees` rules).
+    ///
+    /// # Errors
+    /// The engine failed.
+    fn percepts_into(
+        &mut self,
+        state: &Self::State,
+        joint: &[Self::Move],
+        role: usize,
+        out: &mut Vec<Term>,
+    ) -> Result<(), MachineError> {
+        let _ = (state, joint, role);
+        out.clear();
+        Ok(())
+    }
+
+    /// What role number `role` sees when `joint` is played in `state` (see
+    /// [`percepts_into`](Self::percepts_into)).
+    ///
+    /// # Errors
+    /// The engine failed.
+    fn percepts(
+        &mut self,
+        state: &Self::State,
+        joint: &[Self::Move],
+        role: usize,
+    ) -> Result<Vec<Term>, MachineError> {
+        let mut out = Vec::new();
+        self.percepts_into(state, joint, role, &mut out)?;
+        Ok(out)
+    }
+
+    /// Whether role number `role` is nature: the GDL-II role `random`, which the referee plays
+    /// uniformly at random and which no player plays.
+    fn is_nature(&self, role: usize) -> bool {
+        is_nature_role(&self.roles()[role])
+    }
+
+    /// Whether the game is GDL-II: it has percepts or nature.
+    fn is_gdl2(&self) -> bool {
+        self.has_percepts() || (0..self.roles().len()).any(|r| self.is_nature(r))
+    }
+
     /// The legal moves of role number `role` in `state`.
     ///
     /// # Errors
@@ -168,7 +240,8 @@ pub trait StateMachine {
         Ok(out)
     }
 
-    /// The single goal value of role number `role`.
+    /// The single goal value of role number `role`. Nature without a goal rule gets 0
+    /// (GDL-II sheets often give `random` none).
     ///
     /// # Errors
     /// [`MachineError::BadGoal`] when the rules give no value or several.
@@ -176,6 +249,7 @@ pub trait StateMachine {
         let values = self.goal_values(state, role)?;
         match values[..] {
             [v] => Ok(v),
+            [] if self.is_nature(role) => Ok(0),
             _ => Err(MachineError::BadGoal {
                 role: self.roles()[role].to_string(),
                 values,
@@ -268,5 +342,36 @@ pub trait StateMachine {
             state = self.next_state_unchecked(&state, &joint)?;
         }
         Ok((state, max_steps))
+    }
+
+    /// Plays `count` independent random playouts from `state` (as
+    /// [`playout`](Self::playout), each until a terminal state or `max_steps` moves) and
+    /// adds up their goals. Engines may play them side by side (the propnet plays 64 games
+    /// per pass); the default plays them one after the other.
+    ///
+    /// # Errors
+    /// As [`playout`](Self::playout).
+    fn random_playouts(
+        &mut self,
+        state: &Self::State,
+        rng: &mut impl Rng,
+        count: u64,
+        max_steps: usize,
+    ) -> Result<PlayoutBatch, MachineError> {
+        let n_roles = self.roles().len();
+        let mut batch = PlayoutBatch {
+            goal_sums: vec![0; n_roles],
+            ..PlayoutBatch::default()
+        };
+        for _ in 0..count {
+            let (last, steps) = self.playout(state, rng, max_steps)?;
+            for (role, sum) in batch.goal_sums.iter_mut().enumerate() {
+                let values = self.goal_values(&last, role)?;
+                *sum += u64::from(values.last().copied().unwrap_or(0));
+            }
+            batch.playouts += 1;
+            batch.steps += steps as u64;
+        }
+        Ok(batch)
     }
 }

@@ -23,6 +23,7 @@ pub mod alphabeta;
 mod auto;
 mod flat;
 pub mod heuristic;
+pub mod hidden;
 pub mod mcts;
 pub mod probe;
 mod spec;
@@ -64,6 +65,9 @@ pub struct SearchConfig {
     pub seed: u64,
     /// Stop a search after this many playouts (or nodes), whatever the clock says.
     pub max_iterations: Option<u64>,
+    /// A counter the search adds each finished playout to as it goes, for a progress display
+    /// (Monte Carlo tree search; other players leave it alone).
+    pub progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
 impl Default for SearchConfig {
@@ -72,6 +76,7 @@ impl Default for SearchConfig {
             threads: 1,
             seed: 0,
             max_iterations: None,
+            progress: None,
         }
     }
 }

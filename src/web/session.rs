@@ -4,10 +4,11 @@
 use serde::Serialize;
 
 use crate::board::{Layout, Square, content_text, facts_by_relation};
+use crate::engine::{self, EngineChoice, Machine, UseMachine};
 use crate::gdl::{Description, Term};
 use crate::machine::StateMachine;
 use crate::manager::MatchRecord;
-use crate::play::{AnyMachine, Game, PlayError, Seat, result_text};
+use crate::play::{Game, PlayError, Seat, result_text};
 
 /// Why a request about a game failed.
 #[derive(Debug, thiserror::Error)]
@@ -167,13 +168,38 @@ pub fn new_session(
     seats: Vec<Seat>,
     seed: u64,
 ) -> Result<Box<dyn Session>, SessionError> {
-    let rules = description.rules();
-    let machine =
-        AnyMachine::auto(description, &AnyMachine::quick_budget()).map_err(PlayError::from)?;
-    Ok(match machine {
-        AnyMachine::Datalog(m) => Box::new(WebGame::new(*m, name, rules, text, seats, seed)?),
-        AnyMachine::Propnet(m) => Box::new(WebGame::new(m, name, rules, text, seats, seed)?),
+    struct New<'a> {
+        name: &'a str,
+        rules: &'a [crate::gdl::Rule],
+        text: &'a str,
+        seats: Vec<Seat>,
+        seed: u64,
+    }
+    impl UseMachine for New<'_> {
+        type Output = Result<Box<dyn Session>, SessionError>;
+        fn with<M: Machine>(self, m: M) -> Self::Output {
+            let game = WebGame::new(m, self.name, self.rules, self.text, self.seats, self.seed)?;
+            Ok(Box::new(game))
+        }
+    }
+    load(description)?.run(New {
+        name,
+        rules: description.rules(),
+        text,
+        seats,
+        seed,
     })
+}
+
+/// The game on the propnet when it grounds quickly, else on the Datalog engine (the reason
+/// goes to stderr).
+fn load(description: &Description) -> Result<engine::Engine, SessionError> {
+    let loaded = engine::load(description, EngineChoice::Auto, &engine::quick_budget())
+        .map_err(PlayError::from)?;
+    if let Some(note) = loaded.fallback_note() {
+        eprintln!("{note}");
+    }
+    Ok(loaded.engine)
 }
 
 /// Replays a record on `description`, checking every move and state.
@@ -185,10 +211,14 @@ pub fn replay(
     text: &str,
     record: &MatchRecord,
 ) -> Result<Replay, SessionError> {
-    match AnyMachine::auto(description, &AnyMachine::quick_budget()).map_err(PlayError::from)? {
-        AnyMachine::Datalog(m) => replay_on(*m, description, text, record),
-        AnyMachine::Propnet(m) => replay_on(m, description, text, record),
+    struct ReplayOn<'a>(&'a Description, &'a str, &'a MatchRecord);
+    impl UseMachine for ReplayOn<'_> {
+        type Output = Result<Replay, SessionError>;
+        fn with<M: Machine>(self, m: M) -> Self::Output {
+            replay_on(m, self.0, self.1, self.2)
+        }
     }
+    load(description)?.run(ReplayOn(description, text, record))
 }
 
 fn replay_on<M: StateMachine + Send + 'static>(

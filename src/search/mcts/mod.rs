@@ -252,6 +252,7 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
             deadline,
             stop: AtomicBool::new(false),
             max_steps: self.settings.max_playout_steps,
+            progress: self.config.progress.clone(),
         };
         let threads = self.trees.len();
         let limit = self.config.max_iterations.unwrap_or(u64::MAX);

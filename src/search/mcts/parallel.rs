@@ -22,6 +22,10 @@ pub(super) struct Context {
     /// Set when a tree settles its root.
     pub(super) stop: AtomicBool,
     pub(super) max_steps: usize,
+    /// Where finished playouts are counted as they happen (see [`SearchConfig::progress`]).
+    ///
+    /// [`SearchConfig::progress`]: crate::search::SearchConfig::progress
+    pub(super) progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
 /// What one thread's search did.
@@ -83,7 +87,12 @@ fn run_tree<M: StateMachine>(w: Worker<'_, M>, ctx: &Context) -> Counts {
             break;
         }
         match tree.iterate(machine, rng, ctx, policies, &mut scratch) {
-            Ok(()) => counts.iterations += 1,
+            Ok(()) => {
+                counts.iterations += 1;
+                if let Some(p) = &ctx.progress {
+                    p.fetch_add(1, Ordering::Relaxed);
+                }
+            }
             Err(Halt::Engine(e)) => {
                 counts.errors += 1;
                 counts.last_error = Some(e);
