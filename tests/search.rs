@@ -559,6 +559,39 @@ fn flat_takes_the_immediate_win_and_specs_build_their_variant() {
     assert_eq!(printed(&m, choice.mv), "(mark 3 1)");
 }
 
+#[test]
+fn the_heuristic_learns_that_the_opponents_pieces_count_in_breakthrough() {
+    let mut m = propnet(&base("breakthroughSmall"));
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
+    let h = ggp::search::heuristic::learn(&mut m, 0, &mut rng, far(), 300)
+        .unwrap()
+        .expect("piece counts correlate with the outcome");
+    let r = |group: &str| {
+        h.features()
+            .iter()
+            .find(|f| f.group() == group)
+            .map(|f| f.correlation)
+    };
+    let kept: Vec<String> = h
+        .features()
+        .iter()
+        .map(|f| format!("{} {:.2}", f.group(), f.correlation))
+        .collect();
+    // White is role 0: black's pieces hurt it, and its own, if kept, help it.
+    assert!(
+        r("(cell _ black)").expect("black's count kept") < 0.0,
+        "{kept:?}"
+    );
+    assert!(r("(cell _ white)").is_none_or(|c| c > 0.0), "{kept:?}");
+    assert!(h.features().iter().all(|f| f.correlation.abs() >= 0.1));
+    // Alpha-beta with it answers (the spec reaches the player).
+    let spec: PlayerSpec = "alphabeta:heuristic=on,leaf=0".parse().unwrap();
+    let mut p = spec.build::<PropnetMachine>(&config(3, 2000));
+    p.start(&mut m, 0, far()).unwrap();
+    let state = m.initial_state();
+    assert!(p.choose(&mut m, &state, far()).unwrap().value.is_some());
+}
+
 // Engine failures.
 
 /// A machine that fails every `period`-th next-state computation.

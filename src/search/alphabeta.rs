@@ -10,7 +10,8 @@
 //! **Depth and values.** Depth counts joint moves. Terminal states are worth our goal value
 //! (0 to 100). At the depth limit a state is evaluated by
 //! [`AlphaBetaSettings::leaf_playouts`] random playouts (the mean of our goal value at their
-//! ends) or, with none, by our goal value in the state if the rules define exactly one there,
+//! ends), by a learnt [`Heuristic`] when [`AlphaBetaSettings::heuristic`] is on and one was
+//! found (see [`super::heuristic`]), or, with neither, by our goal value in the state if the rules define exactly one there,
 //! else 50. A search result is *proven* when it depends only on terminal states (directly, or
 //! through proven table entries): then deepening stops, and a proven 100 is played at once.
 //!
@@ -31,6 +32,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::machine::StateMachine;
 
+use super::heuristic::{self, Heuristic};
 use super::{
     Choice, Halt, Player, PlayoutBuffers, SearchConfig, SearchError, goal_or_zero, past,
     timed_playout,
@@ -49,6 +51,9 @@ pub struct AlphaBetaSettings {
     /// The deepest iteration (the search recurses once per joint move, so this also bounds
     /// its stack).
     pub max_depth: u32,
+    /// Learn a [`Heuristic`] from random games (a third of the first clock) and value leaves
+    /// by it instead of playouts.
+    pub heuristic: bool,
 }
 
 impl Default for AlphaBetaSettings {
@@ -58,6 +63,7 @@ impl Default for AlphaBetaSettings {
             leaf_playouts: 1,
             max_playout_steps: 5000,
             max_depth: 300,
+            heuristic: false,
         }
     }
 }
@@ -90,6 +96,9 @@ pub struct AlphaBetaPlayer<M: StateMachine> {
     stats: AlphaBetaStats,
     /// The best move of the last search and its state, to order the next search.
     last: Option<(M::State, M::Move)>,
+    /// The learnt leaf evaluation, and whether learning was tried.
+    heuristic: Option<Heuristic>,
+    learnt: bool,
 }
 
 impl<M: StateMachine> AlphaBetaPlayer<M> {
@@ -110,12 +119,31 @@ impl<M: StateMachine> AlphaBetaPlayer<M> {
             rng,
             stats: AlphaBetaStats::default(),
             last: None,
+            heuristic: None,
+            learnt: false,
         }
     }
 
     /// What the last search did.
     pub fn stats(&self) -> &AlphaBetaStats {
         &self.stats
+    }
+
+    /// The learnt leaf evaluation, if any.
+    pub fn heuristic(&self) -> Option<&Heuristic> {
+        self.heuristic.as_ref()
+    }
+
+    /// Learns the heuristic once, if asked for, with a third of the time to `deadline`.
+    fn learn(&mut self, machine: &mut M, deadline: Instant) -> Result<(), SearchError> {
+        if !self.settings.heuristic || self.learnt {
+            return Ok(());
+        }
+        self.learnt = true;
+        let now = Instant::now();
+        let until = now + deadline.saturating_duration_since(now) / 3;
+        self.heuristic = heuristic::learn(machine, self.role, &mut self.rng, until, 1000)?;
+        Ok(())
     }
 
     /// Iterative deepening from `state` until proven, the deadline or the node limit.
@@ -140,6 +168,7 @@ impl<M: StateMachine> AlphaBetaPlayer<M> {
             table: &mut self.table,
             rng: &mut self.rng,
             settings: &self.settings,
+            heuristic: self.heuristic.as_ref(),
             role: self.role,
             generation: self.generation,
             deadline,
@@ -205,10 +234,13 @@ impl<M: StateMachine + Send> Player<M> for AlphaBetaPlayer<M> {
         self.role = role;
         self.table.clear();
         self.last = None;
+        self.heuristic = None;
+        self.learnt = false;
         let initial = machine.initial_state();
         if machine.is_terminal(&initial)? {
             return Ok(());
         }
+        self.learn(machine, deadline)?;
         self.search(machine, &initial, deadline).map(|_| ())
     }
 
@@ -221,6 +253,7 @@ impl<M: StateMachine + Send> Player<M> for AlphaBetaPlayer<M> {
         if machine.is_terminal(state)? {
             return Err(SearchError::NoMove);
         }
+        self.learn(machine, deadline)?;
         self.search(machine, state, deadline)
     }
 }
@@ -275,6 +308,7 @@ struct Searcher<'a, M: StateMachine> {
     table: &'a mut [Entry],
     rng: &'a mut Xoshiro256PlusPlus,
     settings: &'a AlphaBetaSettings,
+    heuristic: Option<&'a Heuristic>,
     role: usize,
     generation: u8,
     deadline: Instant,
@@ -535,6 +569,9 @@ impl<M: StateMachine> Searcher<'_, M> {
 
     /// The heuristic value of a non-terminal state at the depth limit.
     fn evaluate(&mut self, state: &M::State) -> Result<f64, Halt> {
+        if let Some(h) = self.heuristic {
+            return Ok(h.value(&*self.machine, state));
+        }
         let mut buffers = PlayoutBuffers::default();
         let (mut sum, mut count) = (0.0, 0u32);
         for _ in 0..self.settings.leaf_playouts {

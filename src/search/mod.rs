@@ -10,6 +10,8 @@
 //!   several threads).
 //! - [`alphabeta`]: iterative-deepening alpha-beta with a transposition table, for two-player
 //!   turn-taking constant-sum games.
+//! - [`heuristic`]: a state evaluation learnt at the start clock from random games (fact counts
+//!   that correlate with the outcome), for alpha-beta's leaves.
 //! - [`probe`]: random playouts that tell which of the two suits a game; the `auto` player
 //!   uses them.
 //!
@@ -20,6 +22,7 @@
 pub mod alphabeta;
 mod auto;
 mod flat;
+pub mod heuristic;
 pub mod hidden;
 pub mod mcts;
 pub mod probe;

@@ -84,6 +84,10 @@ pub const ALPHABETA_KEYS: &[(&str, &str)] = &[
         "random playouts per leaf, 0 for the goal value (integer)",
     ),
     ("depth", "deepest iteration (integer)"),
+    (
+        "heuristic",
+        "leaves valued by a heuristic learnt from random games (on or off)",
+    ),
 ];
 
 impl PlayerSpec {
@@ -263,6 +267,7 @@ fn set_alphabeta(
         "table" => s.table_bits = value(player, key, v, keys)?,
         "leaf" => s.leaf_playouts = value(player, key, v, keys)?,
         "depth" => s.max_depth = value(player, key, v, keys)?,
+        "heuristic" => s.heuristic = switch(player, key, v, keys)?,
         _ => return Err(unknown(player, key, keys)),
     }
     Ok(())
