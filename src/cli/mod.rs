@@ -444,8 +444,10 @@ fn engine_for(
     choice: EngineChoice,
     budget: &Budget,
 ) -> anyhow::Result<Loaded> {
-    let loaded = engine::load(description, choice, budget)
-        .with_context(|| format!("loading {}", path.display()))?;
+    let loaded = engine::load(description, choice, budget).with_context(|| match choice {
+        EngineChoice::Propnet => format!("grounding {}", path.display()),
+        _ => format!("building the engine for {}", path.display()),
+    })?;
     if let Some(note) = loaded.fallback_note() {
         eprintln!("{note}");
     }

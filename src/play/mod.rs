@@ -11,6 +11,8 @@ pub mod terminal;
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::board::{Change, Layout, Square, Typed, sample_states};
@@ -74,8 +76,8 @@ impl Level {
         }
     }
 
-    /// A new player at this level, seeded.
-    pub fn player<M>(self, seed: u64) -> Box<dyn Player<M>>
+    /// A new player at this level, seeded; it adds each playout to `progress` as it goes.
+    pub fn player<M>(self, seed: u64, progress: Option<Arc<AtomicU64>>) -> Box<dyn Player<M>>
     where
         M: StateMachine + Send + 'static,
     {
@@ -92,6 +94,7 @@ impl Level {
                 threads,
                 seed,
                 max_iterations,
+                progress,
             },
         )
     }
@@ -225,6 +228,8 @@ pub struct Game<M: StateMachine> {
     positions: Vec<Option<shakmaty::Chess>>,
     /// The moves of each step so far as people write them (computed on demand).
     plies: Vec<Vec<Ply>>,
+    /// Playouts of the computer players (and hints), counted as they search.
+    progress: Arc<AtomicU64>,
 }
 
 type InfoCache<Mv> = (usize, usize, Vec<MoveInfo<Mv>>);
@@ -279,6 +284,7 @@ impl<M: StateMachine + Send + 'static> Game<M> {
             chess,
             positions: Vec::new(),
             plies: Vec::new(),
+            progress: Arc::new(AtomicU64::new(0)),
         };
         game.set_seats(seats)?;
         Ok(game)
@@ -301,7 +307,10 @@ impl<M: StateMachine + Send + 'static> Game<M> {
             let player = match seat {
                 Seat::Human => None,
                 Seat::Computer(level) => {
-                    let mut p = level.player(self.seed.wrapping_add(role as u64));
+                    let mut p = level.player(
+                        self.seed.wrapping_add(role as u64),
+                        Some(self.progress.clone()),
+                    );
                     p.start(&mut self.machine, role, Instant::now())?;
                     Some(p)
                 }
@@ -413,7 +422,12 @@ impl<M: StateMachine + Send + 'static> Game<M> {
     /// The engine failed.
     pub fn legal(&mut self, role: usize) -> Result<Vec<M::Move>, PlayError> {
         let state = self.state().clone();
-        let mut moves = self.machine.legal_moves(&state, role)?;
+        self.sorted_legal(&state, role)
+    }
+
+    /// The legal moves of `role` in `state`, in the order of their terms.
+    fn sorted_legal(&mut self, state: &M::State, role: usize) -> Result<Vec<M::Move>, PlayError> {
+        let mut moves = self.machine.legal_moves(state, role)?;
         moves.sort_by_cached_key(|&mv| natural_key(&self.machine.move_term(mv).to_string()));
         Ok(moves)
     }
@@ -457,8 +471,7 @@ impl<M: StateMachine + Send + 'static> Game<M> {
     /// shapes and notations.
     fn infos_at(&mut self, step: usize, role: usize) -> Result<Vec<MoveInfo<M::Move>>, PlayError> {
         let state = self.states[step].clone();
-        let mut legal = self.machine.legal_moves(&state, role)?;
-        legal.sort_by_cached_key(|&mv| natural_key(&self.machine.move_term(mv).to_string()));
+        let legal = self.sorted_legal(&state, role)?;
         let mut others = Vec::new();
         for r in 0..self.roles().len() {
             others.push(self.machine.legal_moves(&state, r)?.first().copied());
@@ -633,6 +646,25 @@ impl<M: StateMachine + Send + 'static> Game<M> {
         Ok(notation::line_through(layout, &after, &placed))
     }
 
+    /// The counter every computer search of this game adds its playouts to as it goes (for
+    /// a progress display: reset it, search, read it from another thread meanwhile).
+    pub fn progress(&self) -> Arc<AtomicU64> {
+        self.progress.clone()
+    }
+
+    /// The chess position now, on a chess sheet whose moves so far were chess moves.
+    ///
+    /// # Errors
+    /// The engine failed.
+    pub fn chess_position(&mut self) -> Result<Option<shakmaty::Chess>, PlayError> {
+        self.position_at(self.step())
+    }
+
+    /// The colour `role` plays, on a chess sheet.
+    pub fn chess_color(&self, role: usize) -> Option<shakmaty::Color> {
+        self.chess.as_ref().and_then(|c| c.color(role))
+    }
+
     /// The move of `role` that `text` names: a number in the legal list (from 1), a KIF term
     /// (the parentheses may be left out), on a chess sheet SAN or coordinates (see
     /// [`notation`]), or squares on the board (`e2e4`, `a1-b3`, `d3`, or a file alone such as
@@ -736,7 +768,10 @@ impl<M: StateMachine + Send + 'static> Game<M> {
     /// # Errors
     /// The engine or the search failed.
     pub fn suggest(&mut self, role: usize, level: Level) -> Result<Choice<M::Move>, PlayError> {
-        let mut player = level.player::<M>(self.seed.wrapping_add(1000 + self.step() as u64));
+        let mut player = level.player::<M>(
+            self.seed.wrapping_add(1000 + self.step() as u64),
+            Some(self.progress.clone()),
+        );
         player.start(&mut self.machine, role, Instant::now())?;
         let state = self.state().clone();
         let deadline = Instant::now() + level.budget().2;
