@@ -1,19 +1,8 @@
 //! The `ggp` binary end to end: exit codes and the first lines users see.
 
-use std::process::Command;
+mod common;
 
-fn ggp(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_ggp"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("the binary runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use common::ggp;
 
 /// Writes `trace` to a temporary file, runs `ggp replay [extra...] GAME FILE` on it and returns
 /// the exit code and standard output.

@@ -2,8 +2,10 @@
 //! 127.0.0.1 ports, built-in players, or fake players that misbehave on purpose. Every
 //! record is checked by replaying its moves on the Datalog engine.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -14,6 +16,8 @@ use ggp::machine::StateMachine;
 use ggp::manager::{Contestant, MatchConfig, MatchRecord, run_match};
 use ggp::protocol::Style;
 use ggp::protocol::message::state_text;
+
+use common::fake_player;
 
 /// A `ggp serve` child process, killed when dropped.
 struct Serve {
@@ -253,50 +257,6 @@ fn bad_player_lists_are_refused() {
     let (code, err) = run(&["x=builtin:random", "x=builtin:random"]);
     assert_eq!(code, Some(2));
     assert!(err.contains("role x has two players"), "{err}");
-}
-
-/// A fake player: answers INFO, START and STOP at once, and PLAY with `play` after `delay`.
-fn fake_player(play: &'static str, delay: Duration) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            std::thread::spawn(move || answer(stream, play, delay));
-        }
-    });
-    addr
-}
-
-fn answer(mut stream: TcpStream, play: &str, delay: Duration) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut length = 0;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        if line.trim().is_empty() {
-            break;
-        }
-        if let Some((key, value)) = line.split_once(':')
-            && key.eq_ignore_ascii_case("content-length")
-        {
-            length = value.trim().parse().unwrap();
-        }
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).unwrap();
-    let reply = if String::from_utf8_lossy(&body).contains("PLAY") {
-        std::thread::sleep(delay);
-        play
-    } else {
-        "ready"
-    };
-    let _ = write!(
-        stream,
-        "HTTP/1.0 200 OK\r\nContent-Length: {}\r\n\r\n{reply}",
-        reply.len()
-    );
 }
 
 #[test]

@@ -1,11 +1,13 @@
 //! `ggp tournament` end to end: tables that add up, rotating seats, resuming from records,
 //! errors counted per player, and clear refusals.
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::net::{TcpListener, TcpStream};
+mod common;
+
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
+
+use common::{fake_player, ggp};
 
 use ggp::manager::MatchRecord;
 
@@ -15,19 +17,6 @@ const TIC_TAC_TOE: &str = "../shared/games/base/ticTacToe.kif";
 const ONE_STEP: &str = "(role a) (role b) (init start)
     (<= (legal ?r left) (role ?r) (true start)) (<= (legal ?r right) (role ?r) (true start))
     (<= (next done) (true start)) (<= terminal (true done)) (<= (goal ?r 50) (role ?r))";
-
-fn ggp(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_ggp"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("the binary runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 /// A fresh folder for one test.
 fn out_dir(tag: &str) -> PathBuf {
@@ -201,55 +190,6 @@ fn a_rerun_resumes_from_the_records() {
         "{err}"
     );
     std::fs::remove_dir_all(&out).ok();
-}
-
-/// A fake player: answers INFO, START and STOP at once, and PLAY with `play` after `delay`
-/// (an empty `play`: closes the connection without a reply).
-fn fake_player(play: &'static str, delay: Duration) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            std::thread::spawn(move || answer(stream, play, delay));
-        }
-    });
-    addr
-}
-
-fn answer(mut stream: TcpStream, play: &str, delay: Duration) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut length = 0;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        if line.trim().is_empty() {
-            break;
-        }
-        if let Some((key, value)) = line.split_once(':')
-            && key.eq_ignore_ascii_case("content-length")
-        {
-            length = value.trim().parse().unwrap();
-        }
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).unwrap();
-    let reply = if String::from_utf8_lossy(&body).contains("PLAY") {
-        if play.is_empty() {
-            // Hang up without a reply.
-            return;
-        }
-        std::thread::sleep(delay);
-        play
-    } else {
-        "ready"
-    };
-    let _ = write!(
-        stream,
-        "HTTP/1.0 200 OK\r\nContent-Length: {}\r\n\r\n{reply}",
-        reply.len()
-    );
 }
 
 #[test]

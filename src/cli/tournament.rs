@@ -9,8 +9,10 @@ use anyhow::Context;
 
 use super::matches::{builtin_player, referee};
 use super::serve::{clock_seed, margin};
-use super::{EngineChoice, Loaded, load_engine, read};
+use super::{EngineChoice, load_engine, read};
+use crate::engine::Engine;
 use crate::kif::{self, Sexp};
+use crate::machine::is_nature_role;
 use crate::manager::{Contestant, MatchConfig, MatchRecord};
 use crate::search::SearchConfig;
 use crate::tournament::{self, Game, Job, PlayerSpec, Settings, Source};
@@ -63,7 +65,7 @@ fn default_cores() -> usize {
 /// A game ready to referee.
 struct GameEngine {
     rules: Vec<Sexp>,
-    machine: Loaded,
+    machine: Engine,
 }
 
 /// Runs `ggp tournament`; exit status 0 when every match was played.
@@ -97,14 +99,23 @@ pub fn run(args: TournamentArgs) -> anyhow::Result<ExitCode> {
         let text = read(&path)?;
         let rules = kif::parse(&text).with_context(|| format!("reading {}", path.display()))?;
         let machine = load_engine(&path, args.engine)?;
-        let roles = machine.engine.roles().len();
+        if let Some(note) = machine.fallback_note() {
+            eprintln!("{}: {note}", path.display());
+        }
+        let player_roles: Vec<usize> = (0..machine.engine.roles().len())
+            .filter(|&r| !is_nature_role(&machine.engine.roles()[r]))
+            .collect();
         games.push(Game {
             name: tournament::game_name(&path),
             path,
             rulesheet: text,
-            roles,
+            roles: player_roles.len(),
+            player_roles,
         });
-        loaded.push(GameEngine { rules, machine });
+        loaded.push(GameEngine {
+            rules,
+            machine: machine.engine,
+        });
     }
     tournament::check_players(&players)?;
     let mut settings = Settings {
@@ -166,31 +177,43 @@ fn play_one(
     margin: std::time::Duration,
 ) -> anyhow::Result<MatchRecord> {
     let mut servers = Vec::new();
-    let mut contestants = Vec::new();
-    for (role, &p) in job.seats.iter().enumerate() {
+    // Nature's role (GDL-II `random`) is played by the referee and contacted by no one.
+    let roles = game.machine.roles();
+    let mut contestants: Vec<Contestant> = roles
+        .iter()
+        .map(|_| Contestant {
+            address: String::new(),
+            name: "referee".into(),
+        })
+        .collect();
+    let player_roles = (0..roles.len()).filter(|&r| !is_nature_role(&roles[r]));
+    for ((role, &p), slot) in job.seats.iter().enumerate().zip(player_roles) {
         let player = &players[p];
         let address = match &player.source {
-            Source::Builtin { kind, iterations } => {
+            Source::Builtin {
+                player: spec,
+                iterations,
+            } => {
                 let search = SearchConfig {
                     threads: player.threads,
                     seed: job.seed.wrapping_add(role as u64 + 1),
                     max_iterations: *iterations,
                     ..SearchConfig::default()
                 };
-                let server = builtin_player(*kind, search, engine, margin)?;
+                let server = builtin_player(spec.clone(), search, engine, margin)?;
                 let address = server.addr().to_string();
                 servers.push(server);
                 address
             }
             Source::Remote { address } => address.clone(),
         };
-        contestants.push(Contestant {
+        contestants[slot] = Contestant {
             address,
             name: player.name.clone(),
-        });
+        };
     }
     let result = referee(
-        &mut game.machine.engine.clone(),
+        &mut game.machine.clone(),
         &game.rules,
         &contestants,
         &config,

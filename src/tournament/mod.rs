@@ -43,8 +43,10 @@ pub struct Game {
     pub path: PathBuf,
     /// The rule sheet.
     pub rulesheet: String,
-    /// Its number of roles.
+    /// Its number of roles played by players (nature, `random` in GDL-II, is the referee's).
     pub roles: usize,
+    /// The index of each players' role among all the game's roles, in role order.
+    pub player_roles: Vec<usize>,
 }
 
 /// How the tournament runs.
@@ -425,12 +427,19 @@ pub fn finished(out: &Path, job: &Job, games: &[Game]) -> Option<Outcome> {
 }
 
 fn outcome(record: &MatchRecord, job: &Job, games: &[Game]) -> Option<Outcome> {
-    let roles = job.seats.len();
-    if !record.is_completed || record.is_aborted || record.goal_values.len() != roles {
+    let game = &games[job.game];
+    let all = record.goal_values.len();
+    if !record.is_completed
+        || record.is_aborted
+        || game.player_roles.len() != job.seats.len()
+        || game.player_roles.iter().any(|&r| r >= all)
+    {
         return None;
     }
-    let errors = (0..roles)
-        .map(|role| {
+    let errors = game
+        .player_roles
+        .iter()
+        .map(|&role| {
             Errors::count(
                 record
                     .errors
@@ -440,9 +449,13 @@ fn outcome(record: &MatchRecord, job: &Job, games: &[Game]) -> Option<Outcome> {
         })
         .collect();
     Some(Outcome {
-        game: games[job.game].name.clone(),
+        game: game.name.clone(),
         seats: job.seats.clone(),
-        goals: record.goal_values.clone(),
+        goals: game
+            .player_roles
+            .iter()
+            .map(|&r| record.goal_values[r])
+            .collect(),
         errors,
     })
 }
@@ -647,6 +660,7 @@ mod tests {
             path: PathBuf::from(format!("{name}.kif")),
             rulesheet: String::new(),
             roles,
+            player_roles: (0..roles).collect(),
         }
     }
 

@@ -206,6 +206,8 @@ pub fn elo(p: f64) -> f64 {
 fn signed(x: f64) -> String {
     if x.is_infinite() {
         if x > 0.0 { "+inf" } else { "-inf" }.to_string()
+    } else if x.round() == 0.0 {
+        "0".to_string()
     } else {
         format!("{x:+.0}")
     }
@@ -350,11 +352,13 @@ mod tests {
 
     #[test]
     fn renders_a_line_per_player() {
-        let outcomes = [outcome([0, 1], [100, 0]), outcome([1, 0], [100, 0])];
+        let outcomes = [outcome([0, 1], [100, 0]), outcome([1, 0], [0, 100])];
         let refs: Vec<&Outcome> = outcomes.iter().collect();
         let text = render("t", &lines(&refs), &["a".into(), "b".into()]);
         assert_eq!(text.lines().count(), 4, "{text}");
         assert!(text.lines().nth(2).unwrap().starts_with("a "), "{text}");
-        assert!(text.contains("+inf [+"), "{text}");
+        assert!(text.contains("+inf [-113, +inf]"), "{text}");
+        assert_eq!(signed(-0.2), "0");
+        assert_eq!(signed(-12.6), "-13");
     }
 }
