@@ -6,6 +6,7 @@
 //! types ([`Game::resolve`]): a move's number, its KIF term, or its squares on the board, which
 //! come from comparing the board before and after each legal move ([`Game::move_infos`]).
 
+pub mod progress;
 pub mod terminal;
 
 use std::fmt;
