@@ -5,4 +5,4 @@
 # Usage: bench/fuzz_web.sh [INPUTS]   (default 1000000)
 set -e
 cd "$(dirname "$0")/.."
-GGP_FUZZ_INPUTS="${1:-1000000}" exec cargo test --release --lib web::fuzz -- --include-ignored --nocapture
+GGP_FUZZ_INPUTS="${1:-1000000}" exec cargo test --release --lib web::fuzz -- --nocapture

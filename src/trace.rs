@@ -4,7 +4,8 @@
 //! The format (one record per line) is described in the corpus README: `PLAYOUT k`, `STEP n`,
 //! `STATE facts...`, one `LEGAL role moves...` per role, `DOES moves...`, and at the end
 //! `TERMINAL` and `GOALS g...` (`ERR` for an undefined or multiply defined goal) or
-//! `MAXDEPTH`. Terms are compared as printed compact KIF, and legal moves and facts as sets.
+//! `MAXDEPTH`. In a GDL-II game, `DOES` is followed by one `SEES role percepts...` per role:
+//! what each role sees after that joint move. Terms are compared as printed compact KIF, and legal moves and facts as sets.
 
 use std::collections::BTreeSet;
 use std::fmt::{self, Write as _};
@@ -25,6 +26,9 @@ pub struct Step {
     pub legal: Vec<(String, BTreeSet<String>)>,
     /// The joint move made, if any.
     pub does: Option<Vec<String>>,
+    /// GDL-II: what each role sees after the joint move, in role order (empty if the trace
+    /// does not say).
+    pub sees: Vec<(String, BTreeSet<String>)>,
     /// Whether the state is terminal.
     pub terminal: bool,
     /// The goal values in a terminal state (`None` for `ERR`).
@@ -105,6 +109,11 @@ pub fn parse(text: &str) -> Result<Vec<Playout>, TraceError> {
                 step.legal.push((role, moves));
             }
             "DOES" => step.does = Some(terms()?),
+            "SEES" => {
+                let mut t = terms()?.into_iter();
+                let role = t.next().ok_or_else(|| err("SEES without a role".into()))?;
+                step.sees.push((role, t.collect()));
+            }
             "TERMINAL" => step.terminal = true,
             "GOALS" => {
                 let goals = rest
@@ -297,6 +306,20 @@ pub fn replay<M: StateMachine>(
                     }
                 }
             }
+            for (r, (name, expected)) in step.sees.iter().enumerate() {
+                if r >= roles.len() {
+                    break;
+                }
+                let found: BTreeSet<String> = machine
+                    .percepts(&state, &joint, r)?
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect();
+                if &found != expected {
+                    let (e, f) = show_diff(expected, &found);
+                    return differ(Some(name), "percepts", e, f);
+                }
+            }
             state = machine.next_state(&state, &joint)?;
         }
     }
@@ -355,6 +378,16 @@ pub fn write_playouts<M: StateMachine>(
                 .map(|&m| machine.move_term(m).to_string())
                 .collect();
             let _ = writeln!(out, "DOES {}", printed.join(" "));
+            if machine.has_percepts() {
+                for (r, name) in roles.iter().enumerate() {
+                    let seen: Vec<String> = machine
+                        .percepts(&state, &joint, r)?
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect();
+                    let _ = writeln!(out, "SEES {name} {}", seen.join(" ")).map(|_| ());
+                }
+            }
             state = machine.next_state_unchecked(&state, &joint)?;
         }
     }

@@ -15,7 +15,8 @@ use crate::chess::replay::{self, Verdict};
 use crate::chess::{ChessGame, Dialect, perft};
 use crate::machine::StateMachine;
 
-use super::{EngineChoice, Loaded, load_engine};
+use super::{EngineChoice, load_engine};
+use crate::engine::{Machine, UseMachine};
 
 /// Which dialect a chess sheet is written in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -112,10 +113,16 @@ pub fn pgn(args: PgnArgs) -> anyhow::Result<ExitCode> {
         let text = std::fs::read(f).with_context(|| format!("cannot read {}", f.display()))?;
         games.extend(pgn::read_games(&text).into_iter().map(|g| (f.clone(), g)));
     }
-    match load_engine(&args.game, args.engine)? {
-        Loaded::Datalog(m) => replay_all(*m, args.dialect, &games, "datalog"),
-        Loaded::Propnet(m) => replay_all(*m, args.dialect, &games, "propnet"),
+    struct ReplayAll<'a>(DialectChoice, &'a [(PathBuf, PgnGame)], String);
+    impl UseMachine for ReplayAll<'_> {
+        type Output = anyhow::Result<ExitCode>;
+        fn with<M: Machine>(self, machine: M) -> Self::Output {
+            replay_all(machine, self.0, self.1, &self.2)
+        }
     }
+    let loaded = load_engine(&args.game, args.engine)?;
+    let name = loaded.engine.name().to_string();
+    loaded.engine.run(ReplayAll(args.dialect, &games, name))
 }
 
 fn replay_all<M: StateMachine>(
@@ -198,10 +205,16 @@ pub fn perft(args: PerftArgs) -> anyhow::Result<ExitCode> {
         Some(text) => Some(crate::chess::position_from_fen(text).map_err(anyhow::Error::msg)?),
         None => None,
     };
-    match load_engine(&args.game, args.engine)? {
-        Loaded::Datalog(m) => perft_on(*m, &args, pos.as_ref(), "datalog"),
-        Loaded::Propnet(m) => perft_on(*m, &args, pos.as_ref(), "propnet"),
+    struct Perft<'a>(&'a PerftArgs, Option<&'a Chess>, String);
+    impl UseMachine for Perft<'_> {
+        type Output = anyhow::Result<ExitCode>;
+        fn with<M: Machine>(self, machine: M) -> Self::Output {
+            perft_on(machine, self.0, self.1, &self.2)
+        }
     }
+    let loaded = load_engine(&args.game, args.engine)?;
+    let name = loaded.engine.name().to_string();
+    loaded.engine.run(Perft(&args, pos.as_ref(), name))
 }
 
 fn perft_on<M: StateMachine>(

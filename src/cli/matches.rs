@@ -12,10 +12,10 @@ use anyhow::{Context, bail};
 use clap::ValueEnum;
 
 use super::serve::{EngineSessions, clock_seed, init_logging, margin};
-use super::{EngineChoice, Loaded, load_engine, read};
+use super::{EngineChoice, load_engine, read};
+use crate::engine::{Machine, UseMachineMut};
 use crate::gdl::Term;
 use crate::kif;
-use crate::machine::StateMachine;
 use crate::manager::{Contestant, MatchConfig, MatchRecord, now_ms, run_match};
 use crate::protocol::{RunningServer, Server, ServerConfig, Style};
 use crate::search::{PlayerKind, SearchConfig};
@@ -70,11 +70,8 @@ pub fn run(args: MatchArgs) -> anyhow::Result<ExitCode> {
     }
     let text = read(&args.game)?;
     let rules = kif::parse(&text).with_context(|| format!("reading {}", args.game.display()))?;
-    let mut machine = load_engine(&args.game, args.engine)?;
-    let roles: Vec<Term> = match &machine {
-        Loaded::Datalog(m) => m.roles().to_vec(),
-        Loaded::Propnet(m) => m.roles().to_vec(),
-    };
+    let mut loaded = load_engine(&args.game, args.engine)?;
+    let roles: Vec<Term> = loaded.engine.roles().to_vec();
     let seed = args.seed.unwrap_or_else(clock_seed);
     let mut servers: Vec<RunningServer> = Vec::new();
     let mut contestants: Vec<Option<Contestant>> = vec![None; roles.len()];
@@ -108,15 +105,31 @@ pub fn run(args: MatchArgs) -> anyhow::Result<ExitCode> {
         };
         contestants[index] = Some(contestant);
     }
+    let nature: Vec<bool> = (0..roles.len())
+        .map(|r| crate::machine::is_nature_role(&roles[r]))
+        .collect();
     let contestants: Vec<Contestant> = contestants
         .into_iter()
         .zip(&roles)
-        .map(|(c, role)| c.with_context(|| format!("no --player for role {role}")))
+        .zip(&nature)
+        .map(|((c, role), &nature)| match c {
+            Some(_) if nature => bail!("role {role} is nature: the referee plays it"),
+            Some(c) => Ok(c),
+            None if nature => Ok(Contestant {
+                address: String::new(),
+                name: "referee".into(),
+            }),
+            None => bail!("no --player for role {role}"),
+        })
         .collect::<anyhow::Result<_>>()?;
 
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
-    let match_id = format!("ggp.{}.{}", game_name(&args.game), now_ms());
+    let match_id = format!(
+        "ggp.{}.{}",
+        crate::tournament::game_name(&args.game),
+        now_ms()
+    );
     let record_path = args.out.join(format!("{match_id}.json"));
     let config = MatchConfig {
         match_id,
@@ -132,10 +145,7 @@ pub fn run(args: MatchArgs) -> anyhow::Result<ExitCode> {
         record_path: Some(record_path.clone()),
         rulesheet: text,
     };
-    let result = match &mut machine {
-        Loaded::Datalog(m) => run_match(&mut **m, &rules, &contestants, &config),
-        Loaded::Propnet(m) => run_match(&mut **m, &rules, &contestants, &config),
-    };
+    let result = referee(&mut loaded.engine, &rules, &contestants, &config);
     for server in servers {
         server.shutdown();
     }
@@ -149,21 +159,33 @@ pub fn run(args: MatchArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn builtin_server(kind: PlayerKind, args: &MatchArgs, seed: u64) -> anyhow::Result<RunningServer> {
+    let search = SearchConfig {
+        threads: args.threads.max(1),
+        seed,
+        ..SearchConfig::default()
+    };
+    builtin_player(kind, search, args.engine, margin(args.margin)?)
+}
+
+/// A built-in player served in-process on an ephemeral 127.0.0.1 port, as `ggp match` and
+/// `ggp tournament` run them.
+pub(super) fn builtin_player(
+    kind: PlayerKind,
+    search: SearchConfig,
+    engine: EngineChoice,
+    margin: std::time::Duration,
+) -> anyhow::Result<RunningServer> {
     let name = kind
         .to_possible_value()
         .map_or("builtin".to_string(), |v| v.get_name().to_string());
     let factory = EngineSessions {
         kind,
-        search: SearchConfig {
-            threads: args.threads.max(1),
-            seed,
-            ..SearchConfig::default()
-        },
-        engine: args.engine,
+        search,
+        engine,
     };
     let config = ServerConfig {
         name,
-        margin: margin(args.margin)?,
+        margin,
         ..ServerConfig::default()
     };
     let server = Server::bind("127.0.0.1:0", config, Arc::new(factory))
@@ -183,22 +205,6 @@ fn find_role(roles: &[Term], name: &str) -> Option<usize> {
         })
 }
 
-/// The game's file stem, reduced to characters that are safe in a match id and file name.
-fn game_name(path: &Path) -> String {
-    let stem = path
-        .file_stem()
-        .map_or("game".into(), |s| s.to_string_lossy().into_owned());
-    stem.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
 fn print_summary(record: &MatchRecord, roles: &[Term], path: &Path) {
     let names = record.player_names_from_host.clone().unwrap_or_default();
     for (i, role) in roles.iter().enumerate() {
@@ -216,4 +222,29 @@ fn print_summary(record: &MatchRecord, roles: &[Term], path: &Path) {
     }
     println!("steps: {}", record.moves.len());
     println!("record: {}", path.display());
+}
+
+/// Referees one match on `engine` (the referee's own copy of the game).
+pub(super) fn referee(
+    engine: &mut crate::engine::Engine,
+    rules: &[kif::Sexp],
+    contestants: &[Contestant],
+    config: &MatchConfig,
+) -> Result<MatchRecord, crate::manager::ManagerError> {
+    struct Referee<'a> {
+        rules: &'a [kif::Sexp],
+        contestants: &'a [Contestant],
+        config: &'a MatchConfig,
+    }
+    impl UseMachineMut for Referee<'_> {
+        type Output = Result<MatchRecord, crate::manager::ManagerError>;
+        fn with<M: Machine>(self, m: &mut M) -> Self::Output {
+            run_match(m, self.rules, self.contestants, self.config)
+        }
+    }
+    engine.run_mut(Referee {
+        rules,
+        contestants,
+        config,
+    })
 }

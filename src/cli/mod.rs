@@ -1,6 +1,6 @@
 //! The command line: clap definitions and one function per subcommand.
 //!
-//! This is the one place that picks concrete engines, and (with `main.rs`) the only place
+//! Engines are loaded through [`crate::engine`]; this is (with `main.rs`) the only place
 //! that uses `anyhow`.
 
 mod bench;
@@ -9,48 +9,25 @@ mod matches;
 mod play;
 mod serve;
 mod think;
+mod tournament;
 mod web;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::datalog::DatalogMachine;
+pub use crate::engine::EngineChoice;
+use crate::engine::{self, Engine, Loaded, UseMachineMut};
 use crate::gdl::{self, Description, Severity};
+use crate::kif;
 use crate::machine::StateMachine;
 use crate::propnet::{Budget, PropnetMachine};
 use crate::resources;
 use crate::trace::{self, Replay};
-
-/// Which engine runs a game.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum EngineChoice {
-    /// The propnet if the game grounds within the budget, else the Datalog engine.
-    Auto,
-    /// The bottom-up Datalog engine.
-    Datalog,
-    /// The propositional network (fails if the game does not ground within the budget).
-    Propnet,
-}
-
-/// A game loaded on one of the engines.
-enum Loaded {
-    Datalog(Box<DatalogMachine>),
-    Propnet(Box<PropnetMachine>),
-}
-
-impl Loaded {
-    fn name(&self) -> &'static str {
-        match self {
-            Loaded::Datalog(_) => "datalog",
-            Loaded::Propnet(_) => "propnet",
-        }
-    }
-}
 
 /// ggp: a General Game Playing player and GDL reasoner.
 #[derive(Parser, Debug)]
@@ -148,6 +125,8 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Referee one match between players and write its record.
     Match(matches::MatchArgs),
+    /// Play many matches between several players on several games; tables of the results.
+    Tournament(tournament::TournamentArgs),
     /// One search by a built-in player: the move, its value and the iterations per second.
     Think(think::ThinkArgs),
     /// Replay PGN games on a chess sheet, checking every ply against chess; exit 1 on any
@@ -201,6 +180,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Check { game } => check(&game),
         Command::Serve(args) => serve::run(args),
         Command::Match(args) => matches::run(args),
+        Command::Tournament(args) => tournament::run(args),
         Command::Playout {
             game,
             count,
@@ -210,14 +190,24 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         } => {
             let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
             let mut out = String::new();
-            let result = match load_engine(&game, engine)? {
-                Loaded::Datalog(mut m) => {
-                    trace::write_playouts(&mut *m, &mut rng, count, max_steps, &mut out)
+            struct Playouts<'a> {
+                rng: &'a mut Xoshiro256PlusPlus,
+                count: usize,
+                max_steps: usize,
+                out: &'a mut String,
+            }
+            impl UseMachineMut for Playouts<'_> {
+                type Output = Result<(), crate::machine::MachineError>;
+                fn with<M: engine::Machine>(self, m: &mut M) -> Self::Output {
+                    trace::write_playouts(m, self.rng, self.count, self.max_steps, self.out)
                 }
-                Loaded::Propnet(mut m) => {
-                    trace::write_playouts(&mut *m, &mut rng, count, max_steps, &mut out)
-                }
-            };
+            }
+            let result = load_engine(&game, engine)?.engine.run_mut(Playouts {
+                rng: &mut rng,
+                count,
+                max_steps,
+                out: &mut out,
+            });
             write_stdout(&out)?;
             result.with_context(|| format!("playing {}", game.display()))?;
             Ok(ExitCode::SUCCESS)
@@ -227,14 +217,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             trace: path,
             engine,
         } => {
-            let loaded = load_engine(&game, engine)?;
+            let mut loaded = load_engine(&game, engine)?;
             let text = read(&path)?;
             let playouts =
                 trace::parse(&text).with_context(|| format!("reading {}", path.display()))?;
-            let outcome = match loaded {
-                Loaded::Datalog(mut m) => trace::replay(&mut *m, &playouts)?,
-                Loaded::Propnet(mut m) => trace::replay(&mut *m, &playouts)?,
-            };
+            struct ReplayAll<'a>(&'a [trace::Playout]);
+            impl UseMachineMut for ReplayAll<'_> {
+                type Output = Result<Replay, crate::machine::MachineError>;
+                fn with<M: engine::Machine>(self, m: &mut M) -> Self::Output {
+                    trace::replay(m, self.0)
+                }
+            }
+            let outcome = loaded.engine.run_mut(ReplayAll(&playouts))?;
             match outcome {
                 Replay::Agree(n) => {
                     println!("agree: {n} steps");
@@ -261,17 +255,29 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 budget.max_seconds = s;
             }
             let mut loaded = load_engine_within(&game, engine, &budget)?;
-            println!("engine: {}", loaded.name());
-            if profile && let Loaded::Datalog(m) = &mut loaded {
+            println!("engine: {}", loaded.engine.name());
+            if profile && let Engine::Datalog(m) = &mut loaded.engine {
                 m.engine_mut().enable_profile();
             }
             let limit = bench::Limit { seconds, playouts };
-            let report = match &mut loaded {
-                Loaded::Datalog(m) => bench_threads(&mut **m, limit, seed, threads)?,
-                Loaded::Propnet(m) => bench_threads(&mut **m, limit, seed, threads)?,
-            };
+            struct Bench {
+                limit: bench::Limit,
+                seed: u64,
+                threads: usize,
+            }
+            impl UseMachineMut for Bench {
+                type Output = anyhow::Result<bench::Report>;
+                fn with<M: engine::Machine>(self, m: &mut M) -> Self::Output {
+                    bench_threads(m, self.limit, self.seed, self.threads)
+                }
+            }
+            let report = loaded.engine.run_mut(Bench {
+                limit,
+                seed,
+                threads,
+            })?;
             println!("{report}");
-            if let Loaded::Datalog(m) = &mut loaded {
+            if let Engine::Datalog(m) = &mut loaded.engine {
                 for (time, plan) in m.engine_mut().profile_report(10) {
                     println!("{:>10.3} s  {plan}", time.as_secs_f64());
                 }
@@ -406,27 +412,22 @@ fn load_engine_within(
     choice: EngineChoice,
     budget: &Budget,
 ) -> anyhow::Result<Loaded> {
-    let description = load_description(path)?;
-    let datalog = |d: &Description| -> anyhow::Result<Loaded> {
-        let m = DatalogMachine::new(d)
-            .with_context(|| format!("building the engine for {}", path.display()))?;
-        Ok(Loaded::Datalog(Box::new(m)))
-    };
-    match choice {
-        EngineChoice::Datalog => datalog(&description),
-        EngineChoice::Propnet => {
-            let m = PropnetMachine::new(&description, budget)
-                .with_context(|| format!("grounding {}", path.display()))?;
-            Ok(Loaded::Propnet(Box::new(m)))
-        }
-        EngineChoice::Auto => match PropnetMachine::new(&description, budget) {
-            Ok(m) => Ok(Loaded::Propnet(Box::new(m))),
-            Err(e) => {
-                eprintln!("propnet unavailable ({e}); using the datalog engine");
-                datalog(&description)
-            }
-        },
+    engine_for(path, &load_description(path)?, choice, budget)
+}
+
+/// Loads the game `path` describes on the chosen engine; a fallback is said on stderr.
+fn engine_for(
+    path: &Path,
+    description: &Description,
+    choice: EngineChoice,
+    budget: &Budget,
+) -> anyhow::Result<Loaded> {
+    let loaded = engine::load(description, choice, budget)
+        .with_context(|| format!("loading {}", path.display()))?;
+    if let Some(note) = loaded.fallback_note() {
+        eprintln!("{note}");
     }
+    Ok(loaded)
 }
 
 /// Writes `text` to standard output; a reader that has gone away (`ggp playout | head`) is
@@ -439,8 +440,13 @@ fn write_stdout(text: &str) -> anyhow::Result<()> {
     }
 }
 
+/// Reads a text file; bytes that are not UTF-8 are named by file:line:col.
 fn read(path: &Path) -> anyhow::Result<String> {
-    std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    match kif::decode(&bytes) {
+        Ok(text) => Ok(text.to_string()),
+        Err(e) => bail!("{}:{e}", path.display()),
+    }
 }
 
 /// Prints each diagnostic as `file:line:col: level: message`.
@@ -459,8 +465,16 @@ fn check(path: &Path) -> anyhow::Result<ExitCode> {
         .filter(|d| d.severity == Severity::Error)
         .count();
     let warnings = diagnostics.len() - errors;
+    let features = gdl::parse_rules(&text)
+        .map(|rules| gdl::validate::gdl2_features(&rules))
+        .unwrap_or_default();
+    let dialect = if features.is_empty() {
+        String::new()
+    } else {
+        format!(" GDL-II ({})", features.join(", "))
+    };
     println!(
-        "{}: {} ({errors} errors, {warnings} warnings)",
+        "{}: {}{dialect} ({errors} errors, {warnings} warnings)",
         path.display(),
         verdict.name()
     );

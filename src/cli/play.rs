@@ -7,14 +7,13 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 
-use super::{EngineChoice, load_description, read};
-use crate::datalog::DatalogMachine;
+use super::{EngineChoice, engine_for, load_description, read};
+use crate::engine::{self, Machine, UseMachine};
 use crate::gdl::Term;
 use crate::machine::StateMachine;
 use crate::manager::MatchRecord;
 use crate::play::terminal::{self, Ending, Options};
-use crate::play::{AnyMachine, Game, Level, Seat};
-use crate::propnet::PropnetMachine;
+use crate::play::{Game, Level, Seat};
 
 /// Arguments of `ggp play`.
 #[derive(clap::Args, Debug)]
@@ -54,16 +53,14 @@ fn parse_level(text: &str) -> Result<Level, String> {
 /// # Errors
 /// The game cannot be loaded, a role or record is wrong, or the game failed.
 pub fn run(args: PlayArgs) -> anyhow::Result<ExitCode> {
-    let description = load_description(&args.game)?;
     let text = read(&args.game)?;
-    let machine = match args.engine {
-        EngineChoice::Auto => AnyMachine::auto(&description, &AnyMachine::quick_budget())?,
-        EngineChoice::Datalog => AnyMachine::Datalog(Box::new(DatalogMachine::new(&description)?)),
-        EngineChoice::Propnet => AnyMachine::Propnet(
-            PropnetMachine::new(&description, &AnyMachine::quick_budget())
-                .with_context(|| format!("grounding {}", args.game.display()))?,
-        ),
-    };
+    let description = load_description(&args.game)?;
+    let loaded = engine_for(
+        &args.game,
+        &description,
+        args.engine,
+        &engine::quick_budget(),
+    )?;
     let record = match &args.resume {
         Some(path) => Some(
             MatchRecord::from_json(&read(path)?)
@@ -71,11 +68,24 @@ pub fn run(args: PlayArgs) -> anyhow::Result<ExitCode> {
         ),
         None => None,
     };
-    let rules = description.rules();
-    match machine {
-        AnyMachine::Datalog(m) => session(*m, rules, &text, &args, record.as_ref()),
-        AnyMachine::Propnet(m) => session(m, rules, &text, &args, record.as_ref()),
+    struct Session<'a> {
+        rules: &'a [crate::gdl::Rule],
+        text: &'a str,
+        args: &'a PlayArgs,
+        record: Option<&'a MatchRecord>,
     }
+    impl UseMachine for Session<'_> {
+        type Output = anyhow::Result<ExitCode>;
+        fn with<M: Machine>(self, m: M) -> Self::Output {
+            session(m, self.rules, self.text, self.args, self.record)
+        }
+    }
+    loaded.engine.run(Session {
+        rules: description.rules(),
+        text: &text,
+        args: &args,
+        record: record.as_ref(),
+    })
 }
 
 fn session<M: StateMachine + Send + 'static>(

@@ -8,10 +8,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 use super::EngineChoice;
-use crate::datalog::DatalogMachine;
+use crate::engine::{self, Machine, UseMachine};
 use crate::gdl::Description;
-use crate::machine::StateMachine;
-use crate::propnet::{Budget, PropnetMachine};
 use crate::protocol::{Server, ServerConfig, Session, SessionError, SessionFactory, launch};
 use crate::search::{PlayerKind, SearchConfig, new_player};
 
@@ -103,13 +101,27 @@ pub(super) struct EngineSessions {
     pub engine: EngineChoice,
 }
 
-impl EngineSessions {
-    fn launch<M>(&self, machine: M, engine: &str, role: usize, deadline: Instant) -> Session
-    where
-        M: StateMachine + Clone + Send + 'static,
-    {
-        let player = new_player(self.kind, &self.search);
-        launch(machine, player, role, deadline, engine, self.search.seed)
+/// Launches a session on whichever machine the engine holds.
+struct Launch<'a> {
+    sessions: &'a EngineSessions,
+    engine: String,
+    role: usize,
+    deadline: Instant,
+}
+
+impl UseMachine for Launch<'_> {
+    type Output = Session;
+    fn with<M: Machine>(self, machine: M) -> Session {
+        let player = new_player(self.sessions.kind, &self.sessions.search);
+        let seed = self.sessions.search.seed;
+        launch(
+            machine,
+            player,
+            self.role,
+            self.deadline,
+            &self.engine,
+            seed,
+        )
     }
 }
 
@@ -120,29 +132,19 @@ impl SessionFactory for EngineSessions {
         role: usize,
         start_deadline: Instant,
     ) -> Result<Session, SessionError> {
-        let left = start_deadline.saturating_duration_since(Instant::now());
-        let budget = Budget {
-            max_seconds: (left.as_secs_f64() / 2.0).clamp(0.1, Budget::default().max_seconds),
-            ..Budget::default()
-        };
-        let datalog = || {
-            DatalogMachine::new(description)
-                .map(|m| self.launch(m, "datalog", role, start_deadline))
-                .map_err(|e| SessionError::Build(e.to_string()))
-        };
-        match self.engine {
-            EngineChoice::Datalog => datalog(),
-            EngineChoice::Propnet => PropnetMachine::new(description, &budget)
-                .map(|m| self.launch(m, "propnet", role, start_deadline))
-                .map_err(|e| SessionError::Build(e.to_string())),
-            EngineChoice::Auto => match PropnetMachine::new(description, &budget) {
-                Ok(m) => Ok(self.launch(m, "propnet", role, start_deadline)),
-                Err(e) => {
-                    tracing::info!("propnet unavailable ({e}); using the datalog engine");
-                    datalog()
-                }
-            },
+        let budget = engine::budget_before(start_deadline);
+        let loaded = engine::load(description, self.engine, &budget)
+            .map_err(|e| SessionError::Build(e.to_string()))?;
+        if let Some(note) = loaded.fallback_note() {
+            tracing::info!("{note}");
         }
+        let name = loaded.engine.name().to_string();
+        Ok(loaded.engine.run(Launch {
+            sessions: self,
+            engine: name,
+            role,
+            deadline: start_deadline,
+        }))
     }
 }
 

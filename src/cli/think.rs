@@ -16,7 +16,8 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use crate::machine::StateMachine;
 use crate::search::{PlayerKind, SearchConfig, new_player};
 
-use super::{EngineChoice, Loaded, load_engine};
+use super::{EngineChoice, load_engine};
+use crate::engine::{Machine, UseMachineMut};
 
 /// Arguments of `ggp think`.
 #[derive(clap::Args, Debug)]
@@ -54,11 +55,17 @@ pub struct ThinkArgs {
 /// # Errors
 /// The game cannot be loaded, or the engine or the search failed.
 pub fn run(args: &ThinkArgs) -> anyhow::Result<ExitCode> {
-    let loaded = load_engine(&args.game, args.engine)?;
-    println!("engine: {}", loaded.name());
-    match loaded {
-        Loaded::Datalog(mut m) => think(&mut *m, args),
-        Loaded::Propnet(mut m) => think(&mut *m, args),
+    let mut loaded = load_engine(&args.game, args.engine)?;
+    println!("engine: {}", loaded.engine.name());
+    loaded.engine.run_mut(Think(args))
+}
+
+struct Think<'a>(&'a ThinkArgs);
+
+impl UseMachineMut for Think<'_> {
+    type Output = anyhow::Result<ExitCode>;
+    fn with<M: Machine>(self, machine: &mut M) -> Self::Output {
+        think(machine, self.0)
     }
 }
 

@@ -57,9 +57,13 @@ pub struct DatalogMachine {
     goal_rel: RelId,
     terminal_rel: RelId,
     next_rel: RelId,
+    /// `sees`, in a GDL-II game.
+    sees_rel: Option<RelId>,
     initial: DatalogState,
     /// The state whose facts the state layer holds.
     loaded: Option<DatalogState>,
+    /// The joint move whose `does` facts the action layer holds (for the loaded state).
+    loaded_joint: Option<Vec<GTerm>>,
     /// Goal value of each term id, parsed once (`None`: not a number from 0 to 100).
     goal_cache: Vec<Option<Option<u8>>>,
     row_scratch: Vec<GTerm>,
@@ -123,6 +127,7 @@ impl DatalogMachine {
         let terminal_rel = rel(&lowered, Sym::TERMINAL, 0);
         let next_rel = rel(&lowered, Sym::NEXT, 1);
         let init_rel = rel(&lowered, Sym::INIT, 1);
+        let sees_rel = lowered.rel(Sym::SEES, 2).filter(|_| description.has_sees());
         let mut role_ids = Vec::new();
         for role in description.roles() {
             let id = lowered
@@ -184,11 +189,19 @@ impl DatalogMachine {
             goal_rel,
             terminal_rel,
             next_rel,
+            sees_rel,
             initial: DatalogState(initial),
             loaded: None,
+            loaded_joint: None,
             goal_cache: Vec::new(),
             row_scratch: Vec::new(),
         })
+    }
+
+    /// The id of a move term, made if the machine has not met it yet (for a joint move given
+    /// as terms by another engine). `None` for a term that is not ground.
+    pub fn intern_move(&mut self, term: &Term) -> Option<GTerm> {
+        self.engine.pool.intern(term)
     }
 
     /// The underlying engine, for profiling.
@@ -202,6 +215,7 @@ impl DatalogMachine {
             return Ok(());
         }
         self.loaded = None;
+        self.loaded_joint = None;
         for &r in &self.state_rels {
             self.engine.clear(r);
         }
@@ -213,6 +227,28 @@ impl DatalogMachine {
             self.engine.evaluate(s).map_err(engine_error)?;
         }
         self.loaded = Some(state.clone());
+        Ok(())
+    }
+
+    /// Makes the action layer hold `joint` played in `state`.
+    fn load_joint(&mut self, state: &DatalogState, joint: &[GTerm]) -> Result<(), MachineError> {
+        self.load(state)?;
+        if self.loaded_joint.as_deref() == Some(joint) {
+            return Ok(());
+        }
+        self.loaded_joint = None;
+        for &r in &self.action_rels {
+            self.engine.clear(r);
+        }
+        self.engine.clear(self.does_rel);
+        for (i, &mv) in joint.iter().enumerate() {
+            let role = self.role_ids[i];
+            self.engine.insert(self.does_rel, &[role, mv]);
+        }
+        for &s in &self.action_strata {
+            self.engine.evaluate(s).map_err(engine_error)?;
+        }
+        self.loaded_joint = Some(joint.to_vec());
         Ok(())
     }
 
@@ -307,18 +343,7 @@ impl StateMachine for DatalogMachine {
                 found: joint.len(),
             });
         }
-        self.load(state)?;
-        for &r in &self.action_rels {
-            self.engine.clear(r);
-        }
-        self.engine.clear(self.does_rel);
-        for (i, &mv) in joint.iter().enumerate() {
-            let role = self.role_ids[i];
-            self.engine.insert(self.does_rel, &[role, mv]);
-        }
-        for &s in &self.action_strata {
-            self.engine.evaluate(s).map_err(engine_error)?;
-        }
+        self.load_joint(state, joint)?;
         let mut next = std::mem::take(&mut self.row_scratch);
         next.clear();
         next.extend(self.engine.relation(self.next_rel).rows().map(|r| r[0]));
@@ -331,6 +356,43 @@ impl StateMachine for DatalogMachine {
 
     fn move_term(&self, mv: GTerm) -> Term {
         self.engine.pool.term(mv)
+    }
+
+    fn has_percepts(&self) -> bool {
+        self.sees_rel.is_some()
+    }
+
+    fn percepts_into(
+        &mut self,
+        state: &DatalogState,
+        joint: &[GTerm],
+        role: usize,
+        out: &mut Vec<Term>,
+    ) -> Result<(), MachineError> {
+        out.clear();
+        let Some(sees) = self.sees_rel else {
+            return Ok(());
+        };
+        if joint.len() != self.role_ids.len() {
+            return Err(MachineError::JointMoveSize {
+                expected: self.role_ids.len(),
+                found: joint.len(),
+            });
+        }
+        self.load_joint(state, joint)?;
+        let role_id = self.role_ids[role];
+        let mut ids: Vec<GTerm> = self
+            .engine
+            .relation(sees)
+            .rows()
+            .filter(|r| r[0] == role_id)
+            .map(|r| r[1])
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        out.extend(ids.into_iter().map(|t| self.engine.pool.term(t)));
+        out.sort();
+        Ok(())
     }
 
     fn find_move(&self, term: &Term) -> Option<GTerm> {

@@ -462,6 +462,11 @@ impl Description {
         &self.roles
     }
 
+    /// Whether some rule concludes `sees` (GDL-II percepts).
+    pub fn has_sees(&self) -> bool {
+        self.rules.iter().any(|r| r.head.rel == Sym::SEES)
+    }
+
     /// The validator's warnings.
     pub fn warnings(&self) -> &[Diagnostic] {
         &self.warnings

@@ -165,6 +165,26 @@ pub fn check_text(text: &str) -> (Verdict, Vec<Diagnostic>) {
     (verdict, diagnostics)
 }
 
+/// The GDL-II features `rules` use: `sees` rules and the nature role `random`; empty for
+/// a GDL game.
+pub fn gdl2_features(rules: &[Rule]) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    if rules.iter().any(|r| r.head.rel == Sym::SEES) {
+        out.push("sees");
+    }
+    if rules.iter().any(|r| {
+        r.head.rel == Sym::ROLE
+            && r.body.is_empty()
+            && r.head
+                .args
+                .first()
+                .is_some_and(crate::machine::is_nature_role)
+    }) {
+        out.push("random");
+    }
+    out
+}
+
 /// A syntax error for the first list, in sheet order, that is empty or starts with a list: no
 /// KIF term or sentence has that form, though its brackets balance, as in `(())`.
 fn headless_list(text: &str) -> Option<Diagnostic> {
@@ -485,6 +505,9 @@ fn literal_keyword_problems(
         Literal::Atom(a) if CONNECTIVES.contains(&a.rel) => {
             errors.push(format!("{} used as a sentence", a.rel));
         }
+        Literal::Atom(a) if a.rel == Sym::SEES => {
+            errors.push("sees cannot be used in a rule body: only the referee reads it".into());
+        }
         Literal::Atom(_) | Literal::Distinct(..) => {}
         Literal::Not(inner) => {
             match **inner {
@@ -781,6 +804,10 @@ fn check_completeness(rules: &[Rule], out: &mut Vec<Diagnostic>) {
     if defines(Sym::GOAL) {
         for rule in roles {
             let role = &rule.head.args[0];
+            if crate::machine::is_nature_role(role) {
+                // GDL-II nature needs no goal.
+                continue;
+            }
             let has_goal = rules.iter().any(|g| {
                 g.head.rel == Sym::GOAL
                     && g.head

@@ -5,13 +5,18 @@
 //! name `file:line:col` in their diagnostics.
 //! Tokens are recognised with nom; nesting is tracked with an explicit stack rather than by
 //! recursion, so no input, however deep, can overflow the stack.
+//!
+//! Blanks are every Unicode white space character (`\v`, `\f`, U+00A0 from copied sheets,
+//! U+0085, U+2028/2029, U+3000, ...) plus the byte order mark and the zero-width space,
+//! which editors insert invisibly. Any other control character (`\0`, escape, the C1
+//! controls) has no place in a rule sheet and is refused with its position.
 
 use std::fmt;
 
 use nom::IResult;
 use nom::Parser;
 use nom::bytes::complete::{take_till, take_while1};
-use nom::character::complete::{char, multispace1};
+use nom::character::complete::char;
 
 /// A 1-based line and column in the source text (columns count characters).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -104,15 +109,22 @@ pub struct ParseError {
 /// recursive walk over a term safe from stack overflow.
 pub const MAX_DEPTH: usize = 1000;
 
-/// Whether `c` may appear in an atom.
-fn is_atom_char(c: char) -> bool {
-    !c.is_whitespace() && c != '(' && c != ')' && c != ';'
+/// Whether `c` separates tokens: Unicode white space, the byte order mark and the
+/// zero-width space.
+pub fn is_blank(c: char) -> bool {
+    c.is_whitespace() || c == '\u{feff}' || c == '\u{200b}'
 }
 
-/// Skips whitespace and `;` comments (a comment may end the file without a newline).
+/// Whether `c` may appear in an atom.
+fn is_atom_char(c: char) -> bool {
+    !is_blank(c) && !c.is_control() && c != '(' && c != ')' && c != ';'
+}
+
+/// Skips blanks and `;` comments (a comment may end the file without a newline).
 fn skip_blank(mut input: &str) -> &str {
     loop {
-        if let Ok((rest, _)) = multispace1::<&str, nom::error::Error<&str>>(input) {
+        let blank: IResult<&str, &str> = take_while1(is_blank).parse(input);
+        if let Ok((rest, _)) = blank {
             input = rest;
             continue;
         }
@@ -202,7 +214,13 @@ pub fn parse(text: &str) -> Result<Vec<Sexp>, ParseError> {
             }
             _ => {
                 let atom: IResult<&str, &str> = take_while1(is_atom_char).parse(input);
-                let (rest, word) = atom.expect("a non-blank, non-paren char starts an atom");
+                let Ok((rest, word)) = atom else {
+                    return Err(ParseError {
+                        pos,
+                        expected: "'(', ')', an atom or white space".into(),
+                        found: format!("the control character {}", c.escape_unicode()),
+                    });
+                };
                 stack
                     .last_mut()
                     .expect("file entry remains")
@@ -224,6 +242,24 @@ pub fn parse(text: &str) -> Result<Vec<Sexp>, ParseError> {
         });
     }
     Ok(stack.pop().map(|(_, items)| items).unwrap_or_default())
+}
+
+/// The bytes as text, or where the first byte that is not UTF-8 stands.
+///
+/// # Errors
+/// The bytes are not UTF-8: the error names the line and column of the first bad byte.
+pub fn decode(bytes: &[u8]) -> Result<&str, ParseError> {
+    std::str::from_utf8(bytes).map_err(|e| {
+        let good = e.valid_up_to();
+        let prefix = std::str::from_utf8(&bytes[..good]).unwrap_or_default();
+        let mut cursor = Cursor::new(prefix);
+        cursor.advance_to("");
+        ParseError {
+            pos: cursor.pos,
+            expected: "UTF-8 text".into(),
+            found: format!("the byte 0x{:02x}", bytes[good]),
+        }
+    })
 }
 
 /// Parses text that must hold exactly one expression (a move, a term in a message).
@@ -305,6 +341,54 @@ mod tests {
         assert!(parse_one("a b").is_err());
     }
 
+    /// Every Unicode white space character, the invisible blanks, and some controls.
+    const ODD: &[char] = &[
+        '\t', '\n', '\u{b}', '\u{c}', '\r', ' ', '\u{85}', '\u{a0}', '\u{1680}', '\u{2000}',
+        '\u{2001}', '\u{2002}', '\u{2003}', '\u{2004}', '\u{2005}', '\u{2006}', '\u{2007}',
+        '\u{2008}', '\u{2009}', '\u{200a}', '\u{2028}', '\u{2029}', '\u{202f}', '\u{205f}',
+        '\u{3000}', '\u{feff}', '\u{200b}', '\u{0}', '\u{1}', '\u{1b}', '\u{7f}', '\u{80}',
+        '\u{9f}', '\u{180e}', '\u{fffd}',
+    ];
+
+    fn fuzz_text() -> impl Strategy<Value = String> {
+        let c = prop_oneof![
+            prop::sample::select(ODD),
+            prop::sample::select(&['(', ')', ';', '?', 'a'][..]),
+            any::<char>(),
+        ];
+        prop::collection::vec(c, 0..80).prop_map(|v| v.into_iter().collect())
+    }
+
+    #[test]
+    fn every_unicode_blank_separates() {
+        for &c in ODD.iter().filter(|&&c| is_blank(c)) {
+            let text = format!("{c}(role{c}x){c}(b){c}");
+            check(&text, "(role x) (b)");
+        }
+    }
+
+    #[test]
+    fn controls_are_refused_with_their_position() {
+        check_err(
+            "(a)\n (b\u{0}c)",
+            "2:4: expected '(', ')', an atom or white space, found the control character \\u{0}",
+        );
+        check_err(
+            "(\u{1b})",
+            "1:2: expected '(', ')', an atom or white space, found the control character \\u{1b}",
+        );
+    }
+
+    #[test]
+    fn non_utf8_is_refused_with_its_position() {
+        let err = decode(b"(role x)\n(ro\xffle)").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "2:4: expected UTF-8 text, found the byte 0xff"
+        );
+        assert_eq!(decode(b"(a)").unwrap(), "(a)");
+    }
+
     fn arb_sexp() -> impl Strategy<Value = Sexp> {
         let atom = "[a-zA-Z0-9?<=_+.-]{1,6}".prop_map(|text| Sexp::Atom {
             text,
@@ -328,6 +412,12 @@ mod tests {
 
         #[test]
         fn never_panics(text in "[()a-z ;?\n\t]{0,80}") {
+            let _ = parse(&text);
+        }
+
+        /// Any character at all, weighted towards blanks, controls and brackets.
+        #[test]
+        fn never_panics_on_any_unicode(text in fuzz_text()) {
             let _ = parse(&text);
         }
     }

@@ -5,13 +5,17 @@
 //! (checked transitions, joint moves, random playouts) is built on them here, once.
 //! States and moves are each engine's own compact types; [`Term`] is the common currency at the
 //! edges (printing, the match protocol, traces).
+//!
+//! GDL-II games add two things, both with defaults here: nature (the role `random`, whose
+//! moves are uniformly random; [`StateMachine::is_nature`]) and percepts (the `sees` facts,
+//! what each role is told after a joint move; [`StateMachine::percepts_into`]).
 
 use std::fmt::Debug;
 use std::hash::Hash;
 
 use rand::Rng;
 
-use crate::gdl::Term;
+use crate::gdl::{Sym, Term};
 
 /// Why a machine could not answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -56,6 +60,11 @@ pub enum MachineError {
         /// The fact, printed.
         fact: String,
     },
+}
+
+/// Whether `role` is the GDL-II nature role `random` (matched ignoring case, as keywords are).
+pub fn is_nature_role(role: &Term) -> bool {
+    matches!(role, Term::Const(s) if *s == Sym::RANDOM)
 }
 
 fn describe_goals(values: &[u8]) -> String {
@@ -154,6 +163,57 @@ pub trait StateMachine {
         None
     }
 
+    /// Whether the rules have `sees` rules (GDL-II): then players are told percepts rather
+    /// than the joint move. The default: none.
+    fn has_percepts(&self) -> bool {
+        false
+    }
+
+    /// Appends to `out` (cleared first) what role number `role` sees when `joint` is played in
+    /// `state`: each `P` of a `(sees role P)` fact, sorted, without repeats. The default:
+    /// nothing (a game without `sees` rules).
+    ///
+    /// # Errors
+    /// The engine failed.
+    fn percepts_into(
+        &mut self,
+        state: &Self::State,
+        joint: &[Self::Move],
+        role: usize,
+        out: &mut Vec<Term>,
+    ) -> Result<(), MachineError> {
+        let _ = (state, joint, role);
+        out.clear();
+        Ok(())
+    }
+
+    /// What role number `role` sees when `joint` is played in `state` (see
+    /// [`percepts_into`](Self::percepts_into)).
+    ///
+    /// # Errors
+    /// The engine failed.
+    fn percepts(
+        &mut self,
+        state: &Self::State,
+        joint: &[Self::Move],
+        role: usize,
+    ) -> Result<Vec<Term>, MachineError> {
+        let mut out = Vec::new();
+        self.percepts_into(state, joint, role, &mut out)?;
+        Ok(out)
+    }
+
+    /// Whether role number `role` is nature: the GDL-II role `random`, which the referee plays
+    /// uniformly at random and which no player plays.
+    fn is_nature(&self, role: usize) -> bool {
+        is_nature_role(&self.roles()[role])
+    }
+
+    /// Whether the game is GDL-II: it has percepts or nature.
+    fn is_gdl2(&self) -> bool {
+        self.has_percepts() || (0..self.roles().len()).any(|r| self.is_nature(r))
+    }
+
     /// The legal moves of role number `role` in `state`.
     ///
     /// # Errors
@@ -168,7 +228,8 @@ pub trait StateMachine {
         Ok(out)
     }
 
-    /// The single goal value of role number `role`.
+    /// The single goal value of role number `role`. Nature without a goal rule gets 0
+    /// (GDL-II sheets often give `random` none).
     ///
     /// # Errors
     /// [`MachineError::BadGoal`] when the rules give no value or several.
@@ -176,6 +237,7 @@ pub trait StateMachine {
         let values = self.goal_values(state, role)?;
         match values[..] {
             [v] => Ok(v),
+            [] if self.is_nature(role) => Ok(0),
             _ => Err(MachineError::BadGoal {
                 role: self.roles()[role].to_string(),
                 values,

@@ -8,6 +8,11 @@
 //! connection fails (`CE`), or the reply does not parse or is not legal (`IL <move>`,
 //! `IL null`). Errors are recorded and the match goes on.
 //!
+//! A GDL-II game (with `sees` rules or the role `random`) is refereed as Dresden's
+//! GameController does: the referee plays `random` itself, uniformly at random (seeded), and
+//! sends each player `(PLAY id turn lastmove percepts)`, only the move applied for it and
+//! what it saw; the record keeps every role's percepts beside the true states.
+//!
 //! The record ([`record::MatchRecord`]) is written atomically after every step, so a match
 //! that stops half way leaves a record with `isCompleted: false`.
 //! **Boundary:** the referee has its own machine, given by the caller; players are only
@@ -114,6 +119,7 @@ pub fn run_match<M: StateMachine>(
         });
     }
     let mut referee = Referee {
+        nature: (0..roles).map(|r| machine.is_nature(r)).collect(),
         client: Client::new()?,
         rng: Xoshiro256PlusPlus::seed_from_u64(config.seed),
         scrambler: config.scramble.then(|| Scrambler::new(rules, config.seed)),
@@ -139,13 +145,19 @@ pub fn run_match<M: StateMachine>(
         player_names_from_host: Some(contestants.iter().map(|c| c.name.clone()).collect()),
         scrambled: config.scramble,
         is_player_human: Vec::new(),
+        percepts: Vec::new(),
     };
     match referee.play(machine, rules, &mut record) {
         Ok(()) => Ok(record),
         Err(e) => {
             warn!(match_id = %config.match_id, "match stopped: {e}");
             let abort = config.style.abort(&config.match_id);
-            referee.broadcast(&vec![abort; roles], Duration::from_secs(1));
+            let nature = referee.nature.clone();
+            let messages: Vec<Option<String>> = nature
+                .iter()
+                .map(|&n| (!n).then(|| abort.clone()))
+                .collect();
+            referee.broadcast(&messages, Duration::from_secs(1));
             record.is_aborted = true;
             if let Some(path) = &config.record_path {
                 record.save(path)?;
@@ -156,6 +168,8 @@ pub fn run_match<M: StateMachine>(
 }
 
 struct Referee<'a> {
+    /// Which roles are nature, played by the referee (their contestants are not contacted).
+    nature: Vec<bool>,
     client: Client,
     rng: Xoshiro256PlusPlus,
     scrambler: Option<Scrambler>,
@@ -177,8 +191,14 @@ impl Referee<'_> {
         let id = config.match_id.as_str();
         let style = config.style;
         let roles = machine.roles().to_vec();
+        let gdl2 = machine.is_gdl2();
+        let to_players = |message: &dyn Fn(usize) -> String| -> Vec<Option<String>> {
+            (0..roles.len())
+                .map(|r| (!self.nature[r]).then(|| message(r)))
+                .collect()
+        };
         if style == Style::GgpBase {
-            let infos = self.broadcast(&vec![style.info(); roles.len()], Duration::from_secs(5));
+            let infos = self.broadcast(&to_players(&|_| style.info()), Duration::from_secs(5));
             let names = record.player_names_from_host.get_or_insert_default();
             for (name, (reply, _)) in names.iter_mut().zip(infos) {
                 if let Some(told) = reply.ok().as_deref().and_then(info_name) {
@@ -187,13 +207,10 @@ impl Referee<'_> {
             }
         }
         let rules_out: Vec<Sexp> = rules.iter().map(|r| self.outgoing(r)).collect();
-        let starts: Vec<String> = roles
-            .iter()
-            .map(|role| {
-                let role = self.outgoing(&term_to_sexp(role));
-                style.start(id, &role, &rules_out, config.start_clock, config.play_clock)
-            })
-            .collect();
+        let starts = to_players(&|r| {
+            let role = self.outgoing(&term_to_sexp(&roles[r]));
+            style.start(id, &role, &rules_out, config.start_clock, config.play_clock)
+        });
         let replies = self.broadcast(&starts, Duration::from_secs(config.start_clock));
         let start_errors: Vec<String> = replies
             .into_iter()
@@ -204,6 +221,8 @@ impl Referee<'_> {
         self.push_state(machine, &state, record)?;
         let play_timeout = Duration::from_secs(config.play_clock) + Duration::from_secs(1);
         let mut last: Option<Vec<Term>> = None;
+        // GDL-II: each role's last move and percepts.
+        let mut seen: Vec<Option<(Sexp, Vec<Sexp>)>> = vec![None; roles.len()];
         while !machine.is_terminal(&state)? {
             let step = record.moves.len() + 1;
             let mut legal = Vec::with_capacity(roles.len());
@@ -221,12 +240,22 @@ impl Referee<'_> {
                 .iter()
                 .map(|moves| *moves.choose(&mut self.rng).expect("not empty"))
                 .collect();
-            let message = style.play(id, self.outgoing_joint(last.as_deref()).as_deref());
-            let replies = self.broadcast(&vec![message; roles.len()], play_timeout);
+            let messages = if gdl2 {
+                to_players(&|r| {
+                    let seen = seen[r].as_ref().map(|(m, p)| (m, p.as_slice()));
+                    style.play_seen(id, step - 1, seen)
+                })
+            } else {
+                let message = style.play(id, self.outgoing_joint(last.as_deref()).as_deref());
+                to_players(&|_| message.clone())
+            };
+            let replies = self.broadcast(&messages, play_timeout);
             let mut joint = Vec::with_capacity(roles.len());
             let mut errors = Vec::with_capacity(roles.len());
             for (role, (reply, took)) in replies.into_iter().enumerate() {
                 let verdict = match reply {
+                    // Nature: the referee's uniformly random move.
+                    _ if self.nature[role] => Ok(defaults[role]),
                     Ok(text) => self.interpret(machine, &text, &legal[role]),
                     Err(e) => Err(error_code(e)),
                 };
@@ -245,6 +274,17 @@ impl Referee<'_> {
                 joint.push(mv);
                 errors.push(error);
             }
+            if gdl2 {
+                let mut percepts = Vec::with_capacity(roles.len());
+                for (r, slot) in seen.iter_mut().enumerate() {
+                    let p = machine.percepts(&state, &joint, r)?;
+                    percepts.push(p.iter().map(|t| spaced(&term_to_sexp(t))).collect());
+                    let mv = self.outgoing(&term_to_sexp(&machine.move_term(joint[r])));
+                    let p = p.iter().map(|t| self.outgoing(&term_to_sexp(t))).collect();
+                    *slot = Some((mv, p));
+                }
+                record.percepts.push(percepts);
+            }
             state = machine.next_state(&state, &joint)?;
             let terms: Vec<Term> = joint.iter().map(|&m| machine.move_term(m)).collect();
             record
@@ -255,11 +295,17 @@ impl Referee<'_> {
             last = Some(terms);
         }
         let goals = machine.goals(&state)?;
-        let stop = style.stop(id, self.outgoing_joint(last.as_deref()).as_deref());
-        self.broadcast(
-            &vec![stop; roles.len()],
-            Duration::from_secs(config.play_clock),
-        );
+        let turn = record.moves.len();
+        let stops = if gdl2 {
+            to_players(&|r| {
+                let seen = seen[r].as_ref().map(|(m, p)| (m, p.as_slice()));
+                style.stop_seen(id, turn, seen)
+            })
+        } else {
+            let stop = style.stop(id, self.outgoing_joint(last.as_deref()).as_deref());
+            to_players(&|_| stop.clone())
+        };
+        self.broadcast(&stops, Duration::from_secs(config.play_clock));
         record.goal_values = goals.iter().map(|&g| u32::from(g)).collect();
         record.is_completed = true;
         info!(match_id = %id, steps = record.moves.len(), goals = ?goals, "match over");
@@ -335,8 +381,9 @@ impl Referee<'_> {
         Err(format!("IL {}", spaced(&sexp)))
     }
 
-    /// Sends `messages[i]` to player `i`, all at once, and waits for every reply.
-    fn broadcast(&self, messages: &[String], timeout: Duration) -> Vec<Reply> {
+    /// Sends `messages[i]` to player `i`, all at once, and waits for every reply; a player
+    /// with no message (nature) replies an empty text at once.
+    fn broadcast(&self, messages: &[Option<String>], timeout: Duration) -> Vec<Reply> {
         std::thread::scope(|scope| {
             let handles: Vec<_> = self
                 .contestants
@@ -345,6 +392,9 @@ impl Referee<'_> {
                 .map(|(player, message)| {
                     let client = &self.client;
                     scope.spawn(move || {
+                        let Some(message) = message else {
+                            return (Ok(String::new()), Duration::ZERO);
+                        };
                         let sent = Instant::now();
                         let reply = client.send(&player.address, &player.name, message, timeout);
                         (reply, sent.elapsed())

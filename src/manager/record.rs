@@ -68,6 +68,10 @@ pub struct MatchRecord {
     /// Which roles a person played (games from `ggp play` and `ggp web`; empty otherwise).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub is_player_human: Vec<bool>,
+    /// GDL-II: after each step, what each role saw (its percepts, printed), in role order;
+    /// empty for a game without percepts. `states` holds the true states.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub percepts: Vec<Vec<Vec<String>>>,
 }
 
 /// A new random token: 32 letters and digits.

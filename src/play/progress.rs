@@ -15,7 +15,8 @@ use rand::Rng;
 use crate::gdl::Term;
 use crate::machine::{MachineError, StateMachine};
 
-/// An engine that counts the terminal states it finds.
+/// An engine that counts the terminal states it finds (a clone shares the count).
+#[derive(Clone)]
 pub struct Counted<M> {
     inner: M,
     terminals: Arc<AtomicU64>,

@@ -30,8 +30,8 @@ use hashbrown::HashMap;
 use petgraph::graph::{DiGraph, NodeIndex};
 
 use crate::datalog::{
-    BodyLit, Demand, Engine, EvalError, Layer, Limits, LowerError, MemoryLimit, Pat, RelId,
-    RuleSpec, Stop, Stratum, lower_with,
+    BodyLit, Demand, Engine, EvalError, Layer, Limits, LowerError, Lowered, MemoryLimit, Pat,
+    RelId, RuleSpec, Stop, Stratum, lower_with,
 };
 use crate::gdl::{Description, GTerm, Sym, TermPool};
 use crate::resources;
@@ -316,6 +316,13 @@ pub(crate) fn ground_with_clock(
 }
 
 /// Grounds a game whose rules are first rewritten for `demand` (magic sets).
+///
+/// The phases: lower the rules and find the keywords; keep the relations the outputs read
+/// ([`needed_relations`]); plan the evaluation ([`Plan::new`]: static strata exact, the
+/// dynamic rules condensed and relaxed, one instance relation per dynamic rule); evaluate the
+/// static relations and the relaxed model ([`Plan::evaluate`]); take the bases, inputs,
+/// initial state and static outputs from the model ([`Plan::skeleton`]); and instantiate the
+/// dynamic rules ([`Plan::instantiate`]).
 pub(crate) fn ground_with_demand(
     description: &Description,
     budget: &Budget,
@@ -324,35 +331,44 @@ pub(crate) fn ground_with_demand(
 ) -> Result<GroundProgram, GroundError> {
     let lowered = lower_with(description.rules(), demand)?;
     clock.check("lowering the rules")?;
-    let n_lowered = lowered.arities.len();
-    let mut names = vec![Sym::ROLE; n_lowered];
-    for (&(name, _), id) in &lowered.rels {
-        names[id.0 as usize] = name;
-    }
-    let keyword = |name: Sym, arity: usize| {
-        lowered
-            .rel(name, arity)
-            .ok_or_else(|| GroundError::Unsupported(format!("no relation {name}/{arity}")))
-    };
-    let keywords = Keywords {
-        init: keyword(Sym::INIT, 1)?,
-        true_: keyword(Sym::TRUE, 1)?,
-        does: keyword(Sym::DOES, 2)?,
-        next: keyword(Sym::NEXT, 1)?,
-        legal: keyword(Sym::LEGAL, 2)?,
-        goal: keyword(Sym::GOAL, 2)?,
-        terminal: keyword(Sym::TERMINAL, 0)?,
-    };
-    let outputs = [
-        keywords.legal,
-        keywords.goal,
-        keywords.terminal,
-        keywords.next,
-    ];
+    let keywords = Keywords::of(&lowered)?;
+    let needed = needed_relations(&lowered, &keywords);
+    let plan = Plan::new(&lowered, keywords, &needed)?;
+    let mut engine = plan.evaluate(lowered.pool, budget, clock)?;
+    let mut prog = plan.skeleton(&mut engine);
+    plan.instantiate(&mut engine, &mut prog, budget, clock)?;
+    Ok(prog)
+}
 
-    // Which relations matter: what the outputs and `init` read, transitively.
-    let mut needed = vec![false; n_lowered];
-    for r in outputs.iter().chain([&keywords.init]) {
+impl Keywords {
+    /// The keyword relations of lowered rules.
+    fn of(lowered: &Lowered) -> Result<Keywords, GroundError> {
+        let keyword = |name: Sym, arity: usize| {
+            lowered
+                .rel(name, arity)
+                .ok_or_else(|| GroundError::Unsupported(format!("no relation {name}/{arity}")))
+        };
+        Ok(Keywords {
+            init: keyword(Sym::INIT, 1)?,
+            true_: keyword(Sym::TRUE, 1)?,
+            does: keyword(Sym::DOES, 2)?,
+            next: keyword(Sym::NEXT, 1)?,
+            legal: keyword(Sym::LEGAL, 2)?,
+            goal: keyword(Sym::GOAL, 2)?,
+            terminal: keyword(Sym::TERMINAL, 0)?,
+        })
+    }
+
+    /// The relations the network computes.
+    fn outputs(&self) -> [RelId; 4] {
+        [self.legal, self.goal, self.terminal, self.next]
+    }
+}
+
+/// Which relations matter: what the outputs and `init` read, transitively.
+fn needed_relations(lowered: &Lowered, keywords: &Keywords) -> Vec<bool> {
+    let mut needed = vec![false; lowered.arities.len()];
+    for r in keywords.outputs().iter().chain([&keywords.init]) {
         needed[r.0 as usize] = true;
     }
     loop {
@@ -371,254 +387,346 @@ pub(crate) fn ground_with_demand(
             }
         }
         if !changed {
-            break;
+            return needed;
         }
     }
-    // Static relations (depending on neither `true` nor `does`) are computed exactly, with
-    // their negations, as the Datalog machine does; the others are grounded.
-    let mut is_static = vec![true; n_lowered];
-    for (stratum, layer) in &lowered.strata {
-        if *layer != Layer::Static {
-            for r in &stratum.rels {
-                is_static[r.0 as usize] = false;
+}
+
+/// What the engine evaluates to ground a game, and how its results are read.
+struct Plan {
+    keywords: Keywords,
+    /// Each relation's name (helper relations from `condense` included).
+    names: Vec<Sym>,
+    /// Per relation (helpers included): depends on neither `true` nor `does`.
+    is_static: Vec<bool>,
+    /// Arities of the relations, the helpers, then the instance relations.
+    arities: Vec<usize>,
+    /// Relations below this are the game's and the helpers; above, instance relations.
+    n_rels: usize,
+    /// The engine's rules and strata: static strata, relaxed strata, then one instance
+    /// stratum per grounded rule.
+    rules: Vec<RuleSpec>,
+    strata: Vec<Stratum>,
+    /// Strata below `n_static` are static; below `n_evaluated`, evaluated up front.
+    n_static: usize,
+    n_evaluated: usize,
+    /// The dynamic rules after `condense`, with their negations.
+    original: Vec<RuleSpec>,
+    /// The rules of `original` that are instantiated, one instance relation each.
+    grounded: Vec<usize>,
+}
+
+impl Plan {
+    /// Plans the evaluation: static strata exact, the dynamic rules condensed and relaxed,
+    /// `true` from `init` and `next`, `does` from `legal`, and one instance relation per
+    /// dynamic rule.
+    fn new(lowered: &Lowered, keywords: Keywords, needed: &[bool]) -> Result<Plan, GroundError> {
+        let n_lowered = lowered.arities.len();
+        let mut names = vec![Sym::ROLE; n_lowered];
+        for (&(name, _), id) in &lowered.rels {
+            names[id.0 as usize] = name;
+        }
+        // Static relations (depending on neither `true` nor `does`) are computed exactly,
+        // with their negations, as the Datalog machine does; the others are grounded.
+        let mut is_static = vec![true; n_lowered];
+        for (stratum, layer) in &lowered.strata {
+            if *layer != Layer::Static {
+                for r in &stratum.rels {
+                    is_static[r.0 as usize] = false;
+                }
             }
         }
-    }
-    // `true` and `does` have no rules: they are the state and the move.
-    is_static[keywords.true_.0 as usize] = false;
-    is_static[keywords.does.0 as usize] = false;
-    if !is_static[keywords.init.0 as usize] {
-        return Err(GroundError::Unsupported(
-            "init depends on true or does".into(),
-        ));
-    }
-    let mut rules: Vec<RuleSpec> = Vec::new();
-    let mut strata: Vec<Stratum> = Vec::new();
-    for (stratum, layer) in &lowered.strata {
-        if *layer != Layer::Static || !stratum.rels.iter().any(|r| needed[r.0 as usize]) {
-            continue;
+        // `true` and `does` have no rules: they are the state and the move.
+        is_static[keywords.true_.0 as usize] = false;
+        is_static[keywords.does.0 as usize] = false;
+        if !is_static[keywords.init.0 as usize] {
+            return Err(GroundError::Unsupported(
+                "init depends on true or does".into(),
+            ));
         }
-        let start = rules.len();
-        rules.extend(stratum.rules.iter().map(|&i| lowered.rules[i].clone()));
-        strata.push(Stratum {
-            rels: stratum.rels.clone(),
-            rules: (start..rules.len()).collect(),
-        });
-    }
-    let n_static = strata.len();
+        let mut rules: Vec<RuleSpec> = Vec::new();
+        let mut strata: Vec<Stratum> = Vec::new();
+        for (stratum, layer) in &lowered.strata {
+            if *layer != Layer::Static || !stratum.rels.iter().any(|r| needed[r.0 as usize]) {
+                continue;
+            }
+            let start = rules.len();
+            rules.extend(stratum.rules.iter().map(|&i| lowered.rules[i].clone()));
+            strata.push(Stratum {
+                rels: stratum.rels.clone(),
+                rules: (start..rules.len()).collect(),
+            });
+        }
+        let n_static = strata.len();
 
-    // The dynamic rules, their bodies split into independent parts.
-    let dynamic: Vec<RuleSpec> = lowered
-        .rules
-        .iter()
-        .filter(|spec| {
+        // The dynamic rules, their bodies split into independent parts.
+        let dynamic: Vec<RuleSpec> = lowered
+            .rules
+            .iter()
+            .filter(|spec| {
+                let h = spec.head_rel.0 as usize;
+                needed[h] && !is_static[h]
+            })
+            .cloned()
+            .collect();
+        let mut arities = lowered.arities.clone();
+        let original = condense(dynamic, &mut arities, &mut names);
+        let n_rels = arities.len();
+        // A part made of static literals only is static too.
+        is_static.resize(n_rels, false);
+        for spec in &original {
             let h = spec.head_rel.0 as usize;
-            needed[h] && !is_static[h]
+            if h >= n_lowered {
+                is_static[h] = spec.body.iter().all(|l| match l {
+                    BodyLit::Pos(r, _) | BodyLit::Neg(r, _) => {
+                        (r.0 as usize) < n_lowered && is_static[r.0 as usize]
+                    }
+                    BodyLit::Distinct(..) => true,
+                });
+            }
+        }
+
+        // The relaxed program: negations of relations that are not static dropped.
+        let relaxed: Vec<RuleSpec> = original.iter().map(|s| relax(s, &is_static)).collect();
+        let first_relaxed = rules.len();
+        rules.extend(relaxed.iter().cloned());
+        let copy = |head_rel: RelId, from: RelId, arity: usize| RuleSpec {
+            head_rel,
+            head: (0..arity as u16).map(Pat::Var).collect(),
+            body: vec![BodyLit::Pos(
+                from,
+                (0..arity as u16).map(Pat::Var).collect(),
+            )],
+            n_vars: arity,
+        };
+        rules.push(copy(keywords.true_, keywords.init, 1));
+        rules.push(copy(keywords.true_, keywords.next, 1));
+        rules.push(copy(keywords.does, keywords.legal, 2));
+        for mut s in relation_strata(&rules[first_relaxed..], n_rels) {
+            s.rules.iter_mut().for_each(|i| *i += first_relaxed);
+            strata.push(s);
+        }
+        let n_evaluated = strata.len();
+
+        // One instance relation per dynamic rule: its rows are the bindings of its variables.
+        let grounded: Vec<usize> = (0..original.len())
+            .filter(|&k| !is_static[original[k].head_rel.0 as usize])
+            .collect();
+        for &k in &grounded {
+            let spec = &relaxed[k];
+            let inst = RelId(arities.len() as u32);
+            arities.push(spec.n_vars);
+            rules.push(RuleSpec {
+                head_rel: inst,
+                head: (0..spec.n_vars as u16).map(Pat::Var).collect(),
+                body: spec.body.clone(),
+                n_vars: spec.n_vars,
+            });
+            strata.push(Stratum {
+                rels: vec![inst],
+                rules: vec![rules.len() - 1],
+            });
+        }
+        Ok(Plan {
+            keywords,
+            names,
+            is_static,
+            arities,
+            n_rels,
+            rules,
+            strata,
+            n_static,
+            n_evaluated,
+            original,
+            grounded,
         })
-        .cloned()
-        .collect();
-    let mut arities = lowered.arities.clone();
-    let original = condense(dynamic, &mut arities, &mut names);
-    let n_rels = arities.len();
-    // A part made of static literals only is static too.
-    is_static.resize(n_rels, false);
-    for spec in &original {
-        let h = spec.head_rel.0 as usize;
-        if h >= n_lowered {
-            is_static[h] = spec.body.iter().all(|l| match l {
-                BodyLit::Pos(r, _) | BodyLit::Neg(r, _) => {
-                    (r.0 as usize) < n_lowered && is_static[r.0 as usize]
-                }
-                BodyLit::Distinct(..) => true,
-            });
+    }
+
+    /// An engine over `pool` with the static relations and the relaxed model evaluated.
+    fn evaluate(
+        &self,
+        pool: TermPool,
+        budget: &Budget,
+        clock: &Clock,
+    ) -> Result<Engine, GroundError> {
+        let limits = Limits {
+            max_rows: budget.max_atoms,
+            max_terms: budget.max_atoms.saturating_mul(4),
+        };
+        let mut engine = Engine::new(
+            pool,
+            &self.arities,
+            self.rules.clone(),
+            self.strata.clone(),
+            limits,
+        );
+        engine.set_stop(clock.stop());
+        for s in 0..self.n_evaluated {
+            engine.evaluate(s)?;
+            clock.check(if s < self.n_static {
+                "static relations"
+            } else {
+                "relaxed model"
+            })?;
         }
+        Ok(engine)
     }
 
-    // The relaxed program: negations of relations that are not static dropped.
-    let relaxed: Vec<RuleSpec> = original.iter().map(|s| relax(s, &is_static)).collect();
-    let first_relaxed = rules.len();
-    rules.extend(relaxed.iter().cloned());
-    let copy = |head_rel: RelId, from: RelId, arity: usize| RuleSpec {
-        head_rel,
-        head: (0..arity as u16).map(Pat::Var).collect(),
-        body: vec![BodyLit::Pos(
-            from,
-            (0..arity as u16).map(Pat::Var).collect(),
-        )],
-        n_vars: arity,
-    };
-    rules.push(copy(keywords.true_, keywords.init, 1));
-    rules.push(copy(keywords.true_, keywords.next, 1));
-    rules.push(copy(keywords.does, keywords.legal, 2));
-    for mut s in relation_strata(&rules[first_relaxed..], n_rels) {
-        s.rules.iter_mut().for_each(|i| *i += first_relaxed);
-        strata.push(s);
-    }
-    let n_evaluated = strata.len();
-
-    // One instance relation per dynamic rule: its rows are the bindings of its variables.
-    let grounded: Vec<usize> = (0..original.len())
-        .filter(|&k| !is_static[original[k].head_rel.0 as usize])
-        .collect();
-    for &k in &grounded {
-        let spec = &relaxed[k];
-        let inst = RelId(arities.len() as u32);
-        arities.push(spec.n_vars);
-        rules.push(RuleSpec {
-            head_rel: inst,
-            head: (0..spec.n_vars as u16).map(Pat::Var).collect(),
-            body: spec.body.clone(),
-            n_vars: spec.n_vars,
-        });
-        strata.push(Stratum {
-            rels: vec![inst],
-            rules: vec![rules.len() - 1],
-        });
-    }
-    let limits = Limits {
-        max_rows: budget.max_atoms,
-        max_terms: budget.max_atoms.saturating_mul(4),
-    };
-    let mut engine = Engine::new(lowered.pool, &arities, rules, strata, limits);
-    engine.set_stop(clock.stop());
-    for s in 0..n_evaluated {
-        engine.evaluate(s)?;
-        clock.check(if s < n_static {
-            "static relations"
-        } else {
-            "relaxed model"
-        })?;
-    }
-
-    let mut prog = GroundProgram {
-        pool: TermPool::default(),
-        atoms: Vec::new(),
-        arities: arities[..n_rels].to_vec(),
-        keywords,
-        rules: Vec::new(),
-        lits: Vec::new(),
-        bases: Vec::new(),
-        inputs: Vec::new(),
-        initial: Vec::new(),
-        ids: HashMap::new(),
-    };
-    // The pool moves into the program; the engine keeps an empty one while instances are
-    // read, and gets it back for each evaluation.
-    prog.pool = std::mem::take(&mut engine.pool);
-    prog.initial = engine
-        .relation(keywords.init)
-        .rows()
-        .map(|r| r[0])
-        .collect();
-    let facts: Vec<GTerm> = engine
-        .relation(keywords.true_)
-        .rows()
-        .map(|r| r[0])
-        .collect();
-    for f in facts {
-        let a = prog.intern(keywords.true_, Sym::TRUE, &[f]);
-        prog.bases.push(a);
-    }
-    let moves: Vec<[GTerm; 2]> = engine
-        .relation(keywords.does)
-        .rows()
-        .map(|r| [r[0], r[1]])
-        .collect();
-    for m in moves {
-        let a = prog.intern(keywords.does, Sym::DOES, &m);
-        prog.inputs.push(a);
-    }
-    // Outputs that are static hold as facts.
-    let mut row: Vec<GTerm> = Vec::new();
-    for rel in outputs {
-        if !is_static[rel.0 as usize] {
-            continue;
+    /// The ground program before any rule is instantiated: the bases (`true` atoms of the
+    /// model), the inputs (`does` atoms), the initial state and the static outputs as facts.
+    /// The engine's term pool moves into the program.
+    fn skeleton(&self, engine: &mut Engine) -> GroundProgram {
+        let keywords = self.keywords;
+        let mut prog = GroundProgram {
+            pool: TermPool::default(),
+            atoms: Vec::new(),
+            arities: self.arities[..self.n_rels].to_vec(),
+            keywords,
+            rules: Vec::new(),
+            lits: Vec::new(),
+            bases: Vec::new(),
+            inputs: Vec::new(),
+            initial: Vec::new(),
+            ids: HashMap::new(),
+        };
+        // The pool moves into the program; the engine keeps an empty one while instances
+        // are read, and gets it back for each evaluation.
+        prog.pool = std::mem::take(&mut engine.pool);
+        prog.initial = engine
+            .relation(keywords.init)
+            .rows()
+            .map(|r| r[0])
+            .collect();
+        let facts: Vec<GTerm> = engine
+            .relation(keywords.true_)
+            .rows()
+            .map(|r| r[0])
+            .collect();
+        for f in facts {
+            let a = prog.intern(keywords.true_, Sym::TRUE, &[f]);
+            prog.bases.push(a);
         }
-        let n = engine.relation(rel).len();
-        for i in 0..n {
-            row.clear();
-            row.extend_from_slice(engine.relation(rel).row(i));
-            let head = prog.intern(rel, names[rel.0 as usize], &row);
-            let start = prog.lits.len() as u32;
-            prog.rules.push(GroundRule {
-                head,
-                start,
-                end: start,
-            });
+        let moves: Vec<[GTerm; 2]> = engine
+            .relation(keywords.does)
+            .rows()
+            .map(|r| [r[0], r[1]])
+            .collect();
+        for m in moves {
+            let a = prog.intern(keywords.does, Sym::DOES, &m);
+            prog.inputs.push(a);
         }
-    }
-
-    let mut binds: Vec<GTerm> = Vec::new();
-    for (j, &k) in grounded.iter().enumerate() {
-        let spec = &original[k];
-        std::mem::swap(&mut engine.pool, &mut prog.pool);
-        let result = engine.evaluate(n_evaluated + j);
-        std::mem::swap(&mut engine.pool, &mut prog.pool);
-        result?;
-        clock.check("instantiating rules")?;
-        let inst = RelId((n_rels + j) as u32);
-        let n = engine.relation(inst).len();
-        for i in 0..n {
-            if i % 4096 == 4095 {
-                clock.check("instantiating rules")?;
+        // Outputs that are static hold as facts.
+        let mut row: Vec<GTerm> = Vec::new();
+        for rel in keywords.outputs() {
+            if !self.is_static[rel.0 as usize] {
+                continue;
             }
-            binds.clear();
-            binds.extend_from_slice(engine.relation(inst).row(i));
-            let head_rel = spec.head_rel;
-            build_all(&spec.head, &binds, &mut prog.pool, &mut row);
-            let head = prog.intern(head_rel, names[head_rel.0 as usize], &row);
-            let start = prog.lits.len() as u32;
-            for lit in &spec.body {
-                match lit {
-                    // Static literals hold for every instance: the join checked them.
-                    BodyLit::Pos(rel, _) | BodyLit::Neg(rel, _) if is_static[rel.0 as usize] => {}
-                    BodyLit::Pos(rel, pats) => {
-                        build_all(pats, &binds, &mut prog.pool, &mut row);
-                        let atom = prog.intern(*rel, names[rel.0 as usize], &row);
-                        prog.lits.push(GroundLit {
-                            atom,
-                            positive: true,
-                        });
-                    }
-                    BodyLit::Neg(rel, pats) => {
-                        // An atom built from terms the model never saw is outside the model.
-                        row.clear();
-                        let mut known = true;
-                        for p in pats {
-                            match p.find(&binds, &prog.pool) {
-                                Some(t) => row.push(t),
-                                None => {
-                                    known = false;
-                                    break;
-                                }
-                            }
-                        }
-                        if known && engine.relation(*rel).contains(&row) {
-                            let atom = prog.intern(*rel, names[rel.0 as usize], &row);
-                            prog.lits.push(GroundLit {
-                                atom,
-                                positive: false,
-                            });
-                        }
-                    }
-                    BodyLit::Distinct(..) => {}
+            let n = engine.relation(rel).len();
+            for i in 0..n {
+                row.clear();
+                row.extend_from_slice(engine.relation(rel).row(i));
+                let head = prog.intern(rel, self.names[rel.0 as usize], &row);
+                let start = prog.lits.len() as u32;
+                prog.rules.push(GroundRule {
+                    head,
+                    start,
+                    end: start,
+                });
+            }
+        }
+        prog
+    }
+
+    /// Instantiates each dynamic rule into `prog`, one instance stratum at a time.
+    fn instantiate(
+        &self,
+        engine: &mut Engine,
+        prog: &mut GroundProgram,
+        budget: &Budget,
+        clock: &Clock,
+    ) -> Result<(), GroundError> {
+        let mut row: Vec<GTerm> = Vec::new();
+        let mut binds: Vec<GTerm> = Vec::new();
+        for (j, &k) in self.grounded.iter().enumerate() {
+            let spec = &self.original[k];
+            std::mem::swap(&mut engine.pool, &mut prog.pool);
+            let result = engine.evaluate(self.n_evaluated + j);
+            std::mem::swap(&mut engine.pool, &mut prog.pool);
+            result?;
+            clock.check("instantiating rules")?;
+            let inst = RelId((self.n_rels + j) as u32);
+            let n = engine.relation(inst).len();
+            for i in 0..n {
+                if i % 4096 == 4095 {
+                    clock.check("instantiating rules")?;
+                }
+                binds.clear();
+                binds.extend_from_slice(engine.relation(inst).row(i));
+                let head_rel = spec.head_rel;
+                build_all(&spec.head, &binds, &mut prog.pool, &mut row);
+                let head = prog.intern(head_rel, self.names[head_rel.0 as usize], &row);
+                let start = prog.lits.len() as u32;
+                for lit in &spec.body {
+                    self.ground_lit(engine, prog, lit, &binds, &mut row);
+                }
+                prog.rules.push(GroundRule {
+                    head,
+                    start,
+                    end: prog.lits.len() as u32,
+                });
+                if prog.lits.len() + prog.rules.len() > budget.max_gates {
+                    return Err(GroundError::Budget(format!(
+                        "more than {} ground literals",
+                        budget.max_gates
+                    )));
                 }
             }
-            prog.rules.push(GroundRule {
-                head,
-                start,
-                end: prog.lits.len() as u32,
-            });
-            if prog.lits.len() + prog.rules.len() > budget.max_gates {
-                return Err(GroundError::Budget(format!(
-                    "more than {} ground literals",
-                    budget.max_gates
-                )));
-            }
+            engine.clear(inst);
         }
-        engine.clear(inst);
+        Ok(())
     }
-    Ok(prog)
+
+    /// Appends to `prog.lits` the ground literal of `lit` under `binds`, if it is not known to
+    /// hold: static literals hold for every instance (the join checked them), and so does a
+    /// negative literal whose atom is outside the model.
+    fn ground_lit(
+        &self,
+        engine: &Engine,
+        prog: &mut GroundProgram,
+        lit: &BodyLit,
+        binds: &[GTerm],
+        row: &mut Vec<GTerm>,
+    ) {
+        match lit {
+            BodyLit::Pos(rel, _) | BodyLit::Neg(rel, _) if self.is_static[rel.0 as usize] => {}
+            BodyLit::Pos(rel, pats) => {
+                build_all(pats, binds, &mut prog.pool, row);
+                let atom = prog.intern(*rel, self.names[rel.0 as usize], row);
+                prog.lits.push(GroundLit {
+                    atom,
+                    positive: true,
+                });
+            }
+            BodyLit::Neg(rel, pats) => {
+                // An atom built from terms the model never saw is outside the model.
+                row.clear();
+                for p in pats {
+                    match p.find(binds, &prog.pool) {
+                        Some(t) => row.push(t),
+                        None => return,
+                    }
+                }
+                if engine.relation(*rel).contains(row) {
+                    let atom = prog.intern(*rel, self.names[rel.0 as usize], row);
+                    prog.lits.push(GroundLit {
+                        atom,
+                        positive: false,
+                    });
+                }
+            }
+            BodyLit::Distinct(..) => {}
+        }
+    }
 }
 
 /// Splits rule bodies into independent parts: body literals are grouped by the variables

@@ -17,12 +17,15 @@
 //!
 //! The topology is shared ([`Arc`]) between clones; each clone has its own counters, so a
 //! search can give each thread a clone.
+//!
+//! Percepts (GDL-II `sees`) are not in the net: a game with `sees` rules keeps a Datalog
+//! machine beside it that answers them, from the state's facts and the joint move's terms.
 
 use std::sync::Arc;
 
 use rand::Rng;
 
-use crate::datalog::Demand;
+use crate::datalog::{DatalogMachine, Demand};
 use crate::gdl::{Description, Term};
 use crate::machine::{MachineError, StateMachine};
 
@@ -58,6 +61,8 @@ pub struct PropnetMachine {
     snapshot: Option<Box<Runtime>>,
     /// The state the last playout started from.
     last_start: Option<PropnetState>,
+    /// The Datalog engine that answers percepts, in a game with `sees` rules.
+    seer: Option<Box<DatalogMachine>>,
 }
 
 /// The mutable part of a machine: counters and the sets derived from them.
@@ -467,7 +472,7 @@ impl PropnetMachine {
             let net = Net::build(prog, description.roles(), budget, clock)?;
             Ok(PropnetMachine::from_net(Arc::new(net)))
         };
-        match build(&clock.share(FIRST_TRY_SHARE), Demand::Off) {
+        let built = match build(&clock.share(FIRST_TRY_SHARE), Demand::Off) {
             Err(first @ (GroundError::Budget(_) | GroundError::Time(_))) => {
                 build(&clock, Demand::Dynamic).map_err(|second| {
                     let why = format!("{first}; then, with demand-driven rules, {second}");
@@ -478,7 +483,14 @@ impl PropnetMachine {
                 })
             }
             built => built,
+        };
+        let mut machine = built?;
+        if description.has_sees() {
+            let seer = DatalogMachine::new(description)
+                .map_err(|e| GroundError::Unsupported(format!("percepts: {e}")))?;
+            machine.seer = Some(Box::new(seer));
         }
+        Ok(machine)
     }
 
     /// A machine over an already built net.
@@ -489,6 +501,7 @@ impl PropnetMachine {
             rt,
             snapshot: None,
             last_start: None,
+            seer: None,
         }
     }
 
@@ -620,6 +633,33 @@ impl StateMachine for PropnetMachine {
         }
         self.rt.w.propagate(net);
         Ok(PropnetState(self.rt.w.next_bits.clone().into_boxed_slice()))
+    }
+
+    fn has_percepts(&self) -> bool {
+        self.seer.is_some()
+    }
+
+    fn percepts_into(
+        &mut self,
+        state: &PropnetState,
+        joint: &[MoveId],
+        role: usize,
+        out: &mut Vec<Term>,
+    ) -> Result<(), MachineError> {
+        out.clear();
+        let facts = self.state_terms(state);
+        let moves: Vec<Term> = joint.iter().map(|&m| self.move_term(m)).collect();
+        let Some(seer) = self.seer.as_deref_mut() else {
+            return Ok(());
+        };
+        let state = seer.state_from_terms(&facts)?;
+        let mut joint = Vec::with_capacity(moves.len());
+        for mv in &moves {
+            joint.push(seer.intern_move(mv).ok_or_else(|| {
+                MachineError::Engine(format!("the percept engine does not know the move {mv}"))
+            })?);
+        }
+        seer.percepts_into(&state, &joint, role, out)
     }
 
     fn move_term(&self, mv: MoveId) -> Term {

@@ -199,7 +199,8 @@ impl Net {
         }
     }
 
-    /// Builds the net of a ground program.
+    /// Builds the net of a ground program: [`Optimized::build`], then
+    /// [`Net::from_optimized`].
     ///
     /// # Errors
     /// The net outgrows the budget, has a cycle through negation, or makes `legal`, `goal`
@@ -210,48 +211,36 @@ impl Net {
         budget: &Budget,
         clock: &Clock,
     ) -> Result<Net, GroundError> {
-        let (ground_atoms, ground_rules) = (prog.atoms.len(), prog.rules.len());
-        let (nodes, atom_node) = raw_nodes(&prog, budget)?;
-        let raw_gates = nodes.iter().filter(|n| n.is_gate()).count();
-        let mut g = Graph::new(nodes)?;
-        clock.check("building the network")?;
-        optimize::evaluate_static(&mut g, clock)?;
+        let opt = Optimized::build(prog, roles, budget, clock)?;
+        Net::from_optimized(opt, budget, clock)
+    }
 
-        // The initial state: the init atoms that hold.
-        let n_bases = prog.bases.len();
-        let mut base_index: HashMap<GTerm, usize> = HashMap::with_capacity(n_bases);
-        let mut base_terms = Vec::with_capacity(n_bases);
-        for (i, &a) in prog.bases.iter().enumerate() {
-            let fact = prog.args(a)[0];
-            base_index.insert(fact, i);
-            base_terms.push(fact);
-        }
-        let mut initial = vec![0u64; n_bases.div_ceil(64)];
-        for fact in &prog.initial {
-            if let Some(&i) = base_index.get(fact) {
-                initial[i / 64] |= 1 << (i % 64);
-            }
-        }
-
-        optimize::simplify(&mut g, clock)?;
-        let outputs = Outputs::new(&prog, &atom_node, roles, &base_terms);
-        let roots = outputs.roots(&g);
-        optimize::inline(&mut g, &roots, clock)?;
-        optimize::simplify(&mut g, clock)?;
-        let roots = outputs.roots(&g);
-        optimize::factor(&mut g, &roots, clock)?;
-        let roots = outputs.roots(&g);
-        optimize::inline(&mut g, &roots, clock)?;
-        optimize::simplify(&mut g, clock)?;
-        let mut outputs = outputs;
-        outputs.guard_legal(&mut g);
+    /// Flattens an optimised network for differential propagation.
+    ///
+    /// # Errors
+    /// As [`Net::build`].
+    pub(crate) fn from_optimized(
+        opt: Optimized,
+        budget: &Budget,
+        clock: &Clock,
+    ) -> Result<Net, GroundError> {
+        let flat = Flat::new(&opt.g, opt.n_leaves(), &opt.outputs, budget)?;
         clock.check("building the network")?;
-        let flat = Flat::new(&g, &prog, &outputs, budget)?;
-        clock.check("building the network")?;
+        let Optimized {
+            prog,
+            outputs,
+            roles,
+            base_terms,
+            initial,
+            raw_gates,
+            ground_atoms,
+            ground_rules,
+            ..
+        } = opt;
         let net = Net {
             pool: prog.pool,
-            roles: roles.to_vec(),
-            n_bases,
+            roles,
+            n_bases: prog.bases.len(),
             n_inputs: prog.inputs.len(),
             first_gate: flat.first_gate,
             first_last_gate: flat.first_last_gate,
@@ -428,6 +417,102 @@ impl Net {
     }
 }
 
+/// A ground program's network after optimisation, before flattening: the seam where a back
+/// end other than differential propagation starts. Node 0 is the constant false, nodes
+/// `1..=bases` the bases, then the inputs, then the gates (in no particular order;
+/// `g.order` is a topological order of their strongly connected components).
+pub(crate) struct Optimized {
+    /// The gate graph.
+    pub(crate) g: Graph,
+    /// What the network computes: legal moves (with their guards), goals, terminal and the
+    /// `next` of each base, as literals of `g`.
+    pub(crate) outputs: Outputs,
+    /// The ground program (its term pool, bases and inputs).
+    pub(crate) prog: GroundProgram,
+    pub(crate) roles: Vec<Term>,
+    /// For each base, the fact.
+    pub(crate) base_terms: Vec<GTerm>,
+    /// The initial state's bits.
+    pub(crate) initial: Vec<u64>,
+    raw_gates: usize,
+    ground_atoms: usize,
+    ground_rules: usize,
+}
+
+impl Optimized {
+    /// Builds the raw network of a ground program and optimises it.
+    ///
+    /// # Errors
+    /// The net outgrows the budget or time, or a rule concludes a `true` or `does` atom.
+    pub(crate) fn build(
+        prog: GroundProgram,
+        roles: &[Term],
+        budget: &Budget,
+        clock: &Clock,
+    ) -> Result<Optimized, GroundError> {
+        let (ground_atoms, ground_rules) = (prog.atoms.len(), prog.rules.len());
+        let (nodes, atom_node) = raw_nodes(&prog, budget)?;
+        let raw_gates = nodes.iter().filter(|n| n.is_gate()).count();
+        let mut g = Graph::new(nodes)?;
+        clock.check("building the network")?;
+        optimize::evaluate_static(&mut g, clock)?;
+        let (base_terms, initial) = initial_state(&prog);
+        let mut outputs = Outputs::new(&prog, &atom_node, roles, &base_terms);
+        optimize_graph(&mut g, &mut outputs, clock)?;
+        clock.check("building the network")?;
+        Ok(Optimized {
+            g,
+            outputs,
+            prog,
+            roles: roles.to_vec(),
+            base_terms,
+            initial,
+            raw_gates,
+            ground_atoms,
+            ground_rules,
+        })
+    }
+
+    /// Bases and inputs: the nodes `1..=n_leaves`.
+    pub(crate) fn n_leaves(&self) -> usize {
+        self.prog.bases.len() + self.prog.inputs.len()
+    }
+}
+
+/// The facts of the bases, and the initial state's bits: the init atoms that hold.
+fn initial_state(prog: &GroundProgram) -> (Vec<GTerm>, Vec<u64>) {
+    let n_bases = prog.bases.len();
+    let mut base_index: HashMap<GTerm, usize> = HashMap::with_capacity(n_bases);
+    let mut base_terms = Vec::with_capacity(n_bases);
+    for (i, &a) in prog.bases.iter().enumerate() {
+        let fact = prog.args(a)[0];
+        base_index.insert(fact, i);
+        base_terms.push(fact);
+    }
+    let mut initial = vec![0u64; n_bases.div_ceil(64)];
+    for fact in &prog.initial {
+        if let Some(&i) = base_index.get(fact) {
+            initial[i / 64] |= 1 << (i % 64);
+        }
+    }
+    (base_terms, initial)
+}
+
+/// The optimisation passes after static evaluation, in order, and the legal moves' guards.
+fn optimize_graph(g: &mut Graph, outputs: &mut Outputs, clock: &Clock) -> Result<(), GroundError> {
+    optimize::simplify(g, clock)?;
+    let roots = outputs.roots(g);
+    optimize::inline(g, &roots, clock)?;
+    optimize::simplify(g, clock)?;
+    let roots = outputs.roots(g);
+    optimize::factor(g, &roots, clock)?;
+    let roots = outputs.roots(g);
+    optimize::inline(g, &roots, clock)?;
+    optimize::simplify(g, clock)?;
+    outputs.guard_legal(g);
+    Ok(())
+}
+
 /// The raw network of a ground program, and the node of each atom ([`NO_NODE`] if none).
 fn raw_nodes(prog: &GroundProgram, budget: &Budget) -> Result<(Vec<Node>, Vec<u32>), GroundError> {
     let mut nodes = vec![Node::False];
@@ -518,19 +603,19 @@ fn raw_nodes(prog: &GroundProgram, budget: &Budget) -> Result<(Vec<Node>, Vec<u3
 }
 
 /// The outputs of the raw network: legal moves, goals, terminal and next, by raw node.
-struct Outputs {
-    moves: Vec<GTerm>,
-    move_ids: HashMap<GTerm, MoveId>,
+pub(crate) struct Outputs {
+    pub(crate) moves: Vec<GTerm>,
+    pub(crate) move_ids: HashMap<GTerm, MoveId>,
     /// Per role: (legal literal, move, guard group), by group then move. The move is legal
     /// when its literal and its group's guard both hold.
-    legal: Vec<Vec<(Lit, MoveId, u32)>>,
+    pub(crate) legal: Vec<Vec<(Lit, MoveId, u32)>>,
     /// Per role, the guard of each group.
-    guards: Vec<Vec<Lit>>,
-    goals: Vec<Vec<(Lit, u8)>>,
+    pub(crate) guards: Vec<Vec<Lit>>,
+    pub(crate) goals: Vec<Vec<(Lit, u8)>>,
     /// (role, move, input node).
-    inputs: Vec<(usize, MoveId, u32)>,
-    terminal: Lit,
-    next: Vec<Lit>,
+    pub(crate) inputs: Vec<(usize, MoveId, u32)>,
+    pub(crate) terminal: Lit,
+    pub(crate) next: Vec<Lit>,
 }
 
 impl Outputs {
@@ -746,46 +831,152 @@ struct Flat {
 }
 
 impl Flat {
+    /// Flattens an optimised graph whose leaves are nodes `1..=n_leaves`: numbers the
+    /// nodes ([`Numbering::new`]), lists the gates and their links ([`GateTable::new`]) and
+    /// the legal moves ([`LegalTable::new`]), links the outputs, and sorts the links by
+    /// source ([`LinkTable::new`]).
     fn new(
         g: &Graph,
-        prog: &GroundProgram,
+        n_leaves: usize,
         outputs: &Outputs,
         budget: &Budget,
     ) -> Result<Flat, GroundError> {
-        let n = g.nodes.len();
-        let roots = outputs.roots(g);
-        let live = optimize::live(g, roots.iter().copied());
-        // Which nodes depend on an input.
-        let mut on_move = vec![false; n];
-        for comp in &g.order {
-            let m = comp.iter().any(|&x| {
-                matches!(g.nodes[x as usize], Node::Input)
-                    || g.nodes[x as usize]
-                        .inputs()
-                        .iter()
-                        .any(|l| on_move[l.node()])
-            });
-            if m {
-                comp.iter().for_each(|&x| on_move[x as usize] = true);
-            }
-        }
-        let state_outputs = outputs
-            .legal
-            .iter()
-            .flatten()
-            .map(|p| p.0)
-            .chain(outputs.guards.iter().flatten().copied())
-            .chain(outputs.goals.iter().flatten().map(|p| p.0))
-            .chain([outputs.terminal]);
-        for l in state_outputs {
-            if on_move[g.resolve(l).node()] {
-                return Err(GroundError::Unsupported(
-                    "legal, goal or terminal depends on does".into(),
+        check_state_outputs(g, outputs)?;
+        let numbering = Numbering::new(g, n_leaves, outputs, budget)?;
+        let num = |l: Lit| numbering.lit(g.resolve(l));
+        let GateTable {
+            gate_and,
+            gate_start,
+            gate_ins,
+            mut links,
+            block_links,
+        } = GateTable::new(g, &numbering)?;
+        let LegalTable {
+            input_of,
+            legal,
+            legal_groups,
+        } = LegalTable::new(g, outputs, &numbering);
+        let first_legal = numbering.first_legal;
+        let first_next = first_legal + legal.len() as u32;
+        let next: Vec<Lit> = outputs.next.iter().map(|&l| num(l)).collect();
+        let first_block = first_next + next.len() as u32;
+        // Links to the output nodes: legal entries, `next` outputs, block outputs.
+        for (k, e) in legal.iter().enumerate() {
+            if e.lit.node() != 0 {
+                links.push((
+                    e.lit.node() as u32,
+                    (first_legal + k as u32) << 1 | u32::from(e.lit.neg()),
                 ));
             }
         }
+        for (i, l) in next.iter().enumerate() {
+            if l.node() != 0 {
+                links.push((
+                    l.node() as u32,
+                    (first_next + i as u32) << 1 | u32::from(l.neg()),
+                ));
+            }
+        }
+        links.extend(
+            block_links
+                .into_iter()
+                .map(|(s, b)| (s, (first_block + b) << 1)),
+        );
+        let LinkTable {
+            out_start,
+            outs,
+            out_split,
+        } = LinkTable::new(links, first_legal, numbering.first_last_gate);
+        let goals = outputs
+            .goals
+            .iter()
+            .map(|v| v.iter().map(|&(l, val)| (num(l), val)).collect())
+            .collect();
+        let terminal = num(outputs.terminal);
+        Ok(Flat {
+            first_gate: numbering.first_gate,
+            first_last_gate: numbering.first_last_gate,
+            first_lazy: numbering.first_lazy,
+            first_legal,
+            first_next,
+            first_block,
+            out_start,
+            outs,
+            out_split,
+            gate_and,
+            gate_start,
+            gate_ins,
+            blocks: numbering.blocks,
+            legal,
+            legal_groups,
+            next,
+            input_of,
+            goals,
+            terminal,
+        })
+    }
+}
 
-        // Number the nodes.
+/// Refuses a network whose legal moves, guards, goals or terminal depend on an input.
+fn check_state_outputs(g: &Graph, outputs: &Outputs) -> Result<(), GroundError> {
+    let mut on_move = vec![false; g.nodes.len()];
+    for comp in &g.order {
+        let m = comp.iter().any(|&x| {
+            matches!(g.nodes[x as usize], Node::Input)
+                || g.nodes[x as usize]
+                    .inputs()
+                    .iter()
+                    .any(|l| on_move[l.node()])
+        });
+        if m {
+            comp.iter().for_each(|&x| on_move[x as usize] = true);
+        }
+    }
+    let state_outputs = outputs
+        .legal
+        .iter()
+        .flatten()
+        .map(|p| p.0)
+        .chain(outputs.guards.iter().flatten().copied())
+        .chain(outputs.goals.iter().flatten().map(|p| p.0))
+        .chain([outputs.terminal]);
+    for l in state_outputs {
+        if on_move[g.resolve(l).node()] {
+            return Err(GroundError::Unsupported(
+                "legal, goal or terminal depends on does".into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The flat numbering of the live nodes: the constant false, the leaves, the gates in
+/// topological order of their components (inner gates, then those only outputs read, then
+/// the lazy ones).
+struct Numbering {
+    /// Per graph node, its flat number, or [`NO_NODE`] when dropped.
+    number: Vec<u32>,
+    /// The gates' components, in flat order.
+    comps: Vec<Vec<u32>>,
+    /// Per graph node, the block it belongs to, or `u32::MAX`.
+    block_of: Vec<u32>,
+    blocks: Vec<(u32, u32)>,
+    first_gate: u32,
+    first_last_gate: u32,
+    first_lazy: u32,
+    first_legal: u32,
+}
+
+impl Numbering {
+    fn new(
+        g: &Graph,
+        n_leaves: usize,
+        outputs: &Outputs,
+        budget: &Budget,
+    ) -> Result<Numbering, GroundError> {
+        let n = g.nodes.len();
+        let roots = outputs.roots(g);
+        let live = optimize::live(g, roots.iter().copied());
         let comps = optimize::components(&g.nodes, |x| live[x] && g.nodes[x].is_gate());
         let is_cyclic = |comp: &[u32]| {
             let x0 = comp[0] as usize;
@@ -828,7 +1019,7 @@ impl Flat {
         number[0] = 0;
         // Bases and inputs keep their raw numbers, 1 onwards.
         let mut next_number = 1u32;
-        for _ in prog.bases.iter().chain(&prog.inputs) {
+        for _ in 0..n_leaves {
             number[next_number as usize] = next_number;
             next_number += 1;
         }
@@ -865,17 +1056,56 @@ impl Flat {
                 "an output reads a dropped node".into(),
             ));
         }
-        let num = |l: Lit| Lit::pos(number[l.node()] as usize).xor(l.neg());
+        Ok(Numbering {
+            number,
+            comps,
+            block_of,
+            blocks,
+            first_gate,
+            first_last_gate,
+            first_lazy,
+            first_legal,
+        })
+    }
 
-        // Gates and links.
+    /// A resolved literal of the graph, renumbered.
+    fn lit(&self, l: Lit) -> Lit {
+        Lit::pos(self.number[l.node()] as usize).xor(l.neg())
+    }
+}
+
+/// The gates in flat order with their input literals, and the links between counted nodes.
+struct GateTable {
+    gate_and: Vec<bool>,
+    gate_start: Vec<u32>,
+    gate_ins: Vec<Lit>,
+    /// (source, target << 1 | negated).
+    links: Vec<(u32, u32)>,
+    /// (source, block) for links into a block from outside, once per pair.
+    block_links: Vec<(u32, u32)>,
+}
+
+impl GateTable {
+    fn new(g: &Graph, numbering: &Numbering) -> Result<GateTable, GroundError> {
+        let Numbering {
+            number,
+            comps,
+            block_of,
+            blocks,
+            first_lazy,
+            first_gate,
+            first_legal,
+            ..
+        } = numbering;
+        let n_gates = (first_legal - first_gate) as usize;
         let mut gate_and = Vec::with_capacity(n_gates);
         let mut gate_start = Vec::with_capacity(n_gates + 1);
         gate_start.push(0u32);
         let mut gate_ins: Vec<Lit> = Vec::new();
-        // (source, target << 1 | negated); links into blocks apart, to be deduplicated.
+        // Links into blocks apart, to be deduplicated.
         let mut links: Vec<(u32, u32)> = Vec::new();
         let mut block_links: Vec<(u32, u32)> = Vec::new();
-        for comp in &comps {
+        for comp in comps {
             for &x in comp {
                 let x = x as usize;
                 let node = &g.nodes[x];
@@ -888,12 +1118,12 @@ impl Flat {
                             "a gate reads a dropped node".into(),
                         ));
                     }
-                    let l = num(l);
+                    let l = numbering.lit(l);
                     gate_ins.push(l);
                     if l.node() == 0 {
                         continue;
                     }
-                    if number[x] >= first_lazy {
+                    if number[x] >= *first_lazy {
                         // Lazy gates are evaluated on demand: no links.
                     } else if block == u32::MAX {
                         links.push((l.node() as u32, number[x] << 1 | u32::from(l.neg())));
@@ -907,10 +1137,31 @@ impl Flat {
                 gate_start.push(gate_ins.len() as u32);
             }
         }
+        block_links.sort_unstable();
+        block_links.dedup();
+        Ok(GateTable {
+            gate_and,
+            gate_start,
+            gate_ins,
+            links,
+            block_links,
+        })
+    }
+}
+
+/// The legal entries of every role, and the input node of each role's moves.
+struct LegalTable {
+    input_of: Vec<Vec<u32>>,
+    legal: Vec<LegalEntry>,
+    legal_groups: Vec<Vec<LegalGroup>>,
+}
+
+impl LegalTable {
+    fn new(g: &Graph, outputs: &Outputs, numbering: &Numbering) -> LegalTable {
         let n_roles = outputs.legal.len();
         let mut input_of = vec![vec![NO_NODE; outputs.moves.len()]; n_roles];
         for &(r, m, node) in &outputs.inputs {
-            input_of[r][m.0 as usize] = number[node as usize];
+            input_of[r][m.0 as usize] = numbering.number[node as usize];
         }
         // Each group of a role's entries starts on a multiple of 64, so that its legal moves
         // are whole words of a bitset; the gaps hold entries that are never legal.
@@ -930,47 +1181,41 @@ impl Flat {
                 for &(l, mv, _) in moves.iter().filter(|e| e.2 == gi as u32) {
                     legal.push(LegalEntry {
                         mv,
-                        lit: num(g.resolve(l)),
+                        lit: numbering.lit(g.resolve(l)),
                         input: input_of[r][mv.0 as usize],
                     });
                 }
                 let end = legal.len().div_ceil(64);
                 if end > start {
                     groups.push(LegalGroup {
-                        guard: num(g.resolve(guard)),
+                        guard: numbering.lit(g.resolve(guard)),
                         words: (start as u32, end as u32),
                     });
                 }
             }
             legal_groups.push(groups);
         }
-        let first_next = first_legal + legal.len() as u32;
-        let next: Vec<Lit> = outputs.next.iter().map(|&l| num(g.resolve(l))).collect();
-        let first_block = first_next + next.len() as u32;
-        for (k, e) in legal.iter().enumerate() {
-            if e.lit.node() != 0 {
-                links.push((
-                    e.lit.node() as u32,
-                    (first_legal + k as u32) << 1 | u32::from(e.lit.neg()),
-                ));
-            }
+        LegalTable {
+            input_of,
+            legal,
+            legal_groups,
         }
-        for (i, l) in next.iter().enumerate() {
-            if l.node() != 0 {
-                links.push((
-                    l.node() as u32,
-                    (first_next + i as u32) << 1 | u32::from(l.neg()),
-                ));
-            }
-        }
-        block_links.sort_unstable();
-        block_links.dedup();
-        links.extend(
-            block_links
-                .into_iter()
-                .map(|(s, b)| (s, (first_block + b) << 1)),
-        );
-        // By source (counting sort), then target: gates in order, then the output nodes.
+    }
+}
+
+/// The links by source (CSR), each source's split into classes.
+struct LinkTable {
+    out_start: Vec<u32>,
+    outs: Vec<u32>,
+    out_split: Vec<[u32; 3]>,
+}
+
+impl LinkTable {
+    /// Sorts `links` (source, target << 1 | negated) by source, then per source into plain
+    /// links to inner gates, negated ones, links to the last gates and links to outputs,
+    /// each class by target.
+    fn new(links: Vec<(u32, u32)>, first_legal: u32, first_last_gate: u32) -> LinkTable {
+        // By source (counting sort).
         let mut out_start = vec![0u32; first_legal as usize + 1];
         for &(s, _) in &links {
             out_start[s as usize + 1] += 1;
@@ -986,8 +1231,6 @@ impl Flat {
             *slot += 1;
         }
         drop(fill);
-        // Per source: plain links to inner gates, negated ones, links to the last gates, links
-        // to outputs; each part by target.
         let class = |t: u32| {
             if t >> 1 < first_last_gate {
                 t & 1
@@ -1005,32 +1248,11 @@ impl Flat {
             let at = |c: u32| (s + list.partition_point(|&t| class(t) < c)) as u32;
             out_split.push([at(1), at(2), at(3)]);
         }
-        let goals = outputs
-            .goals
-            .iter()
-            .map(|v| v.iter().map(|&(l, val)| (num(g.resolve(l)), val)).collect())
-            .collect();
-        Ok(Flat {
-            first_gate,
-            first_last_gate,
-            first_lazy,
-            first_legal,
-            first_next,
-            first_block,
+        LinkTable {
             out_start,
             outs,
             out_split,
-            gate_and,
-            gate_start,
-            gate_ins,
-            blocks,
-            legal,
-            legal_groups,
-            next,
-            input_of,
-            goals,
-            terminal: num(g.resolve(outputs.terminal)),
-        })
+        }
     }
 }
 

@@ -6,6 +6,8 @@
 //! interner as the rules, so an uppercased match stays consistent with itself.
 //! Argument counts follow ggp-base's player: PLAY and STOP take exactly two arguments, START at
 //! least five (extra trailing ones are ignored), ABORT one, INFO and PING none, PREVIEW two.
+//! PLAY and STOP with four arguments are Dresden's GDL-II form, `(PLAY id turn lastmove
+//! percepts)`: the move the referee applied for us and what we saw, not the joint move.
 //!
 //! The printing side reproduces the bytes ggp-base's referee sends ([`Style::GgpBase`]: lists
 //! as `( a b )`, and the hand-built `(m1 m2 )` move and rule lists), or the Dresden form
@@ -16,6 +18,20 @@ use std::time::Duration;
 
 use crate::gdl::{self, Term};
 use crate::kif::{self, Pos, Sexp};
+
+/// What a PLAY or STOP tells of the last step.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Heard {
+    /// GDL: the joint move, one move per role in role order.
+    Joint(Vec<Term>),
+    /// GDL-II: the move the referee applied for us and our percepts.
+    Seen {
+        /// Our move, as applied (the referee's replacement if ours was late or illegal).
+        mv: Term,
+        /// What we saw.
+        percepts: Vec<Term>,
+    },
+}
 
 /// A message from a referee.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,20 +60,21 @@ pub enum Message {
         /// Seconds for each move.
         play_clock: Duration,
     },
-    /// `(PLAY id moves)`: the previous joint move (`None` on the first turn), and our move
-    /// is wanted.
+    /// `(PLAY id moves)` or `(PLAY id turn lastmove percepts)`: what happened in the
+    /// previous step (`None` on the first turn), and our move is wanted.
     Play {
         /// The match id.
         id: String,
-        /// The previous joint move in role order, or `None` (`NIL`) on the first turn.
-        moves: Option<Vec<Term>>,
+        /// The previous step, or `None` (`NIL`) on the first turn.
+        moves: Option<Heard>,
     },
-    /// `(STOP id moves)`: the match is over after this last joint move.
+    /// `(STOP id moves)` or `(STOP id turn lastmove percepts)`: the match is over after this
+    /// last step.
     Stop {
         /// The match id.
         id: String,
-        /// The last joint move, or `None` (`NIL`) if the initial state was terminal.
-        moves: Option<Vec<Term>>,
+        /// The last step, or `None` (`NIL`) if the initial state was terminal.
+        moves: Option<Heard>,
     },
     /// `(ABORT id)`.
     Abort {
@@ -174,18 +191,25 @@ pub fn parse_message(text: &str) -> Result<Message, MessageError> {
                 play_clock: clock(&args[4])?,
             })
         }
-        "play" => {
-            want(2)?;
-            Ok(Message::Play {
-                id: match_id(&args[0])?,
-                moves: joint_move(&args[1])?,
-            })
-        }
-        "stop" => {
-            want(2)?;
-            Ok(Message::Stop {
-                id: match_id(&args[0])?,
-                moves: joint_move(&args[1])?,
+        "play" | "stop" => {
+            let moves = match args.len() {
+                2 => joint_move(&args[1])?.map(Heard::Joint),
+                4 => seen(&args[1..])?,
+                n => {
+                    return Err(shape(
+                        pos,
+                        format!(
+                            "{} takes 2 arguments (or 4 in GDL-II), found {n}",
+                            name.to_uppercase()
+                        ),
+                    ));
+                }
+            };
+            let id = match_id(&args[0])?;
+            Ok(if name.eq_ignore_ascii_case("play") {
+                Message::Play { id, moves }
+            } else {
+                Message::Stop { id, moves }
             })
         }
         "abort" => {
@@ -250,6 +274,43 @@ fn joint_move(sexp: &Sexp) -> Result<Option<Vec<Term>>, MessageError> {
             .collect::<Result<_, _>>()
             .map(Some),
     }
+}
+
+/// `turn lastmove percepts` of a GDL-II PLAY or STOP: `None` for turn 0's `0 NIL NIL`.
+fn seen(args: &[Sexp]) -> Result<Option<Heard>, MessageError> {
+    let turn = match &args[0] {
+        Sexp::Atom { text, .. } => text.parse::<u64>().ok(),
+        Sexp::List { .. } => None,
+    };
+    let Some(turn) = turn else {
+        return Err(shape(
+            args[0].pos(),
+            format!("expected a turn number, found `{}`", args[0]),
+        ));
+    };
+    let is_nil =
+        |s: &Sexp| matches!(s, Sexp::Atom { text, .. } if text.eq_ignore_ascii_case("nil"));
+    if is_nil(&args[1]) {
+        if turn == 0 {
+            return Ok(None);
+        }
+        return Err(shape(
+            args[1].pos(),
+            format!("turn {turn} without our last move"),
+        ));
+    }
+    let mv = ground_term(&args[1])?;
+    let percepts = match &args[2] {
+        s if is_nil(s) => Vec::new(),
+        Sexp::List { items, .. } => items.iter().map(ground_term).collect::<Result<_, _>>()?,
+        Sexp::Atom { pos, text } => {
+            return Err(shape(
+                *pos,
+                format!("expected a list of percepts, found `{text}`"),
+            ));
+        }
+    };
+    Ok(Some(Heard::Seen { mv, percepts }))
 }
 
 /// How a referee prints its messages.
@@ -383,6 +444,34 @@ impl Style {
         self.with_moves("STOP", id, joint)
     }
 
+    /// GDL-II: `(PLAY id turn lastmove percepts)` (`(PLAY id 0 NIL NIL)` first).
+    pub fn play_seen(self, id: &str, turn: usize, seen: Option<(&Sexp, &[Sexp])>) -> String {
+        self.with_seen("PLAY", id, turn, seen)
+    }
+
+    /// GDL-II: `(STOP id turn lastmove percepts)`.
+    pub fn stop_seen(self, id: &str, turn: usize, seen: Option<(&Sexp, &[Sexp])>) -> String {
+        self.with_seen("STOP", id, turn, seen)
+    }
+
+    fn with_seen(
+        self,
+        name: &str,
+        id: &str,
+        turn: usize,
+        seen: Option<(&Sexp, &[Sexp])>,
+    ) -> String {
+        let (mv, percepts) = match seen {
+            None => ("NIL".to_string(), "NIL".to_string()),
+            Some((mv, percepts)) => (self.item(mv), self.list(percepts)),
+        };
+        let text = match self {
+            Style::GgpBase => format!("( {name} {id} {turn} {mv} {percepts} )"),
+            Style::Dresden => format!("({name} {id} {turn} {mv} {percepts})"),
+        };
+        self.finish(text)
+    }
+
     fn with_moves(self, name: &str, id: &str, joint: Option<&[Sexp]>) -> String {
         let moves = joint.map_or_else(|| "NIL".to_string(), |j| self.list(j));
         let text = match self {
@@ -464,7 +553,8 @@ mod tests {
         );
         let play = parse_message("(PLAY M ((MARK 1 1) NOOP))").unwrap();
         let Message::Play {
-            moves: Some(moves), ..
+            moves: Some(Heard::Joint(moves)),
+            ..
         } = play
         else {
             panic!("no moves");
@@ -495,7 +585,10 @@ mod tests {
     #[test]
     fn refuses_malformed_messages_with_a_reason() {
         let err = |text: &str| parse_message(text).unwrap_err().to_string();
-        assert_eq!(err("(PLAY m)"), "1:1: PLAY takes 2 arguments, found 1");
+        assert_eq!(
+            err("(PLAY m)"),
+            "1:1: PLAY takes 2 arguments (or 4 in GDL-II), found 1"
+        );
         assert_eq!(
             err("(START m r ((role r)) 5)"),
             "1:1: START takes 5 arguments, found 4"
@@ -578,13 +671,61 @@ mod tests {
                 Message::Start { rules, .. } if rules.len() == 2
             ));
             let joint = sexps("(a 1) b");
-            let Message::Play { moves: Some(m), .. } =
-                parse_message(&style.play("id", Some(&joint))).unwrap()
+            let Message::Play {
+                moves: Some(Heard::Joint(m)),
+                ..
+            } = parse_message(&style.play("id", Some(&joint))).unwrap()
             else {
                 panic!("no moves");
             };
             assert_eq!(m.len(), 2);
+            // GDL-II: turn 0 is NIL NIL; later our move and percepts.
+            assert!(matches!(
+                parse_message(&style.play_seen("id", 0, None)).unwrap(),
+                Message::Play { moves: None, .. }
+            ));
+            let percepts = sexps("(p 1) q");
+            let Message::Stop {
+                moves: Some(Heard::Seen { mv, percepts }),
+                ..
+            } = parse_message(&style.stop_seen("id", 3, Some((&joint[0], &percepts)))).unwrap()
+            else {
+                panic!("no percepts");
+            };
+            assert_eq!(mv.to_string().to_lowercase(), "(a 1)");
+            assert_eq!(percepts.len(), 2);
         }
+    }
+
+    #[test]
+    fn dresden_gdl2_play_forms() {
+        assert_eq!(
+            parse_message("(PLAY M 0 NIL NIL)").unwrap(),
+            Message::Play {
+                id: "M".into(),
+                moves: None
+            }
+        );
+        let Message::Play {
+            moves: Some(Heard::Seen { mv, percepts }),
+            ..
+        } = parse_message("(PLAY M 2 (CHOOSE 1) ((OPEN_DOOR 3) (DOES CANDIDATE NOOP)))").unwrap()
+        else {
+            panic!("no percepts");
+        };
+        assert_eq!(mv.to_string(), "(CHOOSE 1)");
+        assert_eq!(percepts.len(), 2);
+        let Message::Play {
+            moves: Some(Heard::Seen { percepts, .. }),
+            ..
+        } = parse_message("(PLAY M 1 NOOP NIL)").unwrap()
+        else {
+            panic!("no move");
+        };
+        assert!(percepts.is_empty());
+        assert!(parse_message("(PLAY M 1 NIL NIL)").is_err());
+        assert!(parse_message("(PLAY M X NOOP NIL)").is_err());
+        assert!(parse_message("(PLAY M 1 NOOP)").is_err());
     }
 
     #[test]

@@ -20,6 +20,6 @@ pub mod server;
 pub mod session;
 
 pub use client::{Client, SendError};
-pub use message::{Message, MessageError, Style, parse_message};
+pub use message::{Heard, Message, MessageError, Style, parse_message};
 pub use server::{RunningServer, Server, ServerConfig};
 pub use session::{Played, Session, SessionError, SessionFactory, launch};

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use tracing::{info, warn};
 
-use super::message::{Message, parse_message};
+use super::message::{Heard, Message, parse_message};
 use super::session::{Session, SessionError, SessionFactory};
 use crate::gdl::{self, Description, Term};
 use crate::kif::Sexp;
@@ -315,7 +315,7 @@ struct Current {
     /// The engine still being built.
     building: Option<Receiver<Result<Session, SessionError>>>,
     /// Joint moves received while the engine was being built.
-    backlog: Vec<Vec<Term>>,
+    backlog: Vec<Heard>,
 }
 
 struct Shared {
@@ -386,7 +386,7 @@ impl Shared {
                 play_clock,
             } => self.start(id, &role, &rules, start_clock, play_clock, received),
             Message::Play { id, moves } => self.play(&id, moves, received),
-            Message::Stop { id, moves } => self.stop(&id, moves.as_deref(), "STOP", "done"),
+            Message::Stop { id, moves } => self.stop(&id, moves.as_ref(), "STOP", "done"),
             Message::Abort { id } => self.stop(&id, None, "ABORT", "aborted"),
         };
         (200, reply)
@@ -517,7 +517,7 @@ impl Shared {
         "ready".into()
     }
 
-    fn play(&self, id: &str, moves: Option<Vec<Term>>, received: Instant) -> String {
+    fn play(&self, id: &str, moves: Option<Heard>, received: Instant) -> String {
         let mut guard = lock(&self.current);
         let Some(current) = guard.as_mut().filter(|c| c.id == id) else {
             info!(kind = "PLAY", match_id = %id, "not our match: busy");
@@ -541,7 +541,7 @@ impl Shared {
             return "nil".into();
         }
         let session = current.session.as_mut().expect("the session is ready");
-        match session.play(moves.as_deref(), until, deadline) {
+        match session.play(moves.as_ref(), until, deadline) {
             Ok(played) => {
                 info!(
                     kind = "PLAY",
@@ -563,7 +563,7 @@ impl Shared {
         }
     }
 
-    fn stop(&self, id: &str, moves: Option<&[Term]>, kind: &str, reply: &str) -> String {
+    fn stop(&self, id: &str, moves: Option<&Heard>, kind: &str, reply: &str) -> String {
         let taken = {
             let mut guard = lock(&self.current);
             if guard.as_ref().is_some_and(|c| c.id == id) {

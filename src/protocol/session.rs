@@ -6,6 +6,11 @@
 //! - the *worker*, a thread that owns the [`Player`] and its own copy of the machine, follows
 //!   the same joint moves and searches until the deadline it is given.
 //!
+//! In a GDL-II game the referee sends our move and our percepts, not the joint move: both
+//! halves then follow a [`Belief`], the states consistent with what we did and saw, and the
+//! worker chooses with [`HiddenPlayer`], which searches over states drawn from it (the
+//! given player when the belief is one state of a game without nature).
+//!
 //! The two talk through channels in [`Term`]s only, so [`Session`] is one non-generic type
 //! whatever the engine: the engine is chosen once, by the [`SessionFactory`], when the match
 //! starts. [`Session::play`] waits for the worker until the reply deadline and then answers
@@ -20,9 +25,16 @@ use rand::SeedableRng;
 use rand::seq::IndexedRandom;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
+use super::message::Heard;
 use crate::gdl::{Description, Term};
 use crate::machine::{MachineError, StateMachine};
 use crate::search::Player;
+use crate::search::hidden::{Belief, BeliefError, HiddenPlayer};
+
+/// Most states the worker's belief keeps.
+const WORKER_BELIEF: usize = 1000;
+/// Most states the tracker's belief keeps (it only needs our legal moves).
+const TRACKER_BELIEF: usize = 64;
 
 /// Builds the session for a match: picks the engine and the player.
 pub trait SessionFactory: Send + Sync {
@@ -59,6 +71,18 @@ pub enum SessionError {
     /// No engine could be built for the game.
     #[error("cannot run the game: {0}")]
     Build(String),
+    /// What we saw in a GDL-II game fits no state of the game.
+    #[error("{0}")]
+    Belief(String),
+}
+
+impl From<BeliefError> for SessionError {
+    fn from(e: BeliefError) -> Self {
+        match e {
+            BeliefError::Machine(e) => SessionError::Machine(e),
+            e => SessionError::Belief(e.to_string()),
+        }
+    }
 }
 
 /// A move we answer, and where it came from.
@@ -114,6 +138,7 @@ where
                 player,
                 role,
                 start_deadline,
+                seed,
                 &job_rx,
                 &outcome_tx,
             );
@@ -122,12 +147,12 @@ where
         // Without a search thread every move is the fallback; the session still plays.
         tracing::warn!("cannot start the search thread: {e}");
     }
-    let state = machine.initial_state();
+    let belief = Belief::new(&machine, role, TRACKER_BELIEF);
     Session {
         tracker: Box::new(Tracked {
             machine,
-            state,
-            role,
+            belief,
+            rng: Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x5eed),
         }),
         jobs,
         outcomes,
@@ -158,10 +183,10 @@ impl Session {
     ///
     /// # Errors
     /// The joint move is not legal here, or the engine failed.
-    pub fn apply(&mut self, joint: &[Term]) -> Result<(), SessionError> {
-        self.tracker.apply(joint)?;
+    pub fn apply(&mut self, joint: &Heard) -> Result<(), SessionError> {
+        self.tracker.apply(joint, None)?;
         // A worker that has gone away is covered by the fallback.
-        let _ = self.jobs.send(Job::Apply(joint.to_vec()));
+        let _ = self.jobs.send(Job::Apply(joint.clone()));
         Ok(())
     }
 
@@ -173,17 +198,21 @@ impl Session {
     /// is then unchanged.
     pub fn play(
         &mut self,
-        joint: Option<&[Term]>,
+        joint: Option<&Heard>,
         search_deadline: Instant,
         deadline: Instant,
     ) -> Result<Played, SessionError> {
         if let Some(joint) = joint {
-            self.tracker.apply(joint)?;
+            let now = Instant::now();
+            self.tracker.apply(
+                joint,
+                Some(now + search_deadline.saturating_duration_since(now) / 2),
+            )?;
         }
         let legal = self.tracker.legal()?;
         let Some(fallback) = legal.choose(&mut self.rng).cloned() else {
             if let Some(joint) = joint {
-                let _ = self.jobs.send(Job::Apply(joint.to_vec()));
+                let _ = self.jobs.send(Job::Apply(joint.clone()));
             }
             return Err(SessionError::NoLegalMove);
         };
@@ -197,7 +226,7 @@ impl Session {
         if legal.len() == 1 {
             // A forced move: answer at once, so that no search runs into the next turn.
             if let Some(joint) = joint {
-                let _ = self.jobs.send(Job::Apply(joint.to_vec()));
+                let _ = self.jobs.send(Job::Apply(joint.clone()));
             }
             return Ok(Played {
                 note: None,
@@ -208,7 +237,7 @@ impl Session {
         self.next_seq += 1;
         let job = Job::Choose {
             seq,
-            joint: joint.map(<[Term]>::to_vec),
+            joint: joint.cloned(),
             deadline: search_deadline,
         };
         if self.jobs.send(job).is_err() {
@@ -250,9 +279,9 @@ impl Session {
     ///
     /// # Errors
     /// The joint move could not be followed, or the goals are not well defined.
-    pub fn stop(mut self, joint: Option<&[Term]>) -> Result<Option<Vec<u8>>, SessionError> {
+    pub fn stop(mut self, joint: Option<&Heard>) -> Result<Option<Vec<u8>>, SessionError> {
         if let Some(joint) = joint {
-            self.tracker.apply(joint)?;
+            self.tracker.apply(joint, None)?;
         }
         self.tracker.goals()
     }
@@ -260,12 +289,12 @@ impl Session {
 
 /// Work for the search thread.
 enum Job {
-    /// Follow a joint move.
-    Apply(Vec<Term>),
-    /// Follow a joint move (if any), then choose a move by the deadline.
+    /// Follow a step.
+    Apply(Heard),
+    /// Follow a step (if any), then choose a move by the deadline.
     Choose {
         seq: u64,
-        joint: Option<Vec<Term>>,
+        joint: Option<Heard>,
         deadline: Instant,
     },
 }
@@ -293,10 +322,14 @@ fn run_worker<M: StateMachine>(
     mut player: Box<dyn Player<M>>,
     role: usize,
     start_deadline: Instant,
+    seed: u64,
     jobs: &Receiver<Job>,
     outcomes: &Sender<Outcome>,
 ) {
-    let mut state = machine.initial_state();
+    let mut belief = Belief::new(&machine, role, WORKER_BELIEF);
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let mut hidden = HiddenPlayer::new(seed, None);
+    let nature = (0..machine.roles().len()).any(|r| machine.is_nature(r));
     // Set when the worker can no longer follow the match; it then only reports the reason.
     let mut broken: Option<String> = None;
     let started = match catch_unwind(AssertUnwindSafe(|| {
@@ -320,9 +353,13 @@ fn run_worker<M: StateMachine>(
                 deadline,
             } => (joint, Some((seq, deadline))),
         };
+        let update_by = choose.map(|(_, deadline): (u64, Instant)| {
+            let now = Instant::now();
+            now + deadline.saturating_duration_since(now) / 2
+        });
         if broken.is_none()
             && let Some(joint) = joint
-            && let Err(e) = advance(&mut machine, &mut state, &joint)
+            && let Err(e) = follow(&mut machine, &mut belief, &joint, update_by, &mut rng)
         {
             broken = Some(format!("cannot follow the match: {e}"));
         }
@@ -331,8 +368,9 @@ fn run_worker<M: StateMachine>(
         };
         let result = match &broken {
             Some(reason) => Err(reason.clone()),
-            None => match catch_unwind(AssertUnwindSafe(|| {
-                player.choose(&mut machine, &state, deadline)
+            None => match catch_unwind(AssertUnwindSafe(|| match belief.states() {
+                [(state, _)] if !nature => player.choose(&mut machine, state, deadline),
+                _ => hidden.choose(&mut machine, &belief, deadline),
             })) {
                 Ok(Ok(choice)) => Ok(Chosen {
                     mv: machine.move_term(choice.mv),
@@ -354,8 +392,8 @@ fn run_worker<M: StateMachine>(
 
 /// The server's half: follows the match on its own copy of the machine.
 trait Tracker: Send {
-    /// Follows a joint move; the state is unchanged on error.
-    fn apply(&mut self, joint: &[Term]) -> Result<(), SessionError>;
+    /// Follows a step, by `deadline` if given; the state is unchanged on error.
+    fn apply(&mut self, joint: &Heard, deadline: Option<Instant>) -> Result<(), SessionError>;
     /// Our legal moves in the current state (empty when it is terminal).
     fn legal(&mut self) -> Result<Vec<Term>, SessionError>;
     /// The goal values if the current state is terminal.
@@ -364,20 +402,41 @@ trait Tracker: Send {
 
 struct Tracked<M: StateMachine> {
     machine: M,
-    state: M::State,
-    role: usize,
+    belief: Belief<M::State>,
+    rng: Xoshiro256PlusPlus,
+}
+
+impl<M: StateMachine + Send> Tracked<M> {
+    /// A state of the belief (in a game of complete information, the state).
+    fn state(&self) -> Result<M::State, SessionError> {
+        self.belief
+            .states()
+            .first()
+            .map(|(s, _)| s.clone())
+            .ok_or_else(|| SessionError::Belief("no state is consistent with the match".into()))
+    }
 }
 
 impl<M: StateMachine + Send> Tracker for Tracked<M> {
-    fn apply(&mut self, joint: &[Term]) -> Result<(), SessionError> {
-        advance(&mut self.machine, &mut self.state, joint)
+    fn apply(&mut self, joint: &Heard, deadline: Option<Instant>) -> Result<(), SessionError> {
+        let mut belief = self.belief.clone();
+        follow(
+            &mut self.machine,
+            &mut belief,
+            joint,
+            deadline,
+            &mut self.rng,
+        )?;
+        self.belief = belief;
+        Ok(())
     }
 
     fn legal(&mut self) -> Result<Vec<Term>, SessionError> {
-        if self.machine.is_terminal(&self.state)? {
+        let state = self.state()?;
+        if self.machine.is_terminal(&state)? {
             return Ok(Vec::new());
         }
-        let moves = self.machine.legal_moves(&self.state, self.role)?;
+        let moves = self.machine.legal_moves(&state, self.belief.role())?;
         Ok(moves
             .into_iter()
             .map(|m| self.machine.move_term(m))
@@ -385,10 +444,36 @@ impl<M: StateMachine + Send> Tracker for Tracked<M> {
     }
 
     fn goals(&mut self) -> Result<Option<Vec<u8>>, SessionError> {
-        if !self.machine.is_terminal(&self.state)? {
+        let state = self.state()?;
+        if !self.machine.is_terminal(&state)? {
             return Ok(None);
         }
-        Ok(Some(self.machine.goals(&self.state)?))
+        Ok(Some(self.machine.goals(&state)?))
+    }
+}
+
+/// Moves `belief` on by one step: a joint move (one state, moved by it and checked) or our
+/// move and percepts.
+fn follow<M: StateMachine>(
+    machine: &mut M,
+    belief: &mut Belief<M::State>,
+    heard: &Heard,
+    deadline: Option<Instant>,
+    rng: &mut Xoshiro256PlusPlus,
+) -> Result<(), SessionError> {
+    match heard {
+        Heard::Joint(joint) => {
+            let [(state, _)] = belief.states() else {
+                return Err(SessionError::Belief(
+                    "a joint move in a match whose state we do not know".into(),
+                ));
+            };
+            let mut state = state.clone();
+            advance(machine, &mut state, joint)?;
+            *belief = Belief::known(state, belief.role(), belief.cap());
+            Ok(())
+        }
+        Heard::Seen { mv, percepts } => Ok(belief.update(machine, mv, percepts, deadline, rng)?),
     }
 }
 
@@ -467,6 +552,10 @@ mod tests {
         texts.iter().map(|t| parse_term(t).unwrap()).collect()
     }
 
+    fn joint(texts: &[&str]) -> Heard {
+        Heard::Joint(terms(texts))
+    }
+
     fn soon(ms: u64) -> Instant {
         Instant::now() + Duration::from_millis(ms)
     }
@@ -515,7 +604,7 @@ mod tests {
         // Role a waits: a forced move, answered without a search.
         let second = session
             .play(
-                Some(&[first.mv, parse_term("wait").unwrap()]),
+                Some(&Heard::Joint(vec![first.mv, parse_term("wait").unwrap()])),
                 soon(400),
                 soon(500),
             )
@@ -525,7 +614,7 @@ mod tests {
             ("wait".into(), false)
         );
         assert_eq!(
-            session.stop(Some(&terms(&["wait", "(go 2)"]))),
+            session.stop(Some(&joint(&["wait", "(go 2)"]))),
             Ok(Some(vec![50, 50]))
         );
     }
@@ -548,15 +637,15 @@ mod tests {
         let player = new_player::<DatalogMachine>(PlayerKind::Random, &SearchConfig::default());
         let mut session = launch(machine(), player, 1, soon(100), "datalog", 1);
         let err = session
-            .play(Some(&terms(&["(go 3)", "wait"])), soon(100), soon(200))
+            .play(Some(&joint(&["(go 3)", "wait"])), soon(100), soon(200))
             .unwrap_err();
         assert_eq!(err.to_string(), "role a has no move (go 3)");
         let err = session
-            .play(Some(&terms(&["wait", "wait"])), soon(100), soon(200))
+            .play(Some(&joint(&["wait", "wait"])), soon(100), soon(200))
             .unwrap_err();
         assert_eq!(err.to_string(), "illegal move wait for role a");
         let err = session
-            .play(Some(&terms(&["wait"])), soon(100), soon(200))
+            .play(Some(&joint(&["wait"])), soon(100), soon(200))
             .unwrap_err();
         assert_eq!(err.to_string(), "a joint move needs 2 moves, found 1");
         // Still in the initial state: b waits.
@@ -568,7 +657,7 @@ mod tests {
     fn moves_in_another_case_are_matched() {
         let player = new_player::<DatalogMachine>(PlayerKind::Random, &SearchConfig::default());
         let mut session = launch(machine(), player, 1, soon(100), "datalog", 1);
-        session.apply(&terms(&["(GO 2)", "WAIT"])).unwrap();
+        session.apply(&joint(&["(GO 2)", "WAIT"])).unwrap();
         let played = session.play(None, soon(100), soon(200)).unwrap();
         assert!(played.mv.to_string().starts_with("(go "));
     }

@@ -18,6 +18,7 @@
 
 pub mod alphabeta;
 mod auto;
+pub mod hidden;
 pub mod mcts;
 pub mod probe;
 

@@ -811,7 +811,6 @@ mod fuzz {
     }
 
     #[test]
-    #[ignore = "the KIF reader panics on some Unicode whitespace (issue 13 defect 2, fixed on the `robust` branch)"]
     fn endpoints_answer_any_input_without_panicking() {
         let dir = std::env::temp_dir().join(format!("ggp-web-fuzz-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

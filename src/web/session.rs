@@ -7,11 +7,12 @@ use std::sync::atomic::AtomicU64;
 use serde::Serialize;
 
 use crate::board::{Layout, Square, content_text, facts_by_relation};
+use crate::engine::{self, EngineChoice, Machine, UseMachine};
 use crate::gdl::{Description, Term};
 use crate::machine::StateMachine;
 use crate::manager::MatchRecord;
 use crate::play::progress::Counted;
-use crate::play::{AnyMachine, Game, Level, PlayError, Seat, result_text};
+use crate::play::{Game, Level, PlayError, Seat, result_text};
 
 /// Why a request about a game failed.
 #[derive(Debug, thiserror::Error)]
@@ -198,27 +199,40 @@ pub fn new_session(
     seats: Vec<Seat>,
     seed: u64,
 ) -> Result<(Box<dyn Session>, Arc<AtomicU64>), SessionError> {
-    let rules = description.rules();
-    let machine =
-        AnyMachine::auto(description, &AnyMachine::quick_budget()).map_err(PlayError::from)?;
-    Ok(match machine {
-        AnyMachine::Datalog(m) => {
-            let m = Counted::new(*m);
-            let counter = m.counter();
-            (
-                Box::new(WebGame::new(m, name, rules, text, seats, seed)?),
-                counter,
-            )
-        }
-        AnyMachine::Propnet(m) => {
+    struct New<'a> {
+        name: &'a str,
+        rules: &'a [crate::gdl::Rule],
+        text: &'a str,
+        seats: Vec<Seat>,
+        seed: u64,
+    }
+    impl UseMachine for New<'_> {
+        type Output = Result<(Box<dyn Session>, Arc<AtomicU64>), SessionError>;
+        fn with<M: Machine>(self, m: M) -> Self::Output {
             let m = Counted::new(m);
             let counter = m.counter();
-            (
-                Box::new(WebGame::new(m, name, rules, text, seats, seed)?),
-                counter,
-            )
+            let game = WebGame::new(m, self.name, self.rules, self.text, self.seats, self.seed)?;
+            Ok((Box::new(game), counter))
         }
+    }
+    load(description)?.run(New {
+        name,
+        rules: description.rules(),
+        text,
+        seats,
+        seed,
     })
+}
+
+/// The game on the propnet when it grounds quickly, else on the Datalog engine (the reason
+/// goes to stderr).
+fn load(description: &Description) -> Result<engine::Engine, SessionError> {
+    let loaded = engine::load(description, EngineChoice::Auto, &engine::quick_budget())
+        .map_err(PlayError::from)?;
+    if let Some(note) = loaded.fallback_note() {
+        eprintln!("{note}");
+    }
+    Ok(loaded.engine)
 }
 
 /// Replays a record on `description`, checking every move and state.
@@ -230,10 +244,14 @@ pub fn replay(
     text: &str,
     record: &MatchRecord,
 ) -> Result<Replay, SessionError> {
-    match AnyMachine::auto(description, &AnyMachine::quick_budget()).map_err(PlayError::from)? {
-        AnyMachine::Datalog(m) => replay_on(*m, description, text, record),
-        AnyMachine::Propnet(m) => replay_on(m, description, text, record),
+    struct ReplayOn<'a>(&'a Description, &'a str, &'a MatchRecord);
+    impl UseMachine for ReplayOn<'_> {
+        type Output = Result<Replay, SessionError>;
+        fn with<M: Machine>(self, m: M) -> Self::Output {
+            replay_on(m, self.0, self.1, self.2)
+        }
     }
+    load(description)?.run(ReplayOn(description, text, record))
 }
 
 fn replay_on<M: StateMachine + Send + 'static>(

@@ -1,0 +1,201 @@
+//! `ggp tournament`: the command line of [`crate::tournament`]; loads the games, and plays each
+//! match with built-in players served in-process as `ggp match` serves them.
+
+use std::io::IsTerminal as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+
+use super::matches::{builtin_player, referee};
+use super::serve::{clock_seed, margin};
+use super::{EngineChoice, Loaded, load_engine, read};
+use crate::kif::{self, Sexp};
+use crate::manager::{Contestant, MatchConfig, MatchRecord};
+use crate::search::SearchConfig;
+use crate::tournament::{self, Game, Job, PlayerSpec, Settings, Source};
+
+/// Options of `ggp tournament`.
+#[derive(clap::Args, Debug)]
+pub struct TournamentArgs {
+    /// Rule sheets (.kif), or folders searched for them.
+    #[arg(required = true)]
+    games: Vec<PathBuf>,
+    /// A player: `[NAME=]builtin:KIND[:threads=N,iterations=N]` (KIND any value of
+    /// `ggp serve --player`) or `[NAME=]host:port[@THREADS]`. Give at least two.
+    #[arg(long = "player", value_name = "PLAYER", required = true)]
+    players: Vec<String>,
+    /// Matches per pairing (per group of players) on each game; seats rotate from one match
+    /// to the next.
+    #[arg(long, default_value_t = 2)]
+    matches: usize,
+    /// The folder for the records, the manifest and the tables; rerun on the same folder to
+    /// resume.
+    #[arg(long)]
+    out: PathBuf,
+    /// Seconds of the start clock.
+    #[arg(long, default_value_t = 10)]
+    startclock: u64,
+    /// Seconds of the play clock.
+    #[arg(long, default_value_t = 5)]
+    playclock: u64,
+    /// Cores for matches at the same time; each match counts its players' threads.
+    #[arg(long, default_value_t = default_cores())]
+    cores: usize,
+    /// Search threads of built-in players without a `threads=` option.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// The engine of the referee and of the built-in players.
+    #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
+    engine: EngineChoice,
+    /// Margin of the built-in players, in seconds (see `ggp serve --margin`).
+    #[arg(long, default_value_t = 1.0)]
+    margin: f64,
+    /// Seed of the tournament (default: from the clock; a resumed tournament keeps its own).
+    #[arg(long)]
+    seed: Option<u64>,
+}
+
+fn default_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+/// A game ready to referee.
+struct GameEngine {
+    rules: Vec<Sexp>,
+    machine: Loaded,
+}
+
+/// Runs `ggp tournament`; exit status 0 when every match was played.
+///
+/// # Errors
+/// A bad player spec, an unreadable game, an unreachable player, or an output folder that
+/// holds another tournament.
+pub fn run(args: TournamentArgs) -> anyhow::Result<ExitCode> {
+    // The referee's and players' per-move lines would drown the progress bar: warnings only.
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_max_level(tracing::Level::WARN)
+        .try_init();
+    if args.startclock == 0 || args.playclock == 0 {
+        anyhow::bail!("the clocks must be at least 1 second");
+    }
+    if args.matches == 0 {
+        anyhow::bail!("--matches must be at least 1");
+    }
+    let margin = margin(args.margin)?;
+    let players: Vec<PlayerSpec> = args
+        .players
+        .iter()
+        .map(|text| PlayerSpec::parse(text, args.threads))
+        .collect::<Result<_, _>>()?;
+    let mut games = Vec::new();
+    let mut loaded = Vec::new();
+    for path in tournament::game_files(&args.games)? {
+        let text = read(&path)?;
+        let rules = kif::parse(&text).with_context(|| format!("reading {}", path.display()))?;
+        let machine = load_engine(&path, args.engine)?;
+        let roles = machine.engine.roles().len();
+        games.push(Game {
+            name: tournament::game_name(&path),
+            path,
+            rulesheet: text,
+            roles,
+        });
+        loaded.push(GameEngine { rules, machine });
+    }
+    tournament::check_players(&players)?;
+    let mut settings = Settings {
+        matches: args.matches,
+        start_clock: args.startclock,
+        play_clock: args.playclock,
+        cores: args.cores.max(1),
+        seed: args.seed.unwrap_or_else(clock_seed),
+        out: args.out.clone(),
+    };
+    // Plan first, so that a bad plan leaves no folder behind.
+    tournament::plan(&games, &players, settings.matches, settings.seed)?;
+    settings.seed = tournament::open_folder(&games, &players, &settings)?;
+    let jobs = tournament::plan(&games, &players, settings.matches, settings.seed)?;
+    let play = |job: &Job, config: MatchConfig| -> Result<MatchRecord, String> {
+        play_one(
+            job,
+            config,
+            &players,
+            &loaded[job.game],
+            args.engine,
+            margin,
+        )
+        .map_err(|e| format!("{e:#}"))
+    };
+    let summary = tournament::run(&jobs, &games, &players, &settings, play);
+    let tables = tournament::tables(&summary.outcomes, &games, &players);
+    let mut report = format!(
+        "{} matches planned, {} finished ({} from earlier runs), {} failed\n\n{tables}",
+        jobs.len(),
+        summary.outcomes.len(),
+        summary.resumed,
+        summary.failures.len()
+    );
+    for (key, why) in &summary.failures {
+        report.push_str(&format!("failed: {key}: {why}\n"));
+    }
+    print!("{report}");
+    let results = args.out.join("results.txt");
+    let temp = args.out.join(".results.txt.tmp");
+    std::fs::write(&temp, &report)
+        .and_then(|()| std::fs::rename(&temp, &results))
+        .with_context(|| format!("cannot write {}", results.display()))?;
+    Ok(if summary.failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// Plays one match: serves its built-in players, refers it on a copy of the game's engine,
+/// and stops the servers.
+fn play_one(
+    job: &Job,
+    config: MatchConfig,
+    players: &[PlayerSpec],
+    game: &GameEngine,
+    engine: EngineChoice,
+    margin: std::time::Duration,
+) -> anyhow::Result<MatchRecord> {
+    let mut servers = Vec::new();
+    let mut contestants = Vec::new();
+    for (role, &p) in job.seats.iter().enumerate() {
+        let player = &players[p];
+        let address = match &player.source {
+            Source::Builtin { kind, iterations } => {
+                let search = SearchConfig {
+                    threads: player.threads,
+                    seed: job.seed.wrapping_add(role as u64 + 1),
+                    max_iterations: *iterations,
+                };
+                let server = builtin_player(*kind, search, engine, margin)?;
+                let address = server.addr().to_string();
+                servers.push(server);
+                address
+            }
+            Source::Remote { address } => address.clone(),
+        };
+        contestants.push(Contestant {
+            address,
+            name: player.name.clone(),
+        });
+    }
+    let result = referee(
+        &mut game.machine.engine.clone(),
+        &game.rules,
+        &contestants,
+        &config,
+    );
+    for server in servers {
+        server.shutdown();
+    }
+    Ok(result?)
+}

@@ -1,0 +1,207 @@
+//! Tournament players as given on the command line.
+//!
+//! `[NAME=]builtin:KIND[:key=value,...]` is a built-in player (KIND any value of
+//! `ggp serve --player`; keys `threads` and `iterations`), run in-process as a player server;
+//! `[NAME=]host:port[@THREADS]` is a player somewhere on the network, THREADS (default 1) the
+//! cores it uses, for the core budget.
+
+use std::str::FromStr;
+
+use clap::ValueEnum;
+
+use crate::search::PlayerKind;
+
+/// One tournament player.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlayerSpec {
+    /// Its name in tables and file names: letters, digits, `_` and `-`.
+    pub name: String,
+    /// Where it comes from.
+    pub source: Source,
+    /// The cores it uses while it plays one match.
+    pub threads: usize,
+    /// The text it was given as, for the manifest.
+    pub text: String,
+}
+
+/// Where a player comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// A built-in player, served in-process for each match.
+    Builtin {
+        /// The player.
+        kind: PlayerKind,
+        /// Stop each search after this many playouts or nodes.
+        iterations: Option<u64>,
+    },
+    /// A player server at `host:port`.
+    Remote {
+        /// `host:port`.
+        address: String,
+    },
+}
+
+/// A player spec that cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("player `{text}`: {why}")]
+pub struct SpecError {
+    /// The spec as given.
+    pub text: String,
+    /// What is wrong with it.
+    pub why: String,
+}
+
+impl PlayerSpec {
+    /// Reads a spec; built-in players without a `threads` key get `default_threads`.
+    ///
+    /// # Errors
+    /// The spec is not one of the two forms, names an unknown built-in player or key, or
+    /// gives a name or number that is not valid.
+    pub fn parse(text: &str, default_threads: usize) -> Result<PlayerSpec, SpecError> {
+        let bad = |why: String| SpecError {
+            text: text.to_string(),
+            why,
+        };
+        let (name, body) = match text.split_once('=') {
+            Some((name, body)) if !name.contains(':') => (Some(name), body),
+            _ => (None, text),
+        };
+        let (source, threads, default_name) = if let Some(builtin) = body.strip_prefix("builtin:") {
+            let (kind_text, options) = builtin.split_once(':').unwrap_or((builtin, ""));
+            let kind = PlayerKind::from_str(kind_text, true).map_err(|_| {
+                let known: Vec<String> = PlayerKind::value_variants()
+                    .iter()
+                    .filter_map(|k| k.to_possible_value().map(|v| v.get_name().to_string()))
+                    .collect();
+                bad(format!(
+                    "unknown built-in player `{kind_text}` (known: {})",
+                    known.join(", ")
+                ))
+            })?;
+            let mut threads = default_threads.max(1);
+            let mut iterations = None;
+            for option in options.split(',').filter(|o| !o.is_empty()) {
+                let (key, value) = option
+                    .split_once('=')
+                    .ok_or_else(|| bad(format!("`{option}` is not key=value")))?;
+                match key {
+                    "threads" => {
+                        threads = positive(value).map_err(|w| bad(format!("{key}: {w}")))?
+                    }
+                    "iterations" => {
+                        iterations =
+                            Some(positive(value).map_err(|w| bad(format!("{key}: {w}")))? as u64);
+                    }
+                    _ => {
+                        return Err(bad(format!(
+                            "unknown key `{key}` (known: threads, iterations)"
+                        )));
+                    }
+                }
+            }
+            let source = Source::Builtin { kind, iterations };
+            (source, threads, kind_text.to_ascii_lowercase())
+        } else {
+            let (address, threads) = match body.rsplit_once('@') {
+                Some((address, threads)) => (
+                    address,
+                    positive(threads).map_err(|w| bad(format!("threads after @: {w}")))?,
+                ),
+                None => (body, 1),
+            };
+            let port = address
+                .rsplit_once(':')
+                .filter(|(host, _)| !host.is_empty())
+                .and_then(|(_, port)| u16::from_str(port).ok())
+                .filter(|&port| port != 0);
+            if port.is_none() {
+                return Err(bad(
+                    "expected builtin:KIND[:key=value,...] or host:port[@THREADS]".into(),
+                ));
+            }
+            let default_name = address.replace([':', '.'], "_");
+            let address = address.to_string();
+            (Source::Remote { address }, threads, default_name)
+        };
+        let name = name.map_or(default_name, str::to_string);
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return Err(bad(format!(
+                "the name `{name}` must be letters, digits, `_` or `-`"
+            )));
+        }
+        Ok(PlayerSpec {
+            name,
+            source,
+            threads,
+            text: text.to_string(),
+        })
+    }
+}
+
+fn positive(text: &str) -> Result<usize, String> {
+    match usize::from_str(text) {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("`{text}` is not a positive whole number")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_builtin_players_with_options() {
+        let p = PlayerSpec::parse("builtin:mcts", 2).unwrap();
+        assert_eq!(p.name, "mcts");
+        assert_eq!(p.threads, 2);
+        let p = PlayerSpec::parse("big=builtin:MCTS:threads=3,iterations=50", 1).unwrap();
+        assert_eq!(p.name, "big");
+        assert_eq!(p.threads, 3);
+        assert_eq!(
+            p.source,
+            Source::Builtin {
+                kind: PlayerKind::Mcts,
+                iterations: Some(50)
+            }
+        );
+    }
+
+    #[test]
+    fn reads_remote_players_with_threads() {
+        let p = PlayerSpec::parse("sancho=127.0.0.1:9350@1", 4).unwrap();
+        assert_eq!(p.name, "sancho");
+        assert_eq!(p.threads, 1);
+        let p = PlayerSpec::parse("example.org:9147@8", 1).unwrap();
+        assert_eq!(p.name, "example_org_9147");
+        assert_eq!(p.threads, 8);
+        assert_eq!(
+            p.source,
+            Source::Remote {
+                address: "example.org:9147".into()
+            }
+        );
+    }
+
+    #[test]
+    fn refuses_bad_specs_saying_why() {
+        for (text, why) in [
+            ("builtin:genius", "unknown built-in player `genius`"),
+            ("builtin:mcts:threads=0", "not a positive whole number"),
+            ("builtin:mcts:depth=3", "unknown key `depth`"),
+            ("builtin:mcts:threads", "not key=value"),
+            ("localhost", "expected builtin:"),
+            ("localhost:http", "expected builtin:"),
+            (":9147", "expected builtin:"),
+            ("a=localhost:9147@x", "threads after @"),
+            ("a b=builtin:random", "the name `a b`"),
+        ] {
+            let e = PlayerSpec::parse(text, 1).unwrap_err();
+            assert!(e.to_string().contains(why), "{text}: {e}");
+            assert!(e.to_string().contains(text), "{text}: {e}");
+        }
+    }
+}

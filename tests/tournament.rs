@@ -1,0 +1,335 @@
+//! `ggp tournament` end to end: tables that add up, rotating seats, resuming from records,
+//! errors counted per player, and clear refusals.
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use ggp::manager::MatchRecord;
+
+const TIC_TAC_TOE: &str = "../shared/games/base/ticTacToe.kif";
+
+/// A two-role game of one simultaneous step: each role says left or right; goals 50 each.
+const ONE_STEP: &str = "(role a) (role b) (init start)
+    (<= (legal ?r left) (role ?r) (true start)) (<= (legal ?r right) (role ?r) (true start))
+    (<= (next done) (true start)) (<= terminal (true done)) (<= (goal ?r 50) (role ?r))";
+
+fn ggp(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_ggp"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("the binary runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A fresh folder for one test.
+fn out_dir(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ggp-tournament-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// `ggp tournament` with short clocks on `games`, writing to `out`.
+fn tournament(
+    games: &[&str],
+    players: &[&str],
+    extra: &[&str],
+    out: &Path,
+) -> (i32, String, String) {
+    let mut args = vec!["tournament"];
+    args.extend_from_slice(games);
+    for p in players {
+        args.extend(["--player", p]);
+    }
+    args.extend([
+        "--startclock",
+        "1",
+        "--playclock",
+        "1",
+        "--margin",
+        "0.3",
+        "--seed",
+        "7",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    args.extend_from_slice(extra);
+    ggp(&args)
+}
+
+/// The rows of the table headed `title` in `report`: (player, vs, n, W, D, L, [TO, CE, IL]).
+fn rows(report: &str, title: &str) -> Vec<(String, String, [usize; 4], [usize; 3])> {
+    let mut lines = report.lines().skip_while(|l| !l.starts_with(title)).skip(2);
+    let mut rows = Vec::new();
+    for line in lines.by_ref() {
+        if line.trim().is_empty() {
+            break;
+        }
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        let num = |i: usize| cells[i].parse::<usize>().unwrap();
+        let n = cells.len();
+        rows.push((
+            cells[0].to_string(),
+            cells[1].to_string(),
+            [num(2), num(3), num(4), num(5)],
+            [num(n - 3), num(n - 2), num(n - 1)],
+        ));
+    }
+    rows
+}
+
+fn records(out: &Path) -> Vec<(String, MatchRecord)> {
+    let mut found: Vec<(String, MatchRecord)> = std::fs::read_dir(out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.extension().is_some_and(|e| e == "json")
+                && p.file_name().unwrap() != "tournament.json"
+        })
+        .map(|p| {
+            let key = p.file_stem().unwrap().to_string_lossy().into_owned();
+            (key, MatchRecord::load(&p).unwrap())
+        })
+        .collect();
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    found
+}
+
+#[test]
+fn tables_add_up_and_seats_alternate() {
+    let out = out_dir("tables");
+    let players = [
+        "r=builtin:random",
+        "l=builtin:legal",
+        "m=builtin:mcts:iterations=50",
+    ];
+    let (code, report, err) = tournament(&[TIC_TAC_TOE], &players, &["--matches", "2"], &out);
+    assert_eq!(code, 0, "{report}{err}");
+    assert!(
+        report.starts_with("6 matches planned, 6 finished"),
+        "{report}"
+    );
+    // Three pairings, two matches each, seats swapped in the second.
+    let records = records(&out);
+    assert_eq!(records.len(), 6);
+    for pair in records.chunks(2) {
+        let (first, second) = (&pair[0].1, &pair[1].1);
+        assert!(pair[0].0.ends_with(".001") && pair[1].0.ends_with(".002"));
+        let mut swapped = first.player_names_from_host.clone().unwrap();
+        swapped.reverse();
+        assert_eq!(second.player_names_from_host.as_ref().unwrap(), &swapped);
+        assert!(first.is_completed && second.is_completed);
+    }
+    for title in ["ticTacToe", "all games"] {
+        let rows = rows(&report, title);
+        assert_eq!(rows.len(), 6, "{report}");
+        for (player, vs, [n, w, d, l], _) in &rows {
+            assert_eq!(*n, 2);
+            assert_eq!(w + d + l, *n, "{report}");
+            // The opponent's line mirrors this one.
+            let (_, _, [_, w2, d2, l2], _) = rows
+                .iter()
+                .find(|(p, v, _, _)| p == vs && v == player)
+                .unwrap();
+            assert_eq!((w, d, l), (l2, d2, w2), "{report}");
+        }
+    }
+    // The same tables are kept beside the records.
+    let kept = std::fs::read_to_string(out.join("results.txt")).unwrap();
+    assert_eq!(kept, report);
+    std::fs::remove_dir_all(&out).ok();
+}
+
+#[test]
+fn a_rerun_resumes_from_the_records() {
+    let out = out_dir("resume");
+    let players = ["r=builtin:random", "l=builtin:legal"];
+    let (code, report, err) = tournament(&[TIC_TAC_TOE], &players, &["--matches", "3"], &out);
+    assert_eq!(code, 0, "{report}{err}");
+    let before = records(&out);
+    assert_eq!(before.len(), 3);
+    // Match 2 stopped half way; match 3's record was cut off mid-write.
+    let second = out.join(format!("{}.json", before[1].0));
+    let mut half = before[1].1.clone();
+    half.is_completed = false;
+    half.goal_values.clear();
+    half.save(&second).unwrap();
+    let third = out.join(format!("{}.json", before[2].0));
+    let text = std::fs::read_to_string(&third).unwrap();
+    std::fs::write(&third, &text[..text.len() / 2]).unwrap();
+
+    let (code, report, err) = tournament(&[TIC_TAC_TOE], &players, &["--matches", "3"], &out);
+    assert_eq!(code, 0, "{report}{err}");
+    assert!(
+        report.starts_with("3 matches planned, 3 finished (1 from earlier runs)"),
+        "{report}"
+    );
+    let after = records(&out);
+    // The finished match was not played again; the other two were.
+    assert_eq!(after[0].1.random_token, before[0].1.random_token);
+    assert_eq!(after[0].1.start_time, before[0].1.start_time);
+    assert!(after[1].1.is_completed && after[2].1.is_completed);
+    assert_ne!(after[1].1.start_time, before[1].1.start_time);
+
+    // Nothing left to play: the tables only.
+    let (code, report, _) = tournament(&[TIC_TAC_TOE], &players, &["--matches", "3"], &out);
+    assert_eq!(code, 0);
+    assert!(
+        report.contains("3 finished (3 from earlier runs)"),
+        "{report}"
+    );
+    // More matches extend the tournament.
+    let (code, report, _) = tournament(&[TIC_TAC_TOE], &players, &["--matches", "4"], &out);
+    assert_eq!(code, 0);
+    assert!(
+        report.contains("4 finished (3 from earlier runs)"),
+        "{report}"
+    );
+    // Another tournament in the same folder is refused.
+    let other = ["r=builtin:random", "m=builtin:mcts"];
+    let (code, _, err) = tournament(&[TIC_TAC_TOE], &other, &[], &out);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("holds another tournament (the players differ)"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&out).ok();
+}
+
+/// A fake player: answers INFO, START and STOP at once, and PLAY with `play` after `delay`
+/// (an empty `play`: closes the connection without a reply).
+fn fake_player(play: &'static str, delay: Duration) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || answer(stream, play, delay));
+        }
+    });
+    addr
+}
+
+fn answer(mut stream: TcpStream, play: &str, delay: Duration) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut length = 0;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        if line.trim().is_empty() {
+            break;
+        }
+        if let Some((key, value)) = line.split_once(':')
+            && key.eq_ignore_ascii_case("content-length")
+        {
+            length = value.trim().parse().unwrap();
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).unwrap();
+    let reply = if String::from_utf8_lossy(&body).contains("PLAY") {
+        if play.is_empty() {
+            // Hang up without a reply.
+            return;
+        }
+        std::thread::sleep(delay);
+        play
+    } else {
+        "ready"
+    };
+    let _ = write!(
+        stream,
+        "HTTP/1.0 200 OK\r\nContent-Length: {}\r\n\r\n{reply}",
+        reply.len()
+    );
+}
+
+#[test]
+fn errors_are_counted_per_player() {
+    let out = out_dir("errors");
+    std::fs::create_dir_all(&out).unwrap();
+    let game = out.join("oneStep.kif");
+    std::fs::write(&game, ONE_STEP).unwrap();
+    let game = game.to_str().unwrap().to_string();
+    let records = out.join("records");
+    let slow = format!("slow={}", fake_player("left", Duration::from_millis(2200)));
+    let bad = format!("bad={}@1", fake_player("(jump)", Duration::ZERO));
+    let gone = format!("gone={}", fake_player("", Duration::ZERO));
+    let players = [
+        slow.as_str(),
+        bad.as_str(),
+        gone.as_str(),
+        "r=builtin:random",
+    ];
+    let extra = ["--matches", "2", "--cores", "8"];
+    let (code, report, err) = tournament(&[&game], &players, &extra, &records);
+    assert_eq!(code, 0, "{report}{err}");
+    let rows = rows(&report, "oneStep");
+    assert_eq!(rows.len(), 12, "{report}");
+    for (player, _, [n, ..], errors) in &rows {
+        // One step per match: one error per match for the faulty players.
+        let expected = match player.as_str() {
+            "slow" => [*n, 0, 0],
+            "bad" => [0, 0, *n],
+            "gone" => [0, *n, 0],
+            _ => [0, 0, 0],
+        };
+        assert_eq!(errors, &expected, "{player}: {report}");
+    }
+    std::fs::remove_dir_all(&out).ok();
+}
+
+#[test]
+fn bad_input_is_refused_clearly() {
+    let out = out_dir("refused");
+    let refused = |games: &[&str], players: &[&str], why: &str| {
+        let (code, report, err) = tournament(games, players, &[], &out);
+        assert_eq!(code, 2, "{report}{err}");
+        assert!(err.contains(why), "expected `{why}` in: {err}");
+    };
+    refused(
+        &[TIC_TAC_TOE],
+        &["builtin:random", "builtin:genius"],
+        "player `builtin:genius`: unknown built-in player `genius`",
+    );
+    refused(
+        &[TIC_TAC_TOE],
+        &["builtin:random", "builtin:mcts:depth=2"],
+        "unknown key `depth`",
+    );
+    refused(
+        &[TIC_TAC_TOE],
+        &["builtin:random", "builtin:random"],
+        "two players are named `random`",
+    );
+    refused(
+        &["../shared/games/base/noSuchGame.kif"],
+        &["builtin:random", "builtin:legal"],
+        "noSuchGame.kif",
+    );
+    refused(
+        &[TIC_TAC_TOE],
+        &["builtin:random"],
+        "ticTacToe has 2 roles but the tournament has 1 players",
+    );
+    // A player that is down is reported at once, not waited for.
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let down = format!("down={closed}");
+    refused(
+        &[TIC_TAC_TOE],
+        &["builtin:random", &down],
+        &format!("player down at {closed} does not answer"),
+    );
+    assert!(!out.exists(), "a refused tournament leaves no folder");
+}
