@@ -431,3 +431,40 @@ fn another_tab_is_answered_while_the_computer_thinks() {
         "{answer}"
     );
 }
+
+/// Issue 15: chess, Connect Four and Jeson Mor played by clicking at desktop width and at
+/// 390 px, each screenshot saved under target/tmp (`web-GAME-WIDTH.png`); the page must not
+/// be wider than the window.
+#[test]
+fn browser_draws_boards_at_desktop_and_phone_width() {
+    if std::env::var_os("GGP_SKIP_BROWSER").is_some() {
+        eprintln!("GGP_SKIP_BROWSER is set: browser test skipped");
+        return;
+    }
+    let chromium = ensure_chromium();
+    let modules = ensure_playwright();
+    let server = Server::start();
+    let out = Command::new("node")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/boards.cjs"))
+        .arg(&server.url)
+        .arg(env!("CARGO_TARGET_TMPDIR"))
+        .env("NODE_PATH", &modules)
+        .env("CHROMIUM", &chromium)
+        .output()
+        .expect("node runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    for game in ["chess", "connectFour", "jesonMor"] {
+        for width in [1200, 390] {
+            let png =
+                Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("web-{game}-{width}.png"));
+            assert!(
+                std::fs::read(&png).is_ok_and(|b| b.starts_with(b"\x89PNG")),
+                "{}",
+                png.display()
+            );
+        }
+    }
+    assert!(stdout.contains("chess at 390px"), "{stdout}");
+}

@@ -141,6 +141,8 @@ struct Slot {
     /// What went wrong in the last search, told once.
     failure: Mutex<Option<String>>,
     used: Mutex<Instant>,
+    /// The sheet's display description (`rules/NAME.display.json`), if it has one.
+    display: Option<Value>,
 }
 
 /// A failed request: HTTP status and message.
@@ -396,6 +398,7 @@ impl App {
             shown: Mutex::new(Some(view)),
             failure: Mutex::new(None),
             used: Mutex::new(Instant::now()),
+            display: self.display(&req.game),
         });
         {
             let mut sessions = lock(&self.sessions);
@@ -498,6 +501,9 @@ impl App {
         let mut value = serde_json::to_value(view).expect("views serialize");
         value["thinking"] = json!(thinking);
         value["playouts"] = json!(playouts);
+        if let Some(display) = &slot.display {
+            value["display"] = display.clone();
+        }
         if let Some(message) = lock(&slot.failure).take() {
             value["notice"] = json!(message);
         }
@@ -536,6 +542,24 @@ impl App {
             .unwrap_or_default();
         names.sort();
         names
+    }
+
+    /// The display description kept beside a listed sheet (`NAME.display.json`: piece
+    /// glyphs and colours, board shape, marked squares, the roles whose side is drawn at the
+    /// bottom; see README "Display descriptions"), when there is one and it is JSON.
+    fn display(&self, name: &str) -> Option<Value> {
+        if !self.listed().iter().any(|g| g == name) {
+            return None;
+        }
+        let path = self.config.rules.join(format!("{name}.display.json"));
+        let text = std::fs::read_to_string(&path).ok()?;
+        match serde_json::from_str(&text) {
+            Ok(value) => Some(value),
+            Err(e) => {
+                tracing::warn!("{}: {e}", path.display());
+                None
+            }
+        }
     }
 
     /// A game's validated rules and text, by its listed name.

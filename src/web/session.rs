@@ -101,6 +101,17 @@ pub struct View {
     pub result: Option<String>,
     /// Whether undo can take anything back (a person has moved).
     pub can_undo: bool,
+    /// Every move so far as people write it (SAN on a chess sheet, squares otherwise):
+    /// `[step, role, text]`.
+    pub history: Vec<(usize, usize, String)>,
+    /// Squares the last move emptied and filled, as `[file, rank]`, for its highlight.
+    pub last_from: Vec<[usize; 2]>,
+    /// See `last_from`.
+    pub last_to: Vec<[usize; 2]>,
+    /// How the game ended, in words (`checkmate`, `stalemate`, `four in a row`...).
+    pub ending: Option<String>,
+    /// The winning line's squares, when a line won.
+    pub line: Vec<[usize; 2]>,
 }
 
 /// A frame of a replayed record.
@@ -388,6 +399,28 @@ impl<M: StateMachine + Send + 'static> Session for WebGame<M> {
         } else {
             (None, None)
         };
+        let history = game
+            .history()?
+            .into_iter()
+            .map(|p| (p.step, p.role, p.text))
+            .collect();
+        let (last_from, last_to) = match (&layout, game.step()) {
+            (Some(l), step) if step > 0 => {
+                let change = l.change(&l.cells(&game.facts_at(step - 1)), &l.cells(&facts));
+                (
+                    change.from.iter().map(pair).collect(),
+                    change.to.iter().map(pair).collect(),
+                )
+            }
+            _ => (Vec::new(), Vec::new()),
+        };
+        let ending = game.ending()?;
+        let line = game
+            .winning_line()?
+            .unwrap_or_default()
+            .iter()
+            .map(pair)
+            .collect();
         Ok(View {
             id,
             game: self.name.clone(),
@@ -413,6 +446,11 @@ impl<M: StateMachine + Send + 'static> Session for WebGame<M> {
             goals,
             result,
             can_undo: self.game.seats().contains(&Seat::Human) && self.game.step() > 0,
+            history,
+            last_from,
+            last_to,
+            ending,
+            line,
         })
     }
 
