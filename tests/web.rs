@@ -112,10 +112,13 @@ fn endpoints_serve_validate_play_and_replay() {
         &json!({"game": "upload:tiny", "seats": ["human"]}),
     );
     assert!(view["board"].is_null(), "no board in a game without one");
-    assert_eq!(view["facts"], json!([["s0", [""]]]));
-    // Its only move is forced, so the page is told to step rather than to ask.
-    assert_eq!(view["waiting"], true);
-    let (_, view) = post(&client, &api("step"), &json!({"id": view["id"]}));
+    // Its only move is forced, so it is played at once, without asking anyone.
+    let mut view = view;
+    while view["thinking"] == json!(true) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        view = post(&client, &api("view"), &json!({"id": view["id"]})).1;
+    }
+    assert_eq!(view["facts"], json!([["s1", [""]]]));
     assert_eq!(view["result"], "a scores 100");
 
     // Names are looked up, never opened as paths.
@@ -141,9 +144,12 @@ fn endpoints_serve_validate_play_and_replay() {
         &api("move"),
         &json!({"id": id, "role": 1, "index": 0}),
     );
-    assert_eq!(status, 400, "o has no choice yet");
+    assert_eq!(status, 409, "o has no choice yet");
     while !view["terminal"].as_bool().unwrap() {
-        view = if view["waiting"].as_bool().unwrap() {
+        view = if view["thinking"] == json!(true) {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            post(&client, &api("view"), &json!({"id": id})).1
+        } else if view["waiting"].as_bool().unwrap() {
             post(&client, &api("step"), &json!({"id": id})).1
         } else {
             post(
@@ -165,7 +171,7 @@ fn endpoints_serve_validate_play_and_replay() {
     let mut broken = record.clone();
     broken["moves"][0][0] = json!("( mark 9 9 )");
     let (status, answer) = post(&client, &api("replay"), &json!({"record": broken}));
-    assert_eq!(status, 500, "{answer}");
+    assert_eq!(status, 422, "{answer}");
     assert!(
         answer["error"].as_str().unwrap().contains("move 1"),
         "{answer}"
@@ -258,4 +264,207 @@ fn browser_plays_tic_tac_toe_by_clicking() {
         png.len()
     );
     eprintln!("{result}; screenshot in {}", screenshot.display());
+}
+
+/// Sends `head` (and `body`) on a raw connection and returns the status line and the rest.
+fn raw(server: &Server, head: &str, body: &[u8]) -> String {
+    use std::io::{Read, Write};
+    let addr = server
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches('/');
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(body).ok();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).ok();
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+/// Issue 13, defect 3: a request announcing an absurd body made tiny_http allocate it, which
+/// aborted `ggp web`. Every endpoint refuses it before reading, and the server stays up.
+#[test]
+fn huge_announced_bodies_are_refused_and_the_server_stays_up() {
+    let server = Server::start();
+    let client = reqwest::blocking::Client::new();
+    for path in [
+        "/api/upload",
+        "/api/replay",
+        "/api/new",
+        "/api/move",
+        "/api/view",
+        "/",
+    ] {
+        let method = if path == "/" { "GET" } else { "POST" };
+        let answer = raw(
+            &server,
+            &format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999\r\n\r\n"),
+            b"{\"name\":",
+        );
+        assert!(
+            answer.starts_with("HTTP/1.1 413"),
+            "{method} {path}: {answer:?}"
+        );
+        let games = client
+            .get(format!("{}api/games", server.url))
+            .send()
+            .unwrap_or_else(|e| panic!("the server died after {method} {path}: {e}"));
+        assert_eq!(games.status().as_u16(), 200);
+    }
+    // A body that is announced but never comes is given up on, not waited for forever.
+    let answer = raw(
+        &server,
+        "POST /api/view HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n",
+        b"{",
+    );
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer:?}");
+    // Chunked bodies are refused (the size must be known before reading).
+    let answer = raw(
+        &server,
+        "POST /api/upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
+        b"5\r\nhello\r\n0\r\n\r\n",
+    );
+    assert!(answer.starts_with("HTTP/1.1 411"), "{answer:?}");
+}
+
+/// Issue 13, defect 5 and issue 15: while the computer thinks at `medium` about a chess
+/// move, another tab's requests are answered within 100 ms, the thinking tab sees the
+/// playouts so far, and a click made meanwhile is refused with a message.
+#[test]
+fn another_tab_is_answered_while_the_computer_thinks() {
+    let server = Server::start();
+    let api = |path: &str| format!("{}api/{path}", server.url);
+    let client = reqwest::blocking::Client::builder()
+        .timeout(std::time::Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let (status, other) = post(
+        &client,
+        &api("new"),
+        &json!({"game": "ticTacToe", "seats": ["human", "human"]}),
+    );
+    assert_eq!(status, 200, "{other}");
+    let (status, view) = post(
+        &client,
+        &api("new"),
+        &json!({"game": "chess", "seats": ["human", "medium"]}),
+    );
+    assert_eq!(status, 200, "{view}");
+    let id = view["id"].clone();
+    let e4 = view["moves"][0]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|m| m["term"].as_str().unwrap().contains("e 2 e 4"))
+        .expect("e2e4 is legal");
+    let (status, view) = post(
+        &client,
+        &api("move"),
+        &json!({"id": id, "role": 0, "index": e4, "step": 0}),
+    );
+    assert_eq!(status, 200, "{view}");
+    // The move comes back at once; the computer thinks on its own thread.
+    let stepper = if view["thinking"] == json!(true) {
+        None
+    } else {
+        // (How the server before the fix was driven: the page asked it to step.)
+        let client = client.clone();
+        let url = api("step");
+        let body = json!({"id": id});
+        Some(std::thread::spawn(move || post(&client, &url, &body)))
+    };
+    let mut times = Vec::new();
+    for _ in 0..5 {
+        let start = std::time::Instant::now();
+        let (status, answer) = post(&client, &api("view"), &json!({"id": other["id"]}));
+        assert_eq!(status, 200, "{answer}");
+        let response = client.get(api("games")).send().unwrap();
+        assert_eq!(response.status().as_u16(), 200);
+        times.push(start.elapsed());
+    }
+    times.sort();
+    let (status, during) = post(&client, &api("view"), &json!({"id": id}));
+    assert_eq!(status, 200, "{during}");
+    assert!(
+        times[2] < std::time::Duration::from_millis(100),
+        "another tab waited {times:?} (median over 100 ms) while the computer thought"
+    );
+    assert_eq!(during["thinking"], true, "{during}");
+    // A click while it thinks is refused with a reason, not queued.
+    let (status, answer) = post(
+        &client,
+        &api("move"),
+        &json!({"id": id, "role": 0, "index": 0, "step": 1}),
+    );
+    assert_eq!(status, 409, "{answer}");
+    assert!(
+        answer["error"].as_str().unwrap().contains("thinking"),
+        "{answer}"
+    );
+    // The page polls until the reply is in, seeing the playouts grow.
+    let mut seen_playouts = 0;
+    let view = loop {
+        let (_, view) = post(&client, &api("view"), &json!({"id": id}));
+        if view["thinking"] != json!(true) {
+            break view;
+        }
+        seen_playouts = seen_playouts.max(view["playouts"].as_u64().unwrap());
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    if let Some(stepper) = stepper {
+        stepper.join().unwrap();
+    }
+    assert_eq!(view["step"], 2, "{view}");
+    assert!(seen_playouts > 0, "no progress shown while thinking");
+    // A click on the position before the computer's reply is refused as stale.
+    let (status, answer) = post(
+        &client,
+        &api("move"),
+        &json!({"id": id, "role": 0, "index": 0, "step": 1}),
+    );
+    assert_eq!(status, 409, "{answer}");
+    assert!(
+        answer["error"].as_str().unwrap().contains("move 1"),
+        "{answer}"
+    );
+}
+
+/// Issue 15: chess, Connect Four and Jeson Mor played by clicking at desktop width and at
+/// 390 px, each screenshot saved under target/tmp (`web-GAME-WIDTH.png`); the page must not
+/// be wider than the window.
+#[test]
+fn browser_draws_boards_at_desktop_and_phone_width() {
+    if std::env::var_os("GGP_SKIP_BROWSER").is_some() {
+        eprintln!("GGP_SKIP_BROWSER is set: browser test skipped");
+        return;
+    }
+    let chromium = ensure_chromium();
+    let modules = ensure_playwright();
+    let server = Server::start();
+    let out = Command::new("node")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/boards.cjs"))
+        .arg(&server.url)
+        .arg(env!("CARGO_TARGET_TMPDIR"))
+        .env("NODE_PATH", &modules)
+        .env("CHROMIUM", &chromium)
+        .output()
+        .expect("node runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    for game in ["chess", "connectFour", "jesonMor"] {
+        for width in [1200, 390] {
+            let png =
+                Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("web-{game}-{width}.png"));
+            assert!(
+                std::fs::read(&png).is_ok_and(|b| b.starts_with(b"\x89PNG")),
+                "{}",
+                png.display()
+            );
+        }
+    }
+    assert!(stdout.contains("chess at 390px"), "{stdout}");
 }

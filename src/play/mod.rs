@@ -7,6 +7,7 @@
 //! come from comparing the board before and after each legal move ([`Game::move_infos`]).
 
 pub mod notation;
+pub mod progress;
 pub mod terminal;
 
 use std::fmt;

@@ -10,41 +10,70 @@
 //! | `POST /api/upload {name, text}` | validates a sheet and adds it, or its diagnostics |
 //! | `POST /api/roles {game}` | the game's roles |
 //! | `POST /api/new {game, seats}` | a new session (`seats`: `"human"` or a level per role) |
-//! | `POST /api/view {id}` | the position |
-//! | `POST /api/move {id, role, index}` | a person's move, then the position |
-//! | `POST /api/step {id}` | the computers move when no person has a choice |
+//! | `POST /api/view {id}` | the position (while the computer thinks: the last one, `thinking` and its `playouts`) |
+//! | `POST /api/move {id, role, index, step}` | a person's move, then the position (the computer starts thinking when its turn comes) |
+//! | `POST /api/step {id}` | the computers start thinking when no person has a choice |
+//! | `POST /api/hint {id, role}` | the move the computer would suggest (index in the legal list) |
 //! | `POST /api/undo {id}` | take back to the last human choice |
 //! | `POST /api/record {id}` | the match record (ggp.org JSON) |
 //! | `POST /api/replay {record}` | every position of a record, checked against its rules |
 //!
-//! Requests are served one at a time. Bodies are capped ([`MAX_UPLOAD`] for a sheet), game
-//! names are looked up, never used as paths, and the server binds to 127.0.0.1 unless told
-//! otherwise.
+//! Each connection is served on its own thread ([`http`] reads it within limits: the body's
+//! announced size is checked before anything is allocated), so one game's search never
+//! delays another tab. A session is behind its own lock; the computer thinks on a thread of
+//! its own, and the page polls `view` meanwhile, which answers from the last position
+//! without waiting. Limits: [`MAX_CONNECTIONS`] at once, [`MAX_SESSIONS`] sessions (idle
+//! ones dropped after [`SESSION_IDLE`]), [`MAX_SEARCHES`] computers thinking at once, at most
+//! [`MAX_THINK_SECONDS`] per computer move and [`MAX_STEPS`] moves per session, and
+//! [`MAX_UPLOADS`] uploaded sheets of at most [`MAX_UPLOAD`] bytes each and
+//! [`MAX_UPLOAD_TOTAL`] in all. Game names are looked up, never used as paths, and the server
+//! binds to 127.0.0.1 unless told otherwise.
 
+pub mod http;
 pub mod session;
 
 use std::collections::BTreeMap;
-use std::io::Read;
-use std::net::SocketAddr;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tiny_http::{Header, Method, Request, Response, Server};
 
 use crate::gdl::Description;
 use crate::manager::MatchRecord;
+use crate::play::progress;
 use crate::play::{Level, Seat};
-use session::{Session, SessionError};
+use http::{Request, Response};
+use session::{Session, SessionError, View};
 
 /// The page, compiled into the binary.
 pub const PAGE: &str = include_str!("page.html");
 /// Largest rule sheet accepted by upload.
 pub const MAX_UPLOAD: usize = 256 * 1024;
+/// Uploaded sheets kept.
+pub const MAX_UPLOADS: usize = 32;
+/// Bytes of uploaded sheets kept in all.
+pub const MAX_UPLOAD_TOTAL: usize = 4 * 1024 * 1024;
 /// Largest request body (a match record with its sheet).
-const MAX_BODY: usize = 4 * 1024 * 1024;
-/// Sessions kept; the oldest is dropped past this.
-const MAX_SESSIONS: usize = 64;
+pub const MAX_BODY: usize = 4 * 1024 * 1024;
+/// Largest body of the requests that name a session or a game.
+const MAX_SMALL_BODY: usize = 64 * 1024;
+/// Sessions kept; the least recently used is dropped past this.
+pub const MAX_SESSIONS: usize = 64;
+/// A session unused for this long is dropped.
+pub const SESSION_IDLE: Duration = Duration::from_secs(2 * 3600);
+/// Connections served at once; more are answered 503 at once.
+pub const MAX_CONNECTIONS: usize = 128;
+/// Computers thinking at once, over all sessions.
+pub const MAX_SEARCHES: usize = 8;
+/// Longest think time a web seat may ask for, in seconds.
+pub const MAX_THINK_SECONDS: f64 = 60.0;
+/// Moves in one session.
+pub const MAX_STEPS: usize = 10_000;
 
 /// Why the server stopped.
 #[derive(Debug, thiserror::Error)]
@@ -72,15 +101,48 @@ pub struct Config {
 
 /// A bound server, before it serves.
 pub struct WebServer {
-    server: Server,
-    state: State,
+    listener: TcpListener,
+    app: Arc<App>,
 }
 
-struct State {
+/// Everything the endpoints share; [`App::answer`] answers one request.
+pub struct App {
     config: Config,
-    uploads: BTreeMap<String, String>,
-    sessions: BTreeMap<u64, Box<dyn Session>>,
+    uploads: Mutex<Uploads>,
+    sessions: Mutex<Sessions>,
+    connections: AtomicUsize,
+    searches: Arc<AtomicUsize>,
+}
+
+#[derive(Default)]
+struct Uploads {
+    sheets: BTreeMap<String, String>,
+    bytes: usize,
+}
+
+struct Sessions {
+    slots: BTreeMap<u64, Arc<Slot>>,
     next_id: u64,
+}
+
+/// One session: its game behind a lock, and what the page may read while the computer
+/// thinks.
+struct Slot {
+    id: u64,
+    game: Mutex<Box<dyn Session>>,
+    /// The computer is thinking (the search thread holds `game`).
+    thinking: AtomicBool,
+    /// The engine's terminal-state count (see [`progress`]) and its value when the
+    /// current search started.
+    counter: Arc<AtomicU64>,
+    counter_start: AtomicU64,
+    /// The last position computed, answered while the game is locked.
+    shown: Mutex<Option<View>>,
+    /// What went wrong in the last search, told once.
+    failure: Mutex<Option<String>>,
+    used: Mutex<Instant>,
+    /// The sheet's display description (`rules/NAME.display.json`), if it has one.
+    display: Option<Value>,
 }
 
 /// A failed request: HTTP status and message.
@@ -90,9 +152,19 @@ impl From<SessionError> for Failure {
     fn from(e: SessionError) -> Failure {
         match e {
             SessionError::Request(m) => Failure(400, m),
+            SessionError::Stale(m) => Failure(409, m),
+            SessionError::Play(e @ crate::play::PlayError::Record(_)) => {
+                Failure(422, e.to_string())
+            }
             SessionError::Play(e) => Failure(500, e.to_string()),
         }
     }
+}
+
+/// Locks a mutex whose holder may have panicked (the data is still consistent: every
+/// change under these locks is a single assignment or insertion).
+fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl WebServer {
@@ -102,63 +174,109 @@ impl WebServer {
     /// The address cannot be bound.
     pub fn bind(config: Config) -> Result<WebServer, WebError> {
         let addr = format!("{}:{}", config.bind, config.port);
-        let server = Server::http(&addr).map_err(|e| WebError::Bind(addr, e.to_string()))?;
+        let listener = TcpListener::bind(&addr).map_err(|e| WebError::Bind(addr, e.to_string()))?;
         Ok(WebServer {
-            server,
-            state: State {
-                config,
-                uploads: BTreeMap::new(),
-                sessions: BTreeMap::new(),
-                next_id: 1,
-            },
+            listener,
+            app: Arc::new(App::new(config)),
         })
     }
 
     /// The address bound.
     pub fn addr(&self) -> Option<SocketAddr> {
-        self.server.server_addr().to_ip()
+        self.listener.local_addr().ok()
     }
 
-    /// Serves requests until the process ends.
+    /// Serves requests until the process ends, each connection on its own thread.
     ///
     /// # Errors
-    /// Accepting a connection failed.
-    pub fn serve(mut self) -> Result<(), WebError> {
+    /// Never in practice: a failed accept (out of file descriptors...) is waited out.
+    pub fn serve(self) -> Result<(), WebError> {
         loop {
-            let request = self.server.recv()?;
-            self.state.handle(request);
+            let stream = match self.listener.accept() {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    tracing::warn!("accept failed: {e}");
+                    std::thread::sleep(Duration::from_millis(50));
+                    continue;
+                }
+            };
+            let app = Arc::clone(&self.app);
+            if app.connections.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+                app.connections.fetch_sub(1, Ordering::SeqCst);
+                stream.set_write_timeout(Some(Duration::from_secs(1))).ok();
+                http::write_response(stream, &Response::error(503, "too many connections"));
+                continue;
+            }
+            let spawned = std::thread::Builder::new()
+                .name("web-conn".into())
+                .spawn(move || {
+                    serve_connection(&app, stream);
+                    app.connections.fetch_sub(1, Ordering::SeqCst);
+                });
+            if let Err(e) = spawned {
+                self.app.connections.fetch_sub(1, Ordering::SeqCst);
+                tracing::warn!("cannot start a thread: {e}");
+            }
         }
     }
 }
 
-fn header(name: &str, value: &str) -> Header {
-    Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("fixed ASCII header")
+fn serve_connection(app: &App, mut stream: TcpStream) {
+    let response = match http::read_request(&mut stream, max_body) {
+        Ok(request) => catch_unwind(AssertUnwindSafe(|| app.answer(&request)))
+            .unwrap_or_else(|_| Response::error(500, "internal failure (the server is still up)")),
+        Err(refusal) => refusal,
+    };
+    http::write_response(stream, &response);
 }
 
-impl State {
-    fn handle(&mut self, mut request: Request) {
-        let url = request.url().split('?').next().unwrap_or("").to_string();
-        let method = request.method().clone();
-        let response = match (&method, url.as_str()) {
-            (Method::Get, "/") => Response::from_string(PAGE)
-                .with_header(header("Content-Type", "text/html; charset=utf-8")),
-            (Method::Get, "/api/games") => json_response(200, &self.games()),
-            (Method::Post, path) if path.starts_with("/api/") => {
-                let result = read_body(&mut request).and_then(|body| self.api(&path[5..], &body));
-                match result {
-                    Ok(value) => json_response(200, &value),
-                    Err(Failure(code, message)) => {
-                        json_response(code, &json!({ "error": message }))
-                    }
-                }
-            }
-            _ => json_response(404, &json!({ "error": "not found" })),
-        };
-        // A client that went away is not our problem.
-        let _ = request.respond(response);
+/// The largest body a request may announce.
+fn max_body(method: &str, path: &str) -> usize {
+    match (method, path) {
+        ("POST", "/api/upload" | "/api/replay") => MAX_BODY,
+        ("POST", _) => MAX_SMALL_BODY,
+        _ => 0,
+    }
+}
+
+impl App {
+    /// A server's shared state, with no sessions.
+    pub fn new(config: Config) -> App {
+        App {
+            config,
+            uploads: Mutex::new(Uploads::default()),
+            sessions: Mutex::new(Sessions {
+                slots: BTreeMap::new(),
+                next_id: 1,
+            }),
+            connections: AtomicUsize::new(0),
+            searches: Arc::new(AtomicUsize::new(0)),
+        }
     }
 
-    fn api(&mut self, path: &str, body: &[u8]) -> Result<Value, Failure> {
+    /// The answer to one request (never panics on what a client sends).
+    pub fn answer(&self, request: &Request) -> Response {
+        match (request.method.as_str(), request.path.as_str()) {
+            ("GET", "/") => Response {
+                status: 200,
+                content_type: "text/html; charset=utf-8",
+                body: PAGE.as_bytes().to_vec(),
+            },
+            ("GET", "/api/games") => Response::json(200, &self.games()),
+            ("POST", path) if path.starts_with("/api/") => {
+                if request.body.len() > max_body("POST", path) {
+                    return Response::error(413, "request body too large");
+                }
+                match self.api(&path[5..], &request.body) {
+                    Ok(value) => Response::json(200, &value),
+                    Err(Failure(code, message)) => Response::error(code, &message),
+                }
+            }
+            _ => Response::error(404, "not found"),
+        }
+    }
+
+    fn api(&self, path: &str, body: &[u8]) -> Result<Value, Failure> {
         match path {
             "upload" => {
                 let req: Upload = parse(body)?;
@@ -173,42 +291,66 @@ impl State {
             }
             "new" => {
                 let req: NewGame = parse(body)?;
-                let (description, text) = self.load(&req.game)?;
-                let seats = req
-                    .seats
-                    .iter()
-                    .map(|s| parse_seat(s))
-                    .collect::<Result<Vec<_>, _>>()?;
-                let mut session =
-                    session::new_session(&req.game, &description, &text, seats, self.config.seed)?;
-                let id = self.next_id;
-                self.next_id += 1;
-                let view = session.view(id)?;
-                self.sessions.insert(id, session);
-                while self.sessions.len() > MAX_SESSIONS {
-                    self.sessions.pop_first();
-                }
-                Ok(serde_json::to_value(view).expect("views serialize"))
+                self.new_session(req)
             }
-            "view" | "step" | "undo" | "record" => {
+            "view" => {
                 let req: Id = parse(body)?;
-                let session = self.session(req.id)?;
-                match path {
-                    "step" => session.step()?,
-                    "undo" => session.undo()?,
-                    "record" => {
-                        let record = session.record()?;
-                        return Ok(serde_json::to_value(record).expect("records serialize"));
+                let slot = self.slot(req.id)?;
+                self.shown(&slot)
+            }
+            "step" => {
+                let req: Id = parse(body)?;
+                let slot = self.slot(req.id)?;
+                {
+                    let mut game = try_game(&slot)?;
+                    if game.view(slot.id)?.waiting {
+                        self.think(&slot, game)?;
                     }
-                    _ => {}
                 }
-                Ok(serde_json::to_value(session.view(req.id)?).expect("views serialize"))
+                self.shown(&slot)
             }
             "move" => {
                 let req: Move = parse(body)?;
-                let session = self.session(req.id)?;
-                session.choose(req.role, req.index)?;
-                Ok(serde_json::to_value(session.view(req.id)?).expect("views serialize"))
+                let slot = self.slot(req.id)?;
+                {
+                    let mut game = try_game(&slot)?;
+                    if let Some(step) = req.step {
+                        game.expect_step(step)?;
+                    }
+                    if game.steps() >= MAX_STEPS {
+                        return Err(Failure(
+                            409,
+                            format!("this game has reached {MAX_STEPS} moves, the limit here"),
+                        ));
+                    }
+                    game.choose(req.role, req.index)?;
+                    let view = game.view(slot.id)?;
+                    let waiting = view.waiting;
+                    *lock(&slot.shown) = Some(view);
+                    if waiting {
+                        self.think(&slot, game)?;
+                    }
+                }
+                self.shown(&slot)
+            }
+            "hint" => {
+                let req: Hint = parse(body)?;
+                let slot = self.slot(req.id)?;
+                let mut game = try_game(&slot)?;
+                let index = game.hint(req.role)?;
+                Ok(json!({ "index": index }))
+            }
+            "undo" => {
+                let req: Id = parse(body)?;
+                let slot = self.slot(req.id)?;
+                try_game(&slot)?.undo()?;
+                self.shown(&slot)
+            }
+            "record" => {
+                let req: Id = parse(body)?;
+                let slot = self.slot(req.id)?;
+                let record = try_game(&slot)?.record()?;
+                Ok(serde_json::to_value(record).expect("records serialize"))
             }
             "replay" => {
                 let req: ReplayRequest = parse(body)?;
@@ -230,14 +372,162 @@ impl State {
         }
     }
 
-    fn session(&mut self, id: u64) -> Result<&mut Box<dyn Session>, Failure> {
-        self.sessions
-            .get_mut(&id)
-            .ok_or_else(|| Failure(404, format!("no game {id} (the server may have restarted)")))
+    fn new_session(&self, req: NewGame) -> Result<Value, Failure> {
+        let (description, text) = self.load(&req.game)?;
+        let seats = req
+            .seats
+            .iter()
+            .map(|s| parse_seat(s))
+            .collect::<Result<Vec<_>, _>>()?;
+        // Built without any shared lock held: grounding may take seconds.
+        let (mut game, counter) =
+            session::new_session(&req.game, &description, &text, seats, self.config.seed)?;
+        let id = {
+            let mut sessions = lock(&self.sessions);
+            let id = sessions.next_id;
+            sessions.next_id += 1;
+            id
+        };
+        let view = game.view(id)?;
+        let slot = Arc::new(Slot {
+            id,
+            game: Mutex::new(game),
+            thinking: AtomicBool::new(false),
+            counter,
+            counter_start: AtomicU64::new(0),
+            shown: Mutex::new(Some(view)),
+            failure: Mutex::new(None),
+            used: Mutex::new(Instant::now()),
+            display: self.display(&req.game),
+        });
+        {
+            let mut sessions = lock(&self.sessions);
+            sessions.slots.insert(id, Arc::clone(&slot));
+            let now = Instant::now();
+            sessions
+                .slots
+                .retain(|_, s| now.duration_since(*lock(&s.used)) < SESSION_IDLE);
+            while sessions.slots.len() > MAX_SESSIONS {
+                let oldest = sessions
+                    .slots
+                    .iter()
+                    .min_by_key(|(_, s)| *lock(&s.used))
+                    .map(|(&id, _)| id)
+                    .expect("not empty");
+                sessions.slots.remove(&oldest);
+            }
+        }
+        let waiting = lock(&slot.shown).as_ref().is_some_and(|v| v.waiting);
+        if waiting {
+            let game = try_game(&slot)?;
+            self.think(&slot, game)?;
+        }
+        self.shown(&slot)
+    }
+
+    /// Starts the computers' move on a thread of its own, which holds the game until done.
+    fn think(
+        &self,
+        slot: &Arc<Slot>,
+        game: MutexGuard<'_, Box<dyn Session>>,
+    ) -> Result<(), Failure> {
+        if self.searches.fetch_add(1, Ordering::SeqCst) >= MAX_SEARCHES {
+            self.searches.fetch_sub(1, Ordering::SeqCst);
+            return Err(Failure(
+                503,
+                format!("{MAX_SEARCHES} computers are thinking already; try again shortly"),
+            ));
+        }
+        slot.thinking.store(true, Ordering::SeqCst);
+        slot.counter_start
+            .store(progress::read(&slot.counter), Ordering::SeqCst);
+        drop(game);
+        let thinker = Arc::clone(slot);
+        let searches = Arc::clone(&self.searches);
+        let spawned = std::thread::Builder::new()
+            .name("web-think".into())
+            .spawn(move || {
+                {
+                    let slot = thinker;
+                    let mut game = lock(&slot.game);
+                    let outcome = catch_unwind(AssertUnwindSafe(|| {
+                        game.step()?;
+                        game.view(slot.id)
+                    }));
+                    match outcome {
+                        Ok(Ok(view)) => *lock(&slot.shown) = Some(view),
+                        Ok(Err(e)) => *lock(&slot.failure) = Some(e.to_string()),
+                        Err(_) => {
+                            *lock(&slot.failure) = Some("the computer's search failed".into())
+                        }
+                    }
+                    slot.thinking.store(false, Ordering::SeqCst);
+                }
+                searches.fetch_sub(1, Ordering::SeqCst);
+            });
+        if let Err(e) = spawned {
+            slot.thinking.store(false, Ordering::SeqCst);
+            self.searches.fetch_sub(1, Ordering::SeqCst);
+            return Err(Failure(503, format!("cannot start the computer: {e}")));
+        }
+        Ok(())
+    }
+
+    /// The position as the page shows it: fresh when the game is free, else the last one
+    /// with the computer's progress.
+    fn shown(&self, slot: &Slot) -> Result<Value, Failure> {
+        let fresh = match slot.game.try_lock() {
+            Ok(mut game) if !slot.thinking.load(Ordering::SeqCst) => Some(game.view(slot.id)?),
+            Err(TryLockError::Poisoned(e)) if !slot.thinking.load(Ordering::SeqCst) => {
+                Some(e.into_inner().view(slot.id)?)
+            }
+            _ => None,
+        };
+        let view = match fresh {
+            Some(view) => {
+                *lock(&slot.shown) = Some(view.clone());
+                view
+            }
+            None => lock(&slot.shown)
+                .clone()
+                .ok_or_else(|| Failure(409, "the game is busy; try again".into()))?,
+        };
+        let thinking = slot.thinking.load(Ordering::SeqCst);
+        let playouts = if thinking {
+            progress::read(&slot.counter).saturating_sub(slot.counter_start.load(Ordering::SeqCst))
+        } else {
+            0
+        };
+        let mut value = serde_json::to_value(view).expect("views serialize");
+        value["thinking"] = json!(thinking);
+        value["playouts"] = json!(playouts);
+        if let Some(display) = &slot.display {
+            value["display"] = display.clone();
+        }
+        if let Some(message) = lock(&slot.failure).take() {
+            value["notice"] = json!(message);
+        }
+        Ok(value)
+    }
+
+    fn slot(&self, id: u64) -> Result<Arc<Slot>, Failure> {
+        let slot = lock(&self.sessions)
+            .slots
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| Failure(404, format!("no game {id} (the server may have restarted)")))?;
+        *lock(&slot.used) = Instant::now();
+        Ok(slot)
     }
 
     /// The sheets of the rules folder (by file stem) and the uploaded ones.
     fn games(&self) -> Value {
+        let names = self.listed();
+        let uploads: Vec<String> = lock(&self.uploads).sheets.keys().cloned().collect();
+        json!({ "games": names, "uploads": uploads })
+    }
+
+    fn listed(&self) -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(&self.config.rules)
             .map(|dir| {
                 dir.filter_map(|e| e.ok())
@@ -251,19 +541,34 @@ impl State {
             })
             .unwrap_or_default();
         names.sort();
-        let uploads: Vec<&String> = self.uploads.keys().collect();
-        json!({ "games": names, "uploads": uploads })
+        names
+    }
+
+    /// The display description kept beside a listed sheet (`NAME.display.json`: piece
+    /// glyphs and colours, board shape, marked squares, the roles whose side is drawn at the
+    /// bottom; see README "Display descriptions"), when there is one and it is JSON.
+    fn display(&self, name: &str) -> Option<Value> {
+        if !self.listed().iter().any(|g| g == name) {
+            return None;
+        }
+        let path = self.config.rules.join(format!("{name}.display.json"));
+        let text = std::fs::read_to_string(&path).ok()?;
+        match serde_json::from_str(&text) {
+            Ok(value) => Some(value),
+            Err(e) => {
+                tracing::warn!("{}: {e}", path.display());
+                None
+            }
+        }
     }
 
     /// A game's validated rules and text, by its listed name.
     fn load(&self, name: &str) -> Result<(Description, String), Failure> {
-        let text = if let Some(text) = self.uploads.get(name) {
-            text.clone()
+        let uploaded = lock(&self.uploads).sheets.get(name).cloned();
+        let text = if let Some(text) = uploaded {
+            text
         } else {
-            let listed = self.games()["games"]
-                .as_array()
-                .is_some_and(|a| a.iter().any(|g| g == name));
-            if !listed {
+            if !self.listed().iter().any(|g| g == name) {
                 return Err(Failure(404, format!("no game named {name:?}")));
             }
             let path = self.config.rules.join(format!("{name}.kif"));
@@ -273,7 +578,7 @@ impl State {
         Ok((validate(&text)?, text))
     }
 
-    fn upload(&mut self, req: Upload) -> Result<Value, Failure> {
+    fn upload(&self, req: Upload) -> Result<Value, Failure> {
         if req.text.len() > MAX_UPLOAD {
             return Err(Failure(
                 413,
@@ -299,7 +604,25 @@ impl State {
             Ok(d) => {
                 let roles: Vec<String> = d.roles().iter().map(|r| r.to_string()).collect();
                 let warnings: Vec<String> = d.warnings().iter().map(|w| w.to_string()).collect();
-                self.uploads.insert(name.clone(), req.text);
+                let mut uploads = lock(&self.uploads);
+                let replaced = uploads.sheets.get(&name).map_or(0, String::len);
+                if replaced == 0 && uploads.sheets.len() >= MAX_UPLOADS {
+                    return Err(Failure(
+                        429,
+                        format!("{MAX_UPLOADS} sheets are uploaded already, the limit here"),
+                    ));
+                }
+                let bytes = uploads.bytes - replaced + req.text.len();
+                if bytes > MAX_UPLOAD_TOTAL {
+                    return Err(Failure(
+                        429,
+                        format!(
+                            "the uploaded sheets would take {bytes} bytes; the limit is {MAX_UPLOAD_TOTAL}"
+                        ),
+                    ));
+                }
+                uploads.bytes = bytes;
+                uploads.sheets.insert(name.clone(), req.text);
                 Ok(json!({ "game": name, "roles": roles, "warnings": warnings }))
             }
             Err(diagnostics) => {
@@ -310,6 +633,19 @@ impl State {
                 ))
             }
         }
+    }
+}
+
+/// The game, unless the computer is thinking about it (a click then is refused, not queued).
+fn try_game(slot: &Slot) -> Result<MutexGuard<'_, Box<dyn Session>>, Failure> {
+    let busy = || Failure(409, "the computer is thinking; wait for its move".into());
+    if slot.thinking.load(Ordering::SeqCst) {
+        return Err(busy());
+    }
+    match slot.game.try_lock() {
+        Ok(game) => Ok(game),
+        Err(TryLockError::Poisoned(e)) => Ok(e.into_inner()),
+        Err(TryLockError::WouldBlock) => Err(busy()),
     }
 }
 
@@ -324,35 +660,17 @@ fn parse_seat(text: &str) -> Result<Seat, Failure> {
     if text.eq_ignore_ascii_case("human") {
         return Ok(Seat::Human);
     }
-    text.parse::<Level>()
-        .map(Seat::Computer)
-        .map_err(|e| Failure(400, e))
-}
-
-fn read_body(request: &mut Request) -> Result<Vec<u8>, Failure> {
-    if request.body_length().is_some_and(|n| n > MAX_BODY) {
-        return Err(Failure(413, format!("request body over {MAX_BODY} bytes")));
+    match text.parse::<Level>().map_err(|e| Failure(400, e))? {
+        Level::Seconds(s) if s > MAX_THINK_SECONDS => Err(Failure(
+            400,
+            format!("{s} s per move is over the limit here ({MAX_THINK_SECONDS} s)"),
+        )),
+        level => Ok(Seat::Computer(level)),
     }
-    let mut body = Vec::new();
-    request
-        .as_reader()
-        .take(MAX_BODY as u64 + 1)
-        .read_to_end(&mut body)
-        .map_err(|e| Failure(400, format!("cannot read the request: {e}")))?;
-    if body.len() > MAX_BODY {
-        return Err(Failure(413, format!("request body over {MAX_BODY} bytes")));
-    }
-    Ok(body)
 }
 
 fn parse<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, Failure> {
     serde_json::from_slice(body).map_err(|e| Failure(400, format!("bad request: {e}")))
-}
-
-fn json_response(code: u16, value: &Value) -> Response<std::io::Cursor<Vec<u8>>> {
-    Response::from_string(value.to_string())
-        .with_status_code(code)
-        .with_header(header("Content-Type", "application/json"))
 }
 
 #[derive(Deserialize)]
@@ -382,10 +700,195 @@ struct Move {
     id: u64,
     role: usize,
     index: usize,
+    /// The step of the position the click was made on; a click on an older one is refused.
+    step: Option<usize>,
+}
+
+#[derive(Deserialize)]
+struct Hint {
+    id: u64,
+    role: usize,
 }
 
 #[derive(Deserialize)]
 struct ReplayRequest {
     record: MatchRecord,
     game: Option<String>,
+}
+
+/// Fuzzing the endpoints in process: mutated requests, all of Unicode's whitespace, control
+/// bytes, invalid UTF-8 and deep nesting. `GGP_FUZZ_INPUTS` sets the number of inputs
+/// (`bench/fuzz_web.sh` runs 10^6); the default is a short run.
+#[cfg(test)]
+mod fuzz {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+    use rand_xoshiro::Xoshiro256PlusPlus;
+
+    const WHITESPACE: &[char] = &[
+        '\t', '\n', '\u{b}', '\u{c}', '\r', ' ', '\u{85}', '\u{a0}', '\u{1680}', '\u{2000}',
+        '\u{2001}', '\u{2002}', '\u{2003}', '\u{2004}', '\u{2005}', '\u{2006}', '\u{2007}',
+        '\u{2008}', '\u{2009}', '\u{200a}', '\u{2028}', '\u{2029}', '\u{202f}', '\u{205f}',
+        '\u{3000}', '\u{feff}', '\u{200b}',
+    ];
+    const TOKENS: &[&str] = &[
+        "{",
+        "}",
+        "[",
+        "]",
+        ":",
+        ",",
+        "\"",
+        "\\",
+        "\\u0000",
+        "\\ud800",
+        "0",
+        "-1",
+        "1e999",
+        "18446744073709551616",
+        "null",
+        "true",
+        "\"id\"",
+        "\"game\"",
+        "\"tiny\"",
+        "\"seats\"",
+        "\"human\"",
+        "\"random\"",
+        "\"text\"",
+        "(",
+        ")",
+        "?x",
+        "(role a)",
+        "<=",
+        "\u{10ffff}",
+    ];
+    const PATHS: &[&str] = &[
+        "upload", "roles", "new", "view", "step", "move", "hint", "undo", "record", "replay",
+        "nothing",
+    ];
+    const SHEET: &str = "(role a) (init s0) (<= (legal a go) (true s0)) (<= (legal a wait) \
+                         (true s0)) (<= (next s1) (does a go)) (<= (next s0) (does a wait)) \
+                         (<= terminal (true s1)) (<= (goal a 100) (true s1)) \
+                         (<= (goal a 0) (true s0))";
+
+    fn templates() -> Vec<(&'static str, String)> {
+        vec![
+            (
+                "upload",
+                json!({"name": "t.kif", "text": SHEET}).to_string(),
+            ),
+            ("roles", json!({"game": "tiny"}).to_string()),
+            (
+                "new",
+                json!({"game": "tiny", "seats": ["human"]}).to_string(),
+            ),
+            (
+                "new",
+                json!({"game": "tiny", "seats": ["random"]}).to_string(),
+            ),
+            ("view", json!({"id": 1}).to_string()),
+            (
+                "move",
+                json!({"id": 1, "role": 0, "index": 1, "step": 0}).to_string(),
+            ),
+            ("hint", json!({"id": 1, "role": 0}).to_string()),
+            ("undo", json!({"id": 1}).to_string()),
+            ("record", json!({"id": 1}).to_string()),
+            (
+                "replay",
+                json!({"game": "tiny", "record": {"moves": [["( go )"]]}}).to_string(),
+            ),
+        ]
+    }
+
+    fn mutate(rng: &mut impl Rng, text: &str) -> Vec<u8> {
+        let mut bytes = text.as_bytes().to_vec();
+        for _ in 0..rng.random_range(0..6) {
+            let at = rng.random_range(0..=bytes.len());
+            let insert: Vec<u8> = match rng.random_range(0..6) {
+                0 => WHITESPACE[rng.random_range(0..WHITESPACE.len())]
+                    .to_string()
+                    .into_bytes(),
+                1 => vec![rng.random_range(0..0x20u8)],
+                2 => vec![rng.random::<u8>()],
+                3 => TOKENS[rng.random_range(0..TOKENS.len())]
+                    .as_bytes()
+                    .to_vec(),
+                4 => {
+                    let depth = rng.random_range(1..5000);
+                    let open = if rng.random() { "[" } else { "{\"a\":" };
+                    open.repeat(depth).into_bytes()
+                }
+                _ => {
+                    if !bytes.is_empty() {
+                        let from = rng.random_range(0..bytes.len());
+                        let to = rng.random_range(from..=bytes.len().min(from + 8));
+                        bytes.drain(from..to);
+                    }
+                    Vec::new()
+                }
+            };
+            let at = at.min(bytes.len());
+            bytes.splice(at..at, insert);
+        }
+        bytes
+    }
+
+    #[test]
+    fn endpoints_answer_any_input_without_panicking() {
+        let dir = std::env::temp_dir().join(format!("ggp-web-fuzz-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("tiny.kif"), SHEET).unwrap();
+        let app = App::new(Config {
+            bind: "127.0.0.1".into(),
+            port: 0,
+            rules: dir.clone(),
+            seed: 1,
+        });
+        let inputs: usize = std::env::var("GGP_FUZZ_INPUTS")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(3000);
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(15);
+        let templates = templates();
+        let mut statuses = BTreeMap::<u16, usize>::new();
+        for i in 0..inputs {
+            let (path, body) = if rng.random_range(0..10) == 0 {
+                (PATHS[rng.random_range(0..PATHS.len())], String::new())
+            } else {
+                let (p, b) = &templates[rng.random_range(0..templates.len())];
+                (*p, b.clone())
+            };
+            let body = mutate(&mut rng, &body);
+            let request = Request {
+                method: "POST".into(),
+                path: format!("/api/{path}"),
+                body: body.clone(),
+            };
+            let answer = catch_unwind(AssertUnwindSafe(|| app.answer(&request)));
+            let Ok(response) = answer else {
+                panic!(
+                    "input {i} to /api/{path} panicked: {:?}",
+                    String::from_utf8_lossy(&body)
+                );
+            };
+            assert!(
+                serde_json::from_slice::<Value>(&response.body).is_ok(),
+                "input {i}: the answer is not JSON"
+            );
+            *statuses.entry(response.status).or_default() += 1;
+            // Let computers that were started finish, so that sessions do not pile up.
+            if i % 64 == 0 {
+                while app.searches.load(Ordering::SeqCst) > 0 {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+        }
+        eprintln!("{inputs} inputs, answers by status: {statuses:?}");
+        assert!(
+            statuses.get(&200).is_some_and(|&n| n > inputs / 20),
+            "{statuses:?}"
+        );
+        std::fs::remove_dir_all(&dir).ok();
+    }
 }

@@ -1,6 +1,9 @@
 //! One game in the browser: a [`Game`] behind an object-safe [`Session`], and the JSON
 //! [`View`] of a position that the page draws.
 
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
 use serde::Serialize;
 
 use crate::board::{Layout, Square, content_text, facts_by_relation};
@@ -8,7 +11,8 @@ use crate::engine::{self, EngineChoice, Machine, UseMachine};
 use crate::gdl::{Description, Term};
 use crate::machine::StateMachine;
 use crate::manager::MatchRecord;
-use crate::play::{Game, PlayError, Seat, result_text};
+use crate::play::progress::Counted;
+use crate::play::{Game, Level, PlayError, Seat, result_text};
 
 /// Why a request about a game failed.
 #[derive(Debug, thiserror::Error)]
@@ -16,9 +20,12 @@ pub enum SessionError {
     /// The game failed.
     #[error(transparent)]
     Play(#[from] PlayError),
-    /// The request does not fit the position (wrong role, stale move number...).
+    /// The request does not fit the game (wrong role, no such move...).
     #[error("{0}")]
     Request(String),
+    /// The request was made on a position that has changed since.
+    #[error("{0}")]
+    Stale(String),
 }
 
 /// A square's content as the page draws it.
@@ -92,6 +99,19 @@ pub struct View {
     pub goals: Option<Vec<u8>>,
     /// The result in words when over.
     pub result: Option<String>,
+    /// Whether undo can take anything back (a person has moved).
+    pub can_undo: bool,
+    /// Every move so far as people write it (SAN on a chess sheet, squares otherwise):
+    /// `[step, role, text]`.
+    pub history: Vec<(usize, usize, String)>,
+    /// Squares the last move emptied and filled, as `[file, rank]`, for its highlight.
+    pub last_from: Vec<[usize; 2]>,
+    /// See `last_from`.
+    pub last_to: Vec<[usize; 2]>,
+    /// How the game ended, in words (`checkmate`, `stalemate`, `four in a row`...).
+    pub ending: Option<String>,
+    /// The winning line's squares, when a line won.
+    pub line: Vec<[usize; 2]>,
 }
 
 /// A frame of a replayed record.
@@ -148,6 +168,27 @@ pub trait Session: Send {
     /// # Errors
     /// The engine failed.
     fn record(&mut self) -> Result<MatchRecord, SessionError>;
+    /// Moves made so far.
+    fn steps(&self) -> usize;
+    /// Refuses a request made on the position after `step` moves when the game has moved on.
+    ///
+    /// # Errors
+    /// [`SessionError::Stale`] when `step` is not the current one.
+    fn expect_step(&self, step: usize) -> Result<(), SessionError> {
+        let now = self.steps();
+        if step == now {
+            return Ok(());
+        }
+        Err(SessionError::Stale(format!(
+            "that click was on move {step}, but the game is at move {now}; click again on the board as it is now"
+        )))
+    }
+    /// The number (in the legal list the view gives) of the move the computer suggests for
+    /// human seat `role` (a short search at the `easy` level).
+    ///
+    /// # Errors
+    /// Not a human seat with a choice, or the engine or search failed.
+    fn hint(&mut self, role: usize) -> Result<usize, SessionError>;
 }
 
 /// A [`Game`] with the moves people have chosen for the next joint move.
@@ -157,7 +198,8 @@ pub struct WebGame<M: StateMachine> {
     pending: Vec<Option<M::Move>>,
 }
 
-/// A new session for `description` (on the propnet when it grounds quickly).
+/// A new session for `description` (on the propnet when it grounds quickly), with the
+/// counter of its computers' playouts (see [`crate::play::progress`]).
 ///
 /// # Errors
 /// The engine cannot be built, or the seats do not fit.
@@ -167,7 +209,7 @@ pub fn new_session(
     text: &str,
     seats: Vec<Seat>,
     seed: u64,
-) -> Result<Box<dyn Session>, SessionError> {
+) -> Result<(Box<dyn Session>, Arc<AtomicU64>), SessionError> {
     struct New<'a> {
         name: &'a str,
         rules: &'a [crate::gdl::Rule],
@@ -176,10 +218,12 @@ pub fn new_session(
         seed: u64,
     }
     impl UseMachine for New<'_> {
-        type Output = Result<Box<dyn Session>, SessionError>;
+        type Output = Result<(Box<dyn Session>, Arc<AtomicU64>), SessionError>;
         fn with<M: Machine>(self, m: M) -> Self::Output {
+            let m = Counted::new(m);
+            let counter = m.counter();
             let game = WebGame::new(m, self.name, self.rules, self.text, self.seats, self.seed)?;
-            Ok(Box::new(game))
+            Ok((Box::new(game), counter))
         }
     }
     load(description)?.run(New {
@@ -302,10 +346,15 @@ impl<M: StateMachine + Send + 'static> WebGame<M> {
             let mv = match self.pending[role] {
                 Some(mv) => mv,
                 None => {
+                    // A forced move (a `noop`) is played without a search.
                     let legal = self.game.legal(role)?;
-                    match (legal.len(), self.game.computer_move(role)?) {
-                        (1, _) | (_, None) => legal[0],
-                        (_, Some(choice)) => choice.mv,
+                    if legal.len() == 1 {
+                        legal[0]
+                    } else {
+                        match self.game.computer_move(role)? {
+                            Some(choice) => choice.mv,
+                            None => legal[0],
+                        }
                     }
                 }
             };
@@ -350,6 +399,28 @@ impl<M: StateMachine + Send + 'static> Session for WebGame<M> {
         } else {
             (None, None)
         };
+        let history = game
+            .history()?
+            .into_iter()
+            .map(|p| (p.step, p.role, p.text))
+            .collect();
+        let (last_from, last_to) = match (&layout, game.step()) {
+            (Some(l), step) if step > 0 => {
+                let change = l.change(&l.cells(&game.facts_at(step - 1)), &l.cells(&facts));
+                (
+                    change.from.iter().map(pair).collect(),
+                    change.to.iter().map(pair).collect(),
+                )
+            }
+            _ => (Vec::new(), Vec::new()),
+        };
+        let ending = game.ending()?;
+        let line = game
+            .winning_line()?
+            .unwrap_or_default()
+            .iter()
+            .map(pair)
+            .collect();
         Ok(View {
             id,
             game: self.name.clone(),
@@ -374,14 +445,24 @@ impl<M: StateMachine + Send + 'static> Session for WebGame<M> {
             terminal,
             goals,
             result,
+            can_undo: self.game.seats().contains(&Seat::Human) && self.game.step() > 0,
+            history,
+            last_from,
+            last_to,
+            ending,
+            line,
         })
     }
 
     fn choose(&mut self, role: usize, index: usize) -> Result<(), SessionError> {
         let humans = self.humans_to_choose()?;
         if !humans.contains(&role) {
-            return Err(SessionError::Request(format!(
-                "role number {role} has no choice to make now"
+            return Err(SessionError::Stale(format!(
+                "{} has no choice to make now",
+                self.game
+                    .roles()
+                    .get(role)
+                    .map_or_else(|| format!("role number {role}"), |r| r.to_string())
             )));
         }
         let infos = self.game.move_infos(role)?;
@@ -412,6 +493,24 @@ impl<M: StateMachine + Send + 'static> Session for WebGame<M> {
 
     fn record(&mut self) -> Result<MatchRecord, SessionError> {
         Ok(self.game.record()?)
+    }
+
+    fn steps(&self) -> usize {
+        self.game.step()
+    }
+
+    fn hint(&mut self, role: usize) -> Result<usize, SessionError> {
+        if !self.humans_to_choose()?.contains(&role) || self.pending[role].is_some() {
+            return Err(SessionError::Request(format!(
+                "role number {role} has no choice to make now"
+            )));
+        }
+        let choice = self.game.suggest(role, Level::Easy)?;
+        let infos = self.game.move_infos(role)?;
+        infos
+            .iter()
+            .position(|info| info.mv == choice.mv)
+            .ok_or_else(|| SessionError::Request("the suggestion is not a legal move".into()))
     }
 }
 
@@ -446,4 +545,29 @@ fn legend(layout: Option<&Layout>) -> Vec<[String; 2]> {
 
 fn other_facts(layout: Option<&Layout>, facts: &[Term]) -> Vec<(String, Vec<String>)> {
     facts_by_relation(facts, |f| layout.is_some_and(|l| l.is_board_fact(f)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::play::progress;
+
+    /// Issue 15: the computer's `noop` was searched with its full budget before its real
+    /// move; a forced move is now played without a single playout.
+    #[test]
+    fn a_forced_move_is_played_without_a_search() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/rules/ticTacToe.kif");
+        let text = std::fs::read_to_string(path).unwrap();
+        let description = Description::from_text(&text).unwrap();
+        let seats = vec![Seat::Human, Seat::Computer(Level::Seconds(30.0))];
+        let (mut game, counter) = new_session("ticTacToe", &description, &text, seats, 1).unwrap();
+        let before = progress::read(&counter);
+        let start = std::time::Instant::now();
+        game.choose(0, 0).unwrap();
+        assert_eq!(progress::read(&counter), before, "o's noop was searched");
+        assert!(start.elapsed() < std::time::Duration::from_secs(5));
+        let view = game.view(1).unwrap();
+        assert_eq!(view.step, 1);
+        assert!(view.waiting, "o is to move now");
+    }
 }
