@@ -34,14 +34,16 @@ pub enum EngineChoice {
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     /// The Datalog engine could not be built.
-    #[error("building the Datalog engine: {0}")]
+    #[error(transparent)]
     Datalog(#[from] BuildError),
     /// The propnet was asked for and the game does not ground within the budget.
-    #[error("grounding: {0}")]
+    #[error(transparent)]
     Ground(#[from] GroundError),
 }
 
-/// A game loaded on one of the engines.
+/// A game loaded on one of the engines; a clone shares what the engine shares between
+/// clones (the propnet's network).
+#[derive(Clone)]
 #[allow(clippy::large_enum_variant)] // one per game; moved once into its user
 pub enum Engine {
     /// The Datalog engine.

@@ -14,24 +14,28 @@ use ggp::manager::MatchRecord;
 
 const BASE: &str = "../shared/games/base";
 
-/// Runs `ggp play ARGS` with `input` on standard input; returns the exit code and output.
+/// Runs `ggp play ARGS` with `input` on standard input, in the C locale; returns the exit
+/// code and output.
 fn play(args: &[&str], input: &str) -> (i32, String) {
+    play_bytes(args, input.as_bytes(), "C")
+}
+
+/// Runs `ggp play ARGS` with `input` on standard input and `LANG=lang`.
+fn play_bytes(args: &[&str], input: &[u8], lang: &str) -> (i32, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_ggp"))
         .arg("play")
         .args(args)
         .args(["--pause", "0"])
+        .env("LANG", lang)
+        .env_remove("LC_ALL")
+        .env_remove("LC_CTYPE")
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("the binary runs");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
     let out = child.wait_with_output().unwrap();
     let text =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
@@ -98,20 +102,17 @@ fn grid_text_of_a_known_position() {
         .expect("step 4 shown");
     // The first line break only starts the text.
     let expected = &"
-  a b c d e f g
-6 . . . . . . .
-5 . . . . . . .
+  a b c d e f g   r = red, y = yellow
+6 . . . . . . .   control: red
+5 . . . . . . .   1. d1 d2 2. e1 c1
 4 . . . . . . .
 3 . . . . . . .
 2 . . . y . . .
 1 . . y r r . .
   a b c d e f g
-r = red, y = yellow
-control: red
-Last move: yellow (drop 3)
+Last move: yellow c1 (drop 3)
 Moves for red:
-  1. a1 (drop 1)   2. b1 (drop 2)   3. c2 (drop 3)   4. d3 (drop 4)
-  5. e2 (drop 5)   6. f1 (drop 6)   7. g1 (drop 7)
+  a1 b1 c2 d3 e2 f1 g1
 "[1..];
     assert_eq!(&position[..expected.len()], expected, "{position}");
 }
@@ -137,7 +138,7 @@ fn illegal_input_gets_a_message_and_a_new_prompt() {
     ] {
         assert!(out.contains(message), "missing {message:?} in\n{out}");
     }
-    assert!(out.contains("Last move: x (mark 2 2)"), "{out}");
+    assert!(out.contains("Last move: x b2 (mark 2 2)"), "{out}");
     assert!(!out.contains("panicked"), "{out}");
 }
 
@@ -145,7 +146,7 @@ fn illegal_input_gets_a_message_and_a_new_prompt() {
 fn input_ending_early_is_not_an_error() {
     let (code, out) = play(&["rules/jesonMor.kif", "--vs", "random"], "a1-b3\n");
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("Last move: white (move a 1 b 3)"), "{out}");
+    assert!(out.contains("1. a1b3 "), "{out}");
     assert!(
         out.contains("input ended; the game is not finished"),
         "{out}"
@@ -361,4 +362,200 @@ fn boards_of_scrambled_sheets_match_the_originals() {
         );
         assert_eq!(other.ranks().labels, plain.ranks().labels);
     }
+}
+
+/// The screens of a piped session (the output between two prompts of `prompt`), each with
+/// its prompt line counted.
+fn screens<'a>(out: &'a str, prompt: &str) -> Vec<&'a str> {
+    let mut v: Vec<&str> = out.split(prompt).collect();
+    v.remove(0);
+    v.pop();
+    v
+}
+
+/// Checks that every screen fits 80x24 and shows the whole board (`top` is its top rank).
+fn assert_fits(out: &str, prompt: &str, top: &str) {
+    let screens = screens(out, prompt);
+    assert!(screens.len() >= 3, "{out}");
+    for screen in screens {
+        // The screen's lines, and the prompt after them.
+        let lines = screen.lines().count() + 1;
+        assert!(lines <= 24, "{lines} lines:\n{screen}");
+        for line in screen.lines() {
+            assert!(line.chars().count() <= 80, "too wide: {line:?}\n{screen}");
+        }
+        assert!(
+            screen.lines().any(|l| l.starts_with(top)),
+            "no top rank {top:?}:\n{screen}"
+        );
+    }
+}
+
+/// The moves of the `Last move:` lines, as the screens wrote them.
+fn played(out: &str) -> String {
+    out.lines()
+        .filter_map(|l| l.strip_prefix("Last move: "))
+        .map(|l| l.split(' ').nth(1).unwrap())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[test]
+fn a_chess_game_typed_in_san_ends_in_checkmate() {
+    let (code, out) = play(
+        &["rules/chess.kif", "--as", "white", "--as", "black"],
+        "e4\ne5\nBc4\nNc6\nQh5\nNf6\nQxf7#\n",
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains("not a legal move"), "{out}");
+    assert!(
+        out.contains("1. e4 e5 2. Bc4 Nc6 3. Qh5 Nf6 4. Qxf7#"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Last move: white Qxf7# (move h 5 f 7)"),
+        "{out}"
+    );
+    assert!(out.contains("Game over after 7 moves: checkmate."), "{out}");
+    assert!(
+        out.contains("Result: white wins (white 100, black 0)."),
+        "{out}"
+    );
+    assert_fits(&out, "> ", "8 ");
+}
+
+#[test]
+fn chess_in_san_with_en_passant_promotion_and_castling() {
+    // e1f1 is a king's step (no longer "ambiguous with castling"), typed where only the
+    // step is legal; then the moves of every kind, and coordinates.
+    let moves = "e4 Nf6 e5 d5 exd6 e6 dxc7 Be7 cxb8=Q 0-0 Nf3 Rxb8 Bc4 b5 O-O bxc4 \
+                 d3 Qb6 Kh1 Qxf2 g1f3 e1f1 Rxf2 Bb7";
+    let input: String = moves.split(' ').map(|m| format!("{m}\n")).collect();
+    let (code, out) = play(
+        &["rules/chess.kif", "--as", "white", "--as", "black"],
+        &format!("{input}quit\n"),
+    );
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        played(&out),
+        "e4 Nf6 e5 d5 exd6 e6 dxc7 Be7 cxb8=Q O-O Nf3 Rxb8 Bc4 b5 O-O bxc4 d3 Qb6 Kh1 Qxf2 \
+         Rxf2 Bb7"
+    );
+    // g1f3 names no move (the knight left g1); e1f1 names none either (the king is on h1).
+    assert!(out.contains("g1f3 is not a legal move here"), "{out}");
+    assert!(out.contains("e1f1 is not a legal move here"), "{out}");
+    assert!(!out.contains("could be any of"), "{out}");
+    // Pieces are letters in the C locale.
+    assert!(out.contains("1 R N B Q K B N R 1"), "{out}");
+
+    // The king's step e1f1 where castling is also legal.
+    let (code, out) = play(
+        &["rules/chess.kif", "--as", "white", "--as", "black"],
+        "e4\ne5\nNf3\nNc6\nBc4\nNf6\ne1f1\nquit\n",
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("Last move: white Kf1 (move e 1 f 1)"), "{out}");
+}
+
+#[test]
+fn figurines_in_a_utf8_locale_and_letters_with_ascii() {
+    let (code, out) = play_bytes(&["rules/chess.kif"], b"quit\n", "en_US.UTF-8");
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("8 ♜ ♞ ♝ ♛ ♚ ♝ ♞ ♜ 8"), "{out}");
+    assert!(out.contains("1 ♖ ♘ ♗ ♕ ♔ ♗ ♘ ♖ 1"), "{out}");
+    let (code, out) = play_bytes(&["rules/chess.kif", "--ascii"], b"quit\n", "en_US.UTF-8");
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("8 r n b q k b n r 8"), "{out}");
+    // Jeson Mor's knights are white and black stones, named by their role.
+    let (code, out) = play_bytes(&["rules/jesonMor.kif"], b"quit\n", "C.UTF-8");
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("1 ○ ○ ○ ○ ○ ○ ○ ○ ○"), "{out}");
+    assert!(out.contains("○ white, ● black"), "{out}");
+}
+
+#[test]
+fn every_screen_fits_80_by_24() {
+    let ones: String = "1\n".repeat(70);
+    let columns: String = "d\nc\ne\nb\nf\na\ng\n".repeat(10);
+    for (game, top, input) in [
+        ("rules/chess.kif", "8 ", &ones),
+        ("rules/connectFour.kif", "6 ", &columns),
+        ("rules/jesonMor.kif", "9 ", &ones),
+    ] {
+        for lang in ["C", "C.UTF-8"] {
+            let (code, out) = play_bytes(
+                &[game, "--vs", "random", "--seed", "5"],
+                input.as_bytes(),
+                lang,
+            );
+            assert_eq!(code, 0, "{out}");
+            assert_fits(&out, "> ", top);
+        }
+    }
+}
+
+#[test]
+fn connect_four_names_its_winning_line() {
+    // Red drops four in column a while yellow plays column b.
+    let (code, out) = play(
+        &["rules/connectFour.kif", "--as", "red", "--as", "yellow"],
+        "a\nb\na\nb\na\nb\na\n",
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("Game over after 7 moves: four in a row."),
+        "{out}"
+    );
+    assert!(out.contains("* the winning line"), "{out}");
+    assert!(out.contains("\n4*r . ."), "{out}");
+}
+
+#[test]
+fn a_line_that_is_not_utf8_is_refused_and_the_game_goes_on() {
+    let (code, out) = play_bytes(
+        &["rules/connectFour.kif", "--as", "red", "--as", "yellow"],
+        b"d\n\xff\xfe\nc\nquit\n",
+        "C",
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("that line is not UTF-8 text (byte 0xff at column 1); type it again"),
+        "{out}"
+    );
+    assert!(out.contains("Last move: yellow c1 (drop 3)"), "{out}");
+}
+
+#[test]
+fn save_replaces_the_file_whole() {
+    // A save writes a new file and renames it over the old one: a reader holding the old
+    // file (here, a second hard link to it) keeps the whole old record, never a half-written
+    // or mixed one.
+    let path = temp("atomic.json");
+    let link = temp("atomic-link.json");
+    std::fs::write(&path, "old record").unwrap();
+    std::fs::remove_file(&link).ok();
+    std::fs::hard_link(&path, &link).unwrap();
+    let (code, out) = play(
+        &["rules/connectFour.kif", "--vs", "random"],
+        &format!("d\nsave {}\nquit\n", path.display()),
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("saved to"), "{out}");
+    let saved = MatchRecord::from_json(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(saved.moves.len(), 2);
+    assert_eq!(std::fs::read_to_string(&link).unwrap(), "old record");
+    // No temporary file is left beside it.
+    let dir = path.parent().unwrap();
+    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    let left: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.contains(&name) && n.ends_with(".tmp")
+        })
+        .collect();
+    assert!(left.is_empty());
+    std::fs::remove_file(&path).ok();
+    std::fs::remove_file(&link).ok();
 }

@@ -12,7 +12,7 @@ use ggp::propnet::{Budget, PropnetMachine};
 use ggp::search::alphabeta::AlphaBetaPlayer;
 use ggp::search::mcts::MctsPlayer;
 use ggp::search::probe::probe;
-use ggp::search::{Player, PlayerKind, SearchConfig, new_player};
+use ggp::search::{Player, PlayerKind, PlayerSpec, SearchConfig, new_player};
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -47,6 +47,7 @@ fn config(seed: u64, iterations: u64) -> SearchConfig {
         threads: 1,
         seed,
         max_iterations: Some(iterations),
+        ..SearchConfig::default()
     }
 }
 
@@ -215,6 +216,7 @@ fn mcts_on_two_threads_finds_the_connect_four_win() {
         threads: 2,
         seed: 5,
         max_iterations: Some(2000),
+        ..SearchConfig::default()
     });
     player.start(&mut m, 0, Instant::now()).unwrap();
     let choice = player.choose(&mut m, &state, far()).unwrap();
@@ -262,7 +264,11 @@ fn mcts_solver_proves_a_tic_tac_toe_draw() {
 
 /// Random positions: where the MCTS solver settles the root, its value is the one alpha-beta
 /// proves.
-fn solver_agrees_with_alphabeta<M: StateMachine + Send>(m: &mut M, plies: usize, positions: u64) {
+fn solver_agrees_with_alphabeta<M: StateMachine + Send + 'static>(
+    m: &mut M,
+    plies: usize,
+    positions: u64,
+) {
     use rand::Rng;
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(21);
     let mut settled = 0;
@@ -359,7 +365,7 @@ fn mcts_reuses_its_tree() {
 }
 
 /// The iterated prisoner's dilemma: defecting gains whatever the other does, in every round.
-fn mcts_defects<M: StateMachine + Send>(mut m: M) {
+fn mcts_defects<M: StateMachine + Send + 'static>(mut m: M) {
     let state = m.initial_state();
     assert_eq!(m.legal_moves(&state, 0).unwrap().len(), 2);
     assert_eq!(m.legal_moves(&state, 1).unwrap().len(), 2);
@@ -450,6 +456,7 @@ fn answers_in_time<M: StateMachine + Send + 'static>(mut m: M, threads: usize) {
             threads,
             seed: 11,
             max_iterations: None,
+            ..SearchConfig::default()
         };
         let mut player = new_player::<M>(kind, &cfg);
         let started = Instant::now();
@@ -520,6 +527,7 @@ fn built_in_players_have_names() {
     for (kind, name) in [
         (PlayerKind::Random, "random"),
         (PlayerKind::Legal, "legal"),
+        (PlayerKind::Flat, "flat"),
         (PlayerKind::Mcts, "mcts"),
         (PlayerKind::Alphabeta, "alphabeta"),
         (PlayerKind::Auto, "auto"),
@@ -527,6 +535,28 @@ fn built_in_players_have_names() {
         let player = new_player::<DatalogMachine>(kind, &SearchConfig::default());
         assert_eq!(player.name(), name);
     }
+}
+
+#[test]
+fn flat_takes_the_immediate_win_and_specs_build_their_variant() {
+    let mut m = propnet(&ours("ticTacToe"));
+    // X to move wins with (3,1) (see mcts_plays_a_proven_win_at_once).
+    let state = after(
+        &mut m,
+        &["(mark 1 1)", "(mark 1 2)", "(mark 2 1)", "(mark 2 2)"],
+    );
+    let mut flat = new_player::<PropnetMachine>(PlayerKind::Flat, &config(4, 500));
+    flat.start(&mut m, 0, Instant::now()).unwrap();
+    let choice = flat.choose(&mut m, &state, far()).unwrap();
+    assert_eq!(printed(&m, choice.mv), "(mark 3 1)");
+    assert_eq!(choice.iterations, 500);
+    assert_eq!(choice.value, Some(100.0));
+    // A spec's options reach the player: MAST playouts still find the win.
+    let spec: PlayerSpec = "mcts:mast=on,epsilon=0.2".parse().unwrap();
+    let mut mast = spec.build::<PropnetMachine>(&config(4, 300));
+    mast.start(&mut m, 0, Instant::now()).unwrap();
+    let choice = mast.choose(&mut m, &state, far()).unwrap();
+    assert_eq!(printed(&m, choice.mv), "(mark 3 1)");
 }
 
 // Engine failures.

@@ -542,4 +542,16 @@ mod tests {
         assert_eq!(games[0].tags.len(), 2);
         assert_eq!(sans(&games[0]), ["e4"]);
     }
+
+    proptest::proptest! {
+        /// Any Unicode, blanks, controls, bytes that are not UTF-8 and deep nesting of
+        /// variations and comments, around PGN words.
+        #[test]
+        fn never_panics(bytes in crate::kif::fuzz::bytes(&[
+            "[Event \"a\"]\n", "[FEN \"", "\"]", "1.", "e4", "Nf3", "O-O", "0-0", "{", "}", "(", ")",
+            ";", "$1", "*", "1-0", "\n\n", "e8=Q", "x", "+", "#",
+        ])) {
+            let _ = read_games(&bytes);
+        }
+    }
 }

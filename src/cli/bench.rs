@@ -3,6 +3,11 @@
 //! Each playout starts at the initial state and, until a terminal state, asks for every role's
 //! legal moves, picks a uniformly random joint move and computes the next state; the goals
 //! are read at the end. Building the engine is not timed.
+//!
+//! [`Mode::Batched`] asks the engine for playouts [`BATCH`] at a time
+//! ([`StateMachine::random_playouts`], which the propnet plays 64 games per pass);
+//! [`Mode::OneByOne`] plays them one after the other ([`StateMachine::playout`]), the
+//! reference the batch is compared with.
 
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -63,6 +68,18 @@ pub struct Limit {
     pub playouts: Option<u64>,
 }
 
+/// How playouts are asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// [`BATCH`] at a time, through [`StateMachine::random_playouts`].
+    Batched,
+    /// One at a time, through [`StateMachine::playout`] and the goals of its last state.
+    OneByOne,
+}
+
+/// Playouts asked for at once in [`Mode::Batched`].
+pub const BATCH: u64 = 256;
+
 /// Runs playouts until `limit` (at least one playout).
 ///
 /// # Errors
@@ -71,6 +88,7 @@ pub fn run<M: StateMachine>(
     machine: &mut M,
     limit: Limit,
     seed: u64,
+    mode: Mode,
 ) -> Result<Report, MachineError> {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
     let initial = machine.initial_state();
@@ -80,16 +98,24 @@ pub fn run<M: StateMachine>(
     let (mut playouts, mut states) = (0u64, 0u64);
     let mut goal_sum = 0u64;
     loop {
-        let (last, steps) = machine.playout(&initial, &mut rng, usize::MAX)?;
-        for r in 0..machine.roles().len() {
-            goal_sum += machine
-                .goal_values(&last, r)?
-                .iter()
-                .map(|&g| g as u64)
-                .sum::<u64>();
+        match mode {
+            Mode::OneByOne => {
+                let (last, steps) = machine.playout(&initial, &mut rng, usize::MAX)?;
+                for r in 0..machine.roles().len() {
+                    goal_sum +=
+                        u64::from(machine.goal_values(&last, r)?.last().copied().unwrap_or(0));
+                }
+                playouts += 1;
+                states += steps as u64;
+            }
+            Mode::Batched => {
+                let count = limit.playouts.map_or(BATCH, |n| BATCH.min(n - playouts));
+                let batch = machine.random_playouts(&initial, &mut rng, count, usize::MAX)?;
+                goal_sum += batch.goal_sums.iter().sum::<u64>();
+                playouts += batch.playouts;
+                states += batch.steps;
+            }
         }
-        playouts += 1;
-        states += steps as u64;
         if start.elapsed() >= budget || limit.playouts.is_some_and(|n| playouts >= n) {
             break;
         }

@@ -9,7 +9,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use clap::ValueEnum;
 
 use super::serve::{EngineSessions, clock_seed, init_logging, margin};
 use super::{EngineChoice, load_engine, read};
@@ -18,7 +17,7 @@ use crate::gdl::Term;
 use crate::kif;
 use crate::manager::{Contestant, MatchConfig, MatchRecord, now_ms, run_match};
 use crate::protocol::{RunningServer, Server, ServerConfig, Style};
-use crate::search::{PlayerKind, SearchConfig};
+use crate::search::{PlayerSpec, SearchConfig};
 
 /// Options of `ggp match`.
 #[derive(clap::Args, Debug)]
@@ -85,9 +84,10 @@ pub fn run(args: MatchArgs) -> anyhow::Result<ExitCode> {
             bail!("--player {spec}: role {role} has two players");
         }
         let contestant = if let Some(name) = player.strip_prefix("builtin:") {
-            let kind = PlayerKind::from_str(name, true)
+            let player_spec: PlayerSpec = name
+                .parse()
                 .map_err(|e| anyhow::anyhow!("--player {spec}: {e}"))?;
-            let server = builtin_server(kind, &args, seed.wrapping_add(index as u64 + 1))?;
+            let server = builtin_server(player_spec, &args, seed.wrapping_add(index as u64 + 1))?;
             let address = server.addr().to_string();
             servers.push(server);
             Contestant {
@@ -145,22 +145,7 @@ pub fn run(args: MatchArgs) -> anyhow::Result<ExitCode> {
         record_path: Some(record_path.clone()),
         rulesheet: text,
     };
-    struct Referee<'a> {
-        rules: &'a [kif::Sexp],
-        contestants: &'a [Contestant],
-        config: &'a MatchConfig,
-    }
-    impl UseMachineMut for Referee<'_> {
-        type Output = Result<MatchRecord, crate::manager::ManagerError>;
-        fn with<M: Machine>(self, m: &mut M) -> Self::Output {
-            run_match(m, self.rules, self.contestants, self.config)
-        }
-    }
-    let result = loaded.engine.run_mut(Referee {
-        rules: &rules,
-        contestants: &contestants,
-        config: &config,
-    });
+    let result = referee(&mut loaded.engine, &rules, &contestants, &config);
     for server in servers {
         server.shutdown();
     }
@@ -173,28 +158,30 @@ pub fn run(args: MatchArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn builtin_server(kind: PlayerKind, args: &MatchArgs, seed: u64) -> anyhow::Result<RunningServer> {
+fn builtin_server(
+    player: PlayerSpec,
+    args: &MatchArgs,
+    seed: u64,
+) -> anyhow::Result<RunningServer> {
     let search = SearchConfig {
         threads: args.threads.max(1),
         seed,
         ..SearchConfig::default()
     };
-    builtin_player(kind, search, args.engine, margin(args.margin)?)
+    builtin_player(player, search, args.engine, margin(args.margin)?)
 }
 
 /// A built-in player served in-process on an ephemeral 127.0.0.1 port, as `ggp match` and
 /// `ggp tournament` run them.
 pub(super) fn builtin_player(
-    kind: PlayerKind,
+    player: PlayerSpec,
     search: SearchConfig,
     engine: EngineChoice,
     margin: std::time::Duration,
 ) -> anyhow::Result<RunningServer> {
-    let name = kind
-        .to_possible_value()
-        .map_or("builtin".to_string(), |v| v.get_name().to_string());
+    let name = player.name();
     let factory = EngineSessions {
-        kind,
+        player,
         search,
         engine,
     };
@@ -237,4 +224,29 @@ fn print_summary(record: &MatchRecord, roles: &[Term], path: &Path) {
     }
     println!("steps: {}", record.moves.len());
     println!("record: {}", path.display());
+}
+
+/// Referees one match on `engine` (the referee's own copy of the game).
+pub(super) fn referee(
+    engine: &mut crate::engine::Engine,
+    rules: &[kif::Sexp],
+    contestants: &[Contestant],
+    config: &MatchConfig,
+) -> Result<MatchRecord, crate::manager::ManagerError> {
+    struct Referee<'a> {
+        rules: &'a [kif::Sexp],
+        contestants: &'a [Contestant],
+        config: &'a MatchConfig,
+    }
+    impl UseMachineMut for Referee<'_> {
+        type Output = Result<MatchRecord, crate::manager::ManagerError>;
+        fn with<M: Machine>(self, m: &mut M) -> Self::Output {
+            run_match(m, self.rules, self.contestants, self.config)
+        }
+    }
+    engine.run_mut(Referee {
+        rules,
+        contestants,
+        config,
+    })
 }

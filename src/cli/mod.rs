@@ -98,6 +98,9 @@ enum Command {
         /// valgrind.
         #[arg(long)]
         ground_seconds: Option<f64>,
+        /// Skip the propnet's reference run (one game at a time) and its ratio.
+        #[arg(long)]
+        no_reference: bool,
     },
     /// Ground a game into a propositional network and print its size, or why it stopped.
     Ground {
@@ -249,6 +252,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             engine,
             threads,
             ground_seconds,
+            no_reference,
         } => {
             let mut budget = Budget::default();
             if let Some(s) = ground_seconds {
@@ -264,19 +268,35 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 limit: bench::Limit,
                 seed: u64,
                 threads: usize,
+                mode: bench::Mode,
             }
             impl UseMachineMut for Bench {
                 type Output = anyhow::Result<bench::Report>;
                 fn with<M: engine::Machine>(self, m: &mut M) -> Self::Output {
-                    bench_threads(m, self.limit, self.seed, self.threads)
+                    bench_threads(m, self.limit, self.seed, self.threads, self.mode)
                 }
             }
             let report = loaded.engine.run_mut(Bench {
                 limit,
                 seed,
                 threads,
+                mode: bench::Mode::Batched,
             })?;
             println!("{report}");
+            if let Engine::Propnet(m) = &mut loaded.engine
+                && !no_reference
+            {
+                let one = bench_threads(m, limit, seed, threads, bench::Mode::OneByOne)?;
+                let rate = |r: &bench::Report| r.playouts as f64 / r.elapsed.as_secs_f64();
+                println!(
+                    "one game at a time (differential propagation): {:.1} playouts/s",
+                    rate(&one)
+                );
+                println!(
+                    "ratio to one game at a time: {:.2}x",
+                    rate(&report) / rate(&one)
+                );
+            }
             if let Engine::Datalog(m) = &mut loaded.engine {
                 for (time, plan) in m.engine_mut().profile_report(10) {
                     println!("{:>10.3} s  {plan}", time.as_secs_f64());
@@ -366,18 +386,20 @@ fn bench_threads<M>(
     limit: bench::Limit,
     seed: u64,
     threads: usize,
+    mode: bench::Mode,
 ) -> anyhow::Result<bench::Report>
 where
     M: StateMachine + Clone + Send,
 {
     if threads <= 1 {
-        return Ok(bench::run(machine, limit, seed)?);
+        return Ok(bench::run(machine, limit, seed, mode)?);
     }
     let reports: Vec<_> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let mut copy = machine.clone();
-                scope.spawn(move || bench::run(&mut copy, limit, seed.wrapping_add(t as u64)))
+                let seed = seed.wrapping_add(t as u64);
+                scope.spawn(move || bench::run(&mut copy, limit, seed, mode))
             })
             .collect();
         handles.into_iter().map(|h| h.join()).collect()
@@ -422,8 +444,10 @@ fn engine_for(
     choice: EngineChoice,
     budget: &Budget,
 ) -> anyhow::Result<Loaded> {
-    let loaded = engine::load(description, choice, budget)
-        .with_context(|| format!("loading {}", path.display()))?;
+    let loaded = engine::load(description, choice, budget).with_context(|| match choice {
+        EngineChoice::Propnet => format!("grounding {}", path.display()),
+        _ => format!("building the engine for {}", path.display()),
+    })?;
     if let Some(note) = loaded.fallback_note() {
         eprintln!("{note}");
     }

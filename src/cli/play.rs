@@ -1,8 +1,9 @@
 //! `ggp play`: a game against the computer in the terminal.
 
-use std::io;
+use std::io::{self, IsTerminal};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -12,7 +13,7 @@ use crate::engine::{self, Machine, UseMachine};
 use crate::gdl::Term;
 use crate::machine::StateMachine;
 use crate::manager::MatchRecord;
-use crate::play::terminal::{self, Ending, Options};
+use crate::play::terminal::{self, Ending, Glyphs, Options, ProgressSink};
 use crate::play::{Game, Level, Seat};
 
 /// Arguments of `ggp play`.
@@ -42,6 +43,9 @@ pub struct PlayArgs {
     /// The engine (auto: the propnet when the game grounds within a few seconds).
     #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
     engine: EngineChoice,
+    /// Draw pieces with letters only (the default when the locale is not UTF-8 or TERM=dumb).
+    #[arg(long)]
+    ascii: bool,
 }
 
 fn parse_level(text: &str) -> Result<Level, String> {
@@ -101,13 +105,22 @@ fn session<M: StateMachine + Send + 'static>(
         game.resume(record)
             .with_context(|| format!("resuming {}", args.resume.as_ref().unwrap().display()))?;
     }
-    let options = Options {
-        pause: Duration::from_secs_f64(args.pause.max(0.0)),
-        hint: match args.vs {
-            Level::Random | Level::Easy => Level::Medium,
-            other => other,
-        },
+    let hint = match args.vs {
+        Level::Random | Level::Easy => Level::Medium,
+        other => other,
     };
+    let mut options = Options::plain(Duration::from_secs_f64(args.pause.max(0.0)), hint);
+    let var = |name: &str| std::env::var(name).ok();
+    let dumb = var("TERM").as_deref() == Some("dumb");
+    let tty = io::stdout().is_terminal() && !dumb;
+    if !args.ascii {
+        options.glyphs = Glyphs::detect(var);
+    }
+    options.color = tty && var("NO_COLOR").is_none_or(|v| v.is_empty());
+    options.clear = tty;
+    if tty && io::stderr().is_terminal() {
+        options.progress = Some(ProgressSink(Arc::new(Mutex::new(io::stderr()))));
+    }
     let stdin = io::stdin();
     match terminal::run(&mut game, stdin.lock(), io::stdout(), &options)? {
         Ending::Finished(_) | Ending::Stopped => Ok(ExitCode::SUCCESS),

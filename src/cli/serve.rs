@@ -11,7 +11,7 @@ use super::EngineChoice;
 use crate::engine::{self, Machine, UseMachine};
 use crate::gdl::Description;
 use crate::protocol::{Server, ServerConfig, Session, SessionError, SessionFactory, launch};
-use crate::search::{PlayerKind, SearchConfig, new_player};
+use crate::search::{PlayerSpec, SearchConfig};
 
 /// Options of `ggp serve`.
 #[derive(clap::Args, Debug)]
@@ -28,9 +28,9 @@ pub struct ServeArgs {
     /// Threads for the search (default: the machine's cores).
     #[arg(long, default_value_t = default_threads())]
     threads: usize,
-    /// The player.
-    #[arg(long, value_enum, default_value_t = PlayerKind::Auto)]
-    player: PlayerKind,
+    /// The player: NAME[:key=value,...] (see the README's player specs).
+    #[arg(long, default_value = "auto")]
+    player: PlayerSpec,
     /// The engine that runs the games.
     #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
     engine: EngineChoice,
@@ -71,7 +71,7 @@ pub(super) fn margin(seconds: f64) -> anyhow::Result<Duration> {
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     init_logging();
     let factory = EngineSessions {
-        kind: args.player,
+        player: args.player,
         search: SearchConfig {
             threads: args.threads.max(1),
             seed: args.seed.unwrap_or_else(clock_seed),
@@ -88,7 +88,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot listen on {}:{}", args.bind, args.port))?;
     println!("listening on {}", server.local_addr());
     std::io::stdout().flush()?;
-    server.run();
+    server.run().context("the player can no longer listen")?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -96,7 +96,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
 /// of the time left on the start clock, and a game that does not ground in it runs on the
 /// Datalog engine.
 pub(super) struct EngineSessions {
-    pub kind: PlayerKind,
+    pub player: PlayerSpec,
     pub search: SearchConfig,
     pub engine: EngineChoice,
 }
@@ -112,7 +112,7 @@ struct Launch<'a> {
 impl UseMachine for Launch<'_> {
     type Output = Session;
     fn with<M: Machine>(self, machine: M) -> Session {
-        let player = new_player(self.sessions.kind, &self.sessions.search);
+        let player = self.sessions.player.build(&self.sessions.search);
         let seed = self.sessions.search.seed;
         launch(
             machine,

@@ -14,7 +14,7 @@ use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::machine::StateMachine;
-use crate::search::{PlayerKind, SearchConfig, new_player};
+use crate::search::{PlayerSpec, SearchConfig};
 
 use super::{EngineChoice, load_engine};
 use crate::engine::{Machine, UseMachineMut};
@@ -24,9 +24,9 @@ use crate::engine::{Machine, UseMachineMut};
 pub struct ThinkArgs {
     /// The rule sheet (.kif).
     game: std::path::PathBuf,
-    /// The player.
-    #[arg(long, value_enum, default_value_t = PlayerKind::Mcts)]
-    player: PlayerKind,
+    /// The player: NAME[:key=value,...] (see the README's player specs).
+    #[arg(long, default_value = "mcts")]
+    player: PlayerSpec,
     /// The role number (0 is the first role).
     #[arg(long, default_value_t = 0)]
     role: usize,
@@ -92,8 +92,9 @@ fn think<M: StateMachine + Send + 'static>(
         threads: args.threads,
         seed: args.seed,
         max_iterations: None,
+        ..SearchConfig::default()
     };
-    let mut player = new_player::<M>(args.player, &config);
+    let mut player = args.player.build::<M>(&config);
     let seconds = |s: f64| Duration::from_secs_f64(s.max(0.0));
     player
         .start(

@@ -7,13 +7,13 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
-use super::matches::builtin_player;
+use super::matches::{builtin_player, referee};
 use super::serve::{clock_seed, margin};
 use super::{EngineChoice, load_engine, read};
 use crate::engine::Engine;
 use crate::kif::{self, Sexp};
 use crate::machine::is_nature_role;
-use crate::manager::{Contestant, MatchConfig, MatchRecord, run_match};
+use crate::manager::{Contestant, MatchConfig, MatchRecord};
 use crate::search::SearchConfig;
 use crate::tournament::{self, Game, Job, PlayerSpec, Settings, Source};
 
@@ -207,13 +207,17 @@ fn play_one(
     for ((role, &p), slot) in job.seats.iter().enumerate().zip(player_roles) {
         let player = &players[p];
         let address = match &player.source {
-            Source::Builtin { kind, iterations } => {
+            Source::Builtin {
+                player: spec,
+                iterations,
+            } => {
                 let search = SearchConfig {
                     threads: player.threads,
                     seed: job.seed.wrapping_add(role as u64 + 1),
                     max_iterations: *iterations,
+                    ..SearchConfig::default()
                 };
-                let server = builtin_player(*kind, search, engine, margin)?;
+                let server = builtin_player(spec.clone(), search, engine, margin)?;
                 let address = server.addr().to_string();
                 servers.push(server);
                 address
@@ -225,10 +229,12 @@ fn play_one(
             name: player.name.clone(),
         };
     }
-    let result = match &game.machine {
-        Engine::Datalog(m) => run_match(&mut (**m).clone(), &game.rules, &contestants, &config),
-        Engine::Propnet(m) => run_match(&mut m.clone(), &game.rules, &contestants, &config),
-    };
+    let result = referee(
+        &mut game.machine.clone(),
+        &game.rules,
+        &contestants,
+        &config,
+    );
     for server in servers {
         server.shutdown();
     }

@@ -283,8 +283,64 @@ pub fn parse_one(text: &str) -> Result<Sexp, ParseError> {
     }
 }
 
+/// Fuzz inputs shared by the parsers' tests: every Unicode blank, control bytes, brackets,
+/// any character, and deep nesting.
+#[cfg(test)]
+pub(crate) mod fuzz {
+    use proptest::prelude::*;
+
+    /// Every Unicode white space character, the invisible blanks, and some controls.
+    pub(crate) const ODD: &[char] = &[
+        '\t', '\n', '\u{b}', '\u{c}', '\r', ' ', '\u{85}', '\u{a0}', '\u{1680}', '\u{2000}',
+        '\u{2001}', '\u{2002}', '\u{2003}', '\u{2004}', '\u{2005}', '\u{2006}', '\u{2007}',
+        '\u{2008}', '\u{2009}', '\u{200a}', '\u{2028}', '\u{2029}', '\u{202f}', '\u{205f}',
+        '\u{3000}', '\u{feff}', '\u{200b}', '\u{0}', '\u{1}', '\u{1b}', '\u{7f}', '\u{80}',
+        '\u{9f}', '\u{180e}', '\u{fffd}',
+    ];
+
+    /// Text of up to 80 characters weighted towards blanks, controls and `words`, possibly
+    /// wrapped in up to 2,000 levels of brackets.
+    pub(crate) fn text(words: &'static [&'static str]) -> impl Strategy<Value = String> {
+        let piece = prop_oneof![
+            prop::sample::select(ODD).prop_map(String::from),
+            prop::sample::select(words).prop_map(String::from),
+            any::<char>().prop_map(String::from),
+        ];
+        (
+            prop::collection::vec(piece, 0..40),
+            0usize..2000,
+            any::<bool>(),
+        )
+            .prop_map(|(pieces, depth, nest)| {
+                let body: String = pieces.concat();
+                if nest {
+                    "(".repeat(depth) + &body + &")".repeat(depth)
+                } else {
+                    body
+                }
+            })
+    }
+
+    /// Bytes: the text above, with some bytes that are not UTF-8 mixed in.
+    pub(crate) fn bytes(words: &'static [&'static str]) -> impl Strategy<Value = Vec<u8>> {
+        (
+            text(words),
+            prop::collection::vec((0usize..200, any::<u8>()), 0..4),
+        )
+            .prop_map(|(text, bad)| {
+                let mut bytes = text.into_bytes();
+                for (at, b) in bad {
+                    let at = at.min(bytes.len());
+                    bytes.insert(at, b);
+                }
+                bytes
+            })
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::fuzz::ODD;
     use super::*;
     use proptest::prelude::*;
 
@@ -339,24 +395,6 @@ mod tests {
         assert_eq!(parse_one(" (mark 1 2) ").unwrap().to_string(), "(mark 1 2)");
         assert!(parse_one("").is_err());
         assert!(parse_one("a b").is_err());
-    }
-
-    /// Every Unicode white space character, the invisible blanks, and some controls.
-    const ODD: &[char] = &[
-        '\t', '\n', '\u{b}', '\u{c}', '\r', ' ', '\u{85}', '\u{a0}', '\u{1680}', '\u{2000}',
-        '\u{2001}', '\u{2002}', '\u{2003}', '\u{2004}', '\u{2005}', '\u{2006}', '\u{2007}',
-        '\u{2008}', '\u{2009}', '\u{200a}', '\u{2028}', '\u{2029}', '\u{202f}', '\u{205f}',
-        '\u{3000}', '\u{feff}', '\u{200b}', '\u{0}', '\u{1}', '\u{1b}', '\u{7f}', '\u{80}',
-        '\u{9f}', '\u{180e}', '\u{fffd}',
-    ];
-
-    fn fuzz_text() -> impl Strategy<Value = String> {
-        let c = prop_oneof![
-            prop::sample::select(ODD),
-            prop::sample::select(&['(', ')', ';', '?', 'a'][..]),
-            any::<char>(),
-        ];
-        prop::collection::vec(c, 0..80).prop_map(|v| v.into_iter().collect())
     }
 
     #[test]
@@ -417,8 +455,13 @@ mod tests {
 
         /// Any character at all, weighted towards blanks, controls and brackets.
         #[test]
-        fn never_panics_on_any_unicode(text in fuzz_text()) {
+        fn never_panics_on_any_unicode(text in fuzz::text(&["(", ")", ";", "?x", "a", "<="])) {
             let _ = parse(&text);
+        }
+
+        #[test]
+        fn decode_never_panics(bytes in fuzz::bytes(&["(", ")", "a"])) {
+            let _ = decode(&bytes).map(parse);
         }
     }
 }

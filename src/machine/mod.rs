@@ -75,6 +75,18 @@ fn describe_goals(values: &[u8]) -> String {
     }
 }
 
+/// What a batch of random playouts found ([`StateMachine::random_playouts`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PlayoutBatch {
+    /// Playouts played to the end (a terminal state, or the step limit).
+    pub playouts: u64,
+    /// Moves made in them.
+    pub steps: u64,
+    /// Per role, the sum over the playouts of the role's goal value in the last state: the
+    /// highest value the rules give, 0 when they give none.
+    pub goal_sums: Vec<u64>,
+}
+
 /// A game's rules, as an engine runs them.
 ///
 /// Methods take `&mut self` so that engines can keep scratch space and caches; a search that
@@ -330,5 +342,36 @@ pub trait StateMachine {
             state = self.next_state_unchecked(&state, &joint)?;
         }
         Ok((state, max_steps))
+    }
+
+    /// Plays `count` independent random playouts from `state` (as
+    /// [`playout`](Self::playout), each until a terminal state or `max_steps` moves) and
+    /// adds up their goals. Engines may play them side by side (the propnet plays 64 games
+    /// per pass); the default plays them one after the other.
+    ///
+    /// # Errors
+    /// As [`playout`](Self::playout).
+    fn random_playouts(
+        &mut self,
+        state: &Self::State,
+        rng: &mut impl Rng,
+        count: u64,
+        max_steps: usize,
+    ) -> Result<PlayoutBatch, MachineError> {
+        let n_roles = self.roles().len();
+        let mut batch = PlayoutBatch {
+            goal_sums: vec![0; n_roles],
+            ..PlayoutBatch::default()
+        };
+        for _ in 0..count {
+            let (last, steps) = self.playout(state, rng, max_steps)?;
+            for (role, sum) in batch.goal_sums.iter_mut().enumerate() {
+                let values = self.goal_values(&last, role)?;
+                *sum += u64::from(values.last().copied().unwrap_or(0));
+            }
+            batch.playouts += 1;
+            batch.steps += steps as u64;
+        }
+        Ok(batch)
     }
 }

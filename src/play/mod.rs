@@ -6,13 +6,17 @@
 //! types ([`Game::resolve`]): a move's number, its KIF term, or its squares on the board, which
 //! come from comparing the board before and after each legal move ([`Game::move_infos`]).
 
+pub mod notation;
 pub mod terminal;
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::board::{Change, Layout, Typed, sample_states};
+use crate::board::{Change, Layout, Square, Typed, sample_states};
+use crate::chess::MoveShape;
 use crate::engine::LoadError;
 use crate::gdl::{Rule, Term, parse_term};
 use crate::machine::{MachineError, StateMachine};
@@ -72,8 +76,8 @@ impl Level {
         }
     }
 
-    /// A new player at this level, seeded.
-    pub fn player<M>(self, seed: u64) -> Box<dyn Player<M>>
+    /// A new player at this level, seeded; it adds each playout to `progress` as it goes.
+    pub fn player<M>(self, seed: u64, progress: Option<Arc<AtomicU64>>) -> Box<dyn Player<M>>
     where
         M: StateMachine + Send + 'static,
     {
@@ -90,6 +94,7 @@ impl Level {
                 threads,
                 seed,
                 max_iterations,
+                progress,
             },
         )
     }
@@ -153,8 +158,22 @@ pub struct MoveInfo<Mv> {
     pub term: Term,
     /// The squares it empties and fills (none for games without a board).
     pub change: Change,
-    /// Squares a person can type for it (`e2e4`, `d1`), when they name it alone.
+    /// How a person writes it: SAN for a chess sheet (`Nf3`, `O-O`, `exd5+`), else the
+    /// squares that name it alone (`e2e4`, `d1`); see [`notation`].
     pub notation: Option<String>,
+    /// What it does as a chess move, on a chess sheet.
+    pub shape: Option<MoveShape>,
+}
+
+/// One role's move in the history, as a person writes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ply {
+    /// The step it was played at (from 0).
+    pub step: usize,
+    /// The role that played it.
+    pub role: usize,
+    /// SAN, squares or the term (see [`notation`]).
+    pub text: String,
 }
 
 /// Why typed text is not a move.
@@ -170,7 +189,7 @@ pub enum InputError {
     #[error("{0} could be any of: {1}; choose one by its number")]
     Ambiguous(String, String),
     /// Nothing fits.
-    #[error("{0} is not a legal move here (type a move's number, its term such as {1}, or `help`)")]
+    #[error("{0} is not a legal move here (type a move such as {1}, its number, or `help`)")]
     NotLegal(String, String),
 }
 
@@ -202,6 +221,15 @@ pub struct Game<M: StateMachine> {
     seed: u64,
     /// The move infos last computed: step, role, infos.
     infos: Option<InfoCache<M::Move>>,
+    /// The game seen as chess, on a chess sheet.
+    chess: Option<notation::ChessView>,
+    /// The chess position after each step so far (computed on demand; `None` from where the
+    /// sheet left chess).
+    positions: Vec<Option<shakmaty::Chess>>,
+    /// The moves of each step so far as people write them (computed on demand).
+    plies: Vec<Vec<Ply>>,
+    /// Playouts of the computer players (and hints), counted as they search.
+    progress: Arc<AtomicU64>,
 }
 
 type InfoCache<Mv> = (usize, usize, Vec<MoveInfo<Mv>>);
@@ -236,6 +264,7 @@ impl<M: StateMachine + Send + 'static> Game<M> {
         }
         let samples = sample_states(&mut machine, seed)?;
         let layout = Layout::detect(&samples, rules);
+        let chess = notation::ChessView::detect(&machine);
         let initial = machine.initial_state();
         let start_time = now_ms();
         let mut game = Game {
@@ -252,6 +281,10 @@ impl<M: StateMachine + Send + 'static> Game<M> {
             rulesheet: rulesheet.to_string(),
             seed,
             infos: None,
+            chess,
+            positions: Vec::new(),
+            plies: Vec::new(),
+            progress: Arc::new(AtomicU64::new(0)),
         };
         game.set_seats(seats)?;
         Ok(game)
@@ -274,7 +307,10 @@ impl<M: StateMachine + Send + 'static> Game<M> {
             let player = match seat {
                 Seat::Human => None,
                 Seat::Computer(level) => {
-                    let mut p = level.player(self.seed.wrapping_add(role as u64));
+                    let mut p = level.player(
+                        self.seed.wrapping_add(role as u64),
+                        Some(self.progress.clone()),
+                    );
                     p.start(&mut self.machine, role, Instant::now())?;
                     Some(p)
                 }
@@ -386,7 +422,12 @@ impl<M: StateMachine + Send + 'static> Game<M> {
     /// The engine failed.
     pub fn legal(&mut self, role: usize) -> Result<Vec<M::Move>, PlayError> {
         let state = self.state().clone();
-        let mut moves = self.machine.legal_moves(&state, role)?;
+        self.sorted_legal(&state, role)
+    }
+
+    /// The legal moves of `role` in `state`, in the order of their terms.
+    fn sorted_legal(&mut self, state: &M::State, role: usize) -> Result<Vec<M::Move>, PlayError> {
+        let mut moves = self.machine.legal_moves(state, role)?;
         moves.sort_by_cached_key(|&mv| natural_key(&self.machine.move_term(mv).to_string()));
         Ok(moves)
     }
@@ -423,28 +464,47 @@ impl<M: StateMachine + Send + 'static> Game<M> {
     }
 
     fn compute_infos(&mut self, role: usize) -> Result<Vec<MoveInfo<M::Move>>, PlayError> {
-        let state = self.state().clone();
-        let legal = self.legal(role)?;
+        self.infos_at(self.step(), role)
+    }
+
+    /// The legal moves of `role` after `step` moves, with their terms, board changes, chess
+    /// shapes and notations.
+    fn infos_at(&mut self, step: usize, role: usize) -> Result<Vec<MoveInfo<M::Move>>, PlayError> {
+        let state = self.states[step].clone();
+        let legal = self.sorted_legal(&state, role)?;
         let mut others = Vec::new();
         for r in 0..self.roles().len() {
             others.push(self.machine.legal_moves(&state, r)?.first().copied());
         }
-        let before = self
-            .layout
-            .as_ref()
-            .map(|l| l.cells(&self.machine.state_terms(&state)));
+        let before_facts = self.machine.state_terms(&state);
+        let before = self.layout.as_ref().map(|l| l.cells(&before_facts));
+        let chess_before = self.chess.as_ref().and_then(|c| c.snapshot(&before_facts));
+        let position = match chess_before {
+            Some(_) => self.position_at(step)?,
+            None => None,
+        };
         let mut infos = Vec::new();
         for mv in legal {
             let mut change = Change::default();
-            if let (Some(layout), Some(before)) = (&self.layout, &before) {
-                let joint: Option<Vec<M::Move>> = others
-                    .iter()
-                    .enumerate()
-                    .map(|(r, m)| if r == role { Some(mv) } else { *m })
-                    .collect();
-                if let Some(joint) = joint {
-                    let next = self.machine.next_state_unchecked(&state, &joint)?;
-                    change = layout.change(before, &layout.cells(&self.machine.state_terms(&next)));
+            let mut shape = None;
+            let joint: Option<Vec<M::Move>> = others
+                .iter()
+                .enumerate()
+                .map(|(r, m)| if r == role { Some(mv) } else { *m })
+                .collect();
+            if let Some(joint) = joint
+                && (self.layout.is_some() || chess_before.is_some())
+            {
+                let next = self.machine.next_state_unchecked(&state, &joint)?;
+                let next = self.machine.state_terms(&next);
+                if let (Some(layout), Some(before)) = (&self.layout, &before) {
+                    change = layout.change(before, &layout.cells(&next));
+                }
+                if let (Some(chess), Some(before)) = (&self.chess, &chess_before)
+                    && let (Some(turn), Some(after)) = (before.turn, chess.snapshot(&next))
+                    && chess.color(role) == Some(turn)
+                {
+                    shape = MoveShape::from_boards(&before.board, &after.board, turn).ok();
                 }
             }
             infos.push(MoveInfo {
@@ -452,19 +512,163 @@ impl<M: StateMachine + Send + 'static> Game<M> {
                 term: self.machine.move_term(mv),
                 change,
                 notation: None,
+                shape,
             });
         }
-        if let Some(layout) = &self.layout {
-            for i in 0..infos.len() {
-                infos[i].notation = notation(layout, &infos, i);
-            }
+        for i in 0..infos.len() {
+            infos[i].notation = match (&infos[i].shape, &self.layout) {
+                (Some(shape), _) => Some(notation::san(position.as_ref(), shape)),
+                (None, Some(layout)) => notation(layout, &infos, i),
+                (None, None) => None,
+            };
         }
         Ok(infos)
     }
 
+    /// The chess position after `step` moves, on a chess sheet whose moves so far were chess
+    /// moves.
+    fn position_at(&mut self, step: usize) -> Result<Option<shakmaty::Chess>, PlayError> {
+        let Some(chess) = self.chess.clone() else {
+            return Ok(None);
+        };
+        if self.positions.is_empty() {
+            self.positions.push(Some(shakmaty::Chess::default()));
+        }
+        while self.positions.len() <= step {
+            let k = self.positions.len() - 1;
+            let next = match &self.positions[k] {
+                Some(pos) => {
+                    let before = chess.snapshot(&self.facts_at(k));
+                    let after = chess.snapshot(&self.facts_at(k + 1));
+                    match (before, after) {
+                        (Some(b), Some(a)) => chess.follow(pos, &b, &a),
+                        _ => None,
+                    }
+                }
+                None => None,
+            };
+            self.positions.push(next);
+        }
+        Ok(self.positions[step].clone())
+    }
+
+    /// Every move played so far by a role that had a choice (every role's when none had),
+    /// step by step, as people write them: SAN with `+`/`#` for a chess sheet, squares for
+    /// other board games, else the move term.
+    ///
+    /// # Errors
+    /// The engine failed.
+    pub fn history(&mut self) -> Result<Vec<Ply>, PlayError> {
+        while self.plies.len() < self.step() {
+            let step = self.plies.len();
+            let joint = self.moves[step].clone();
+            let state = self.states[step].clone();
+            let mut choosers = Vec::new();
+            for role in 0..joint.len() {
+                if self.machine.legal_moves(&state, role)?.len() > 1 {
+                    choosers.push(role);
+                }
+            }
+            if choosers.is_empty() {
+                choosers = (0..joint.len()).collect();
+            }
+            let mut plies = Vec::new();
+            for role in choosers {
+                let infos = self.infos_at(step, role)?;
+                let text = match infos.iter().find(|i| i.mv == joint[role]) {
+                    Some(MoveInfo {
+                        notation: Some(n), ..
+                    }) => n.clone(),
+                    _ => spaced(&term_to_sexp(&self.machine.move_term(joint[role]))),
+                };
+                plies.push(Ply { step, role, text });
+            }
+            self.plies.push(plies);
+        }
+        Ok(self.plies.concat())
+    }
+
+    /// What ended the game, in words, when it is over and that can be known: checkmate,
+    /// stalemate, the 50-move rule, a dead position or the step limit on a chess sheet; a
+    /// line such as `four in a row` when the winner's last placement made one (see
+    /// [`Game::winning_line`]).
+    ///
+    /// # Errors
+    /// The engine failed.
+    pub fn ending(&mut self) -> Result<Option<String>, PlayError> {
+        if !self.is_terminal()? {
+            return Ok(None);
+        }
+        if self.chess.is_some() {
+            let step = self.step();
+            let position = self.position_at(step)?;
+            return Ok(match (&self.chess, position) {
+                (Some(chess), Some(pos)) => chess.ending(&pos, step),
+                _ => None,
+            });
+        }
+        Ok(self
+            .winning_line()?
+            .map(|line| notation::line_name(line.len())))
+    }
+
+    /// The straight line of three or more equal pieces that the sole winner's last placement
+    /// (a move that only filled squares) completed, when the game is over; found on the board
+    /// alone.
+    ///
+    /// # Errors
+    /// The engine failed.
+    pub fn winning_line(&mut self) -> Result<Option<Vec<Square>>, PlayError> {
+        if self.step() == 0 || !self.is_terminal()? {
+            return Ok(None);
+        }
+        let goals = self.goals()?;
+        let best = goals.iter().copied().max().unwrap_or(0);
+        if goals.iter().filter(|&&g| g == best).count() != 1 {
+            return Ok(None);
+        }
+        let Some(layout) = &self.layout else {
+            return Ok(None);
+        };
+        let step = self.step();
+        let before = layout.cells(&self.facts_at(step - 1));
+        let after = layout.cells(&self.facts_at(step));
+        let change = layout.change(&before, &after);
+        if !change.from.is_empty() {
+            return Ok(None);
+        }
+        let placed: Vec<Square> = change
+            .to
+            .iter()
+            .copied()
+            .filter(|&s| before[layout.index(s)].is_none())
+            .collect();
+        Ok(notation::line_through(layout, &after, &placed))
+    }
+
+    /// The counter every computer search of this game adds its playouts to as it goes (for
+    /// a progress display: reset it, search, read it from another thread meanwhile).
+    pub fn progress(&self) -> Arc<AtomicU64> {
+        self.progress.clone()
+    }
+
+    /// The chess position now, on a chess sheet whose moves so far were chess moves.
+    ///
+    /// # Errors
+    /// The engine failed.
+    pub fn chess_position(&mut self) -> Result<Option<shakmaty::Chess>, PlayError> {
+        self.position_at(self.step())
+    }
+
+    /// The colour `role` plays, on a chess sheet.
+    pub fn chess_color(&self, role: usize) -> Option<shakmaty::Color> {
+        self.chess.as_ref().and_then(|c| c.color(role))
+    }
+
     /// The move of `role` that `text` names: a number in the legal list (from 1), a KIF term
-    /// (the parentheses may be left out), or squares on the board (`e2e4`, `a1-b3`, `d3`, or a
-    /// file alone such as `d` when one move drops into it).
+    /// (the parentheses may be left out), on a chess sheet SAN or coordinates (see
+    /// [`notation`]), or squares on the board (`e2e4`, `a1-b3`, `d3`, or a file alone such as
+    /// `d` when one move drops into it).
     ///
     /// # Errors
     /// [`InputError`] saying why; the engine's failures are reported as not legal.
@@ -485,6 +689,44 @@ impl<M: StateMachine + Send + 'static> Game<M> {
             return match infos.get(n.wrapping_sub(1)) {
                 Some(info) => Ok(info.mv),
                 None => Err(InputError::BadNumber(n, infos.len())),
+            };
+        }
+        if infos.iter().any(|i| i.shape.is_some())
+            && let Some(typed) = notation::ChessInput::parse(text)
+        {
+            let fits = |loose: bool| -> Vec<usize> {
+                (0..infos.len())
+                    .filter(|&i| infos[i].shape.is_some_and(|s| typed.fits(&s, loose)))
+                    .collect()
+            };
+            let mut found = fits(false);
+            if found.is_empty() {
+                found = fits(true);
+            }
+            let name = |i: usize| {
+                infos[i]
+                    .notation
+                    .clone()
+                    .unwrap_or(infos[i].term.to_string())
+            };
+            return match found[..] {
+                [one] => Ok(infos[one].mv),
+                [] => Err(InputError::NotLegal(
+                    text.into(),
+                    if infos.is_empty() {
+                        String::new()
+                    } else {
+                        name(0)
+                    },
+                )),
+                _ => Err(InputError::Ambiguous(
+                    text.into(),
+                    found
+                        .iter()
+                        .map(|&i| format!("{}. {}", i + 1, name(i)))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                )),
             };
         }
         for candidate in [text.to_string(), format!("({text})")] {
@@ -526,7 +768,10 @@ impl<M: StateMachine + Send + 'static> Game<M> {
     /// # Errors
     /// The engine or the search failed.
     pub fn suggest(&mut self, role: usize, level: Level) -> Result<Choice<M::Move>, PlayError> {
-        let mut player = level.player::<M>(self.seed.wrapping_add(1000 + self.step() as u64));
+        let mut player = level.player::<M>(
+            self.seed.wrapping_add(1000 + self.step() as u64),
+            Some(self.progress.clone()),
+        );
         player.start(&mut self.machine, role, Instant::now())?;
         let state = self.state().clone();
         let deadline = Instant::now() + level.budget().2;
@@ -573,6 +818,8 @@ impl<M: StateMachine + Send + 'static> Game<M> {
         self.moves.pop();
         self.states.pop();
         self.state_times.pop();
+        self.positions.truncate(self.states.len());
+        self.plies.truncate(self.moves.len());
         true
     }
 

@@ -27,8 +27,9 @@ use rand::Rng;
 
 use crate::datalog::{DatalogMachine, Demand};
 use crate::gdl::{Description, Term};
-use crate::machine::{MachineError, StateMachine};
+use crate::machine::{MachineError, PlayoutBatch, StateMachine};
 
+use super::batch::{BatchRunner, LaneRecord};
 use super::ground::{Budget, Clock, GroundError, ground_with_demand};
 use super::net::{MoveId, NO_NODE, Net, TRUE_COUNT};
 
@@ -46,6 +47,10 @@ impl PropnetState {
         &self.0
     }
 
+    pub(crate) fn from_words(words: Box<[u64]>) -> PropnetState {
+        PropnetState(words)
+    }
+
     fn get(&self, i: usize) -> bool {
         self.0[i / 64] >> (i % 64) & 1 == 1
     }
@@ -61,6 +66,8 @@ pub struct PropnetMachine {
     snapshot: Option<Box<Runtime>>,
     /// The state the last playout started from.
     last_start: Option<PropnetState>,
+    /// The words of batch playouts (64 games per pass), made on first use.
+    batch: Option<Box<BatchRunner>>,
     /// The Datalog engine that answers percepts, in a game with `sees` rules.
     seer: Option<Box<DatalogMachine>>,
 }
@@ -501,6 +508,7 @@ impl PropnetMachine {
             rt,
             snapshot: None,
             last_start: None,
+            batch: None,
             seer: None,
         }
     }
@@ -724,7 +732,25 @@ impl StateMachine for PropnetMachine {
     ) -> Result<(PropnetState, usize), MachineError> {
         self.run_playout(state, rng, max_steps, None)
     }
+
+    /// From [`BATCH_THRESHOLD`] playouts on, 64 games per pass ([`BatchRunner`]); fewer,
+    /// one after the other by differential propagation.
+    fn random_playouts(
+        &mut self,
+        state: &PropnetState,
+        rng: &mut impl Rng,
+        count: u64,
+        max_steps: usize,
+    ) -> Result<PlayoutBatch, MachineError> {
+        if count < BATCH_THRESHOLD {
+            return self.playouts_one_by_one(state, rng, count, max_steps);
+        }
+        self.batch_runner().run(state, rng, count, max_steps, None)
+    }
 }
+
+/// The fewest playouts [`StateMachine::random_playouts`] plays side by side.
+pub const BATCH_THRESHOLD: u64 = 16;
 
 impl PropnetMachine {
     /// As [`StateMachine::playout`], also appending each joint move played to `joints`
@@ -740,6 +766,57 @@ impl PropnetMachine {
         joints: &mut Vec<MoveId>,
     ) -> Result<(PropnetState, usize), MachineError> {
         self.run_playout(state, rng, max_steps, Some(joints))
+    }
+
+    /// [`StateMachine::random_playouts`] one game at a time, by differential propagation
+    /// (the reference the batch is measured against).
+    ///
+    /// # Errors
+    /// As [`StateMachine::playout`].
+    pub fn playouts_one_by_one(
+        &mut self,
+        state: &PropnetState,
+        rng: &mut impl Rng,
+        count: u64,
+        max_steps: usize,
+    ) -> Result<PlayoutBatch, MachineError> {
+        let mut batch = PlayoutBatch {
+            goal_sums: vec![0; self.net.roles.len()],
+            ..PlayoutBatch::default()
+        };
+        for _ in 0..count {
+            let (last, steps) = self.run_playout(state, rng, max_steps, None)?;
+            for (role, sum) in batch.goal_sums.iter_mut().enumerate() {
+                let values = self.goal_values(&last, role)?;
+                *sum += u64::from(values.last().copied().unwrap_or(0));
+            }
+            batch.playouts += 1;
+            batch.steps += steps as u64;
+        }
+        Ok(batch)
+    }
+
+    /// As [`StateMachine::random_playouts`] played 64 games per pass whatever `count`,
+    /// appending each finished playout to `records`.
+    ///
+    /// # Errors
+    /// As [`StateMachine::playout`].
+    pub fn random_playouts_recorded(
+        &mut self,
+        state: &PropnetState,
+        rng: &mut impl Rng,
+        count: u64,
+        max_steps: usize,
+        records: &mut Vec<LaneRecord>,
+    ) -> Result<PlayoutBatch, MachineError> {
+        self.batch_runner()
+            .run(state, rng, count, max_steps, Some(records))
+    }
+
+    fn batch_runner(&mut self) -> &mut BatchRunner {
+        let net = &self.net;
+        self.batch
+            .get_or_insert_with(|| Box::new(BatchRunner::new(Arc::clone(net))))
     }
 
     fn run_playout(

@@ -22,11 +22,13 @@
 //! rewrite; a game that still exceeds it gives [`GroundError::Budget`] or
 //! [`GroundError::Time`], and the caller falls back to the Datalog engine.
 
+pub mod batch;
 pub mod ground;
 pub mod machine;
 pub mod net;
 mod optimize;
 
+pub use batch::{BatchRunner, LANES, LaneRecord};
 pub use ground::{
     AtomId, Budget, DEFAULT_MAX_MEMORY_BYTES, GroundError, GroundLit, GroundProgram, GroundRule,
     Keywords, default_max_memory, ground,

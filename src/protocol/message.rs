@@ -751,5 +751,16 @@ mod tests {
         ) {
             let _ = parse_message(&format!("({name} {args})"));
         }
+
+        /// Any Unicode, blanks, controls and deep nesting around message words.
+        #[test]
+        fn never_panics_on_any_unicode(text in crate::kif::fuzz::text(&[
+            "(", ")", "INFO", "PLAY", "START", "STOP", "ABORT", "PREVIEW", "NIL", "m", "x", "1",
+            "((role x))", "(role x)",
+        ])) {
+            let _ = parse_message(&text);
+            let _ = parse_message(&format!("(PLAY m {text})"));
+            let _ = parse_message(&format!("(START m x (({text})) 5 1)"));
+        }
     }
 }

@@ -1,14 +1,12 @@
 //! The player's HTTP server (`ggp serve`): one match at a time, answered on time.
 //!
-//! Transport: tiny_http accepts the connections; each request is answered on its own thread,
-//! so INFO, ABORT or a message for another match never waits behind a search. The message is
-//! the body of a `POST` (or the URL-decoded path of a `GET`); `OPTIONS` gets an empty reply.
-//! Every reply is written by hand as `Content-Type: text/acl` with `Content-Length`, the CORS
-//! headers ggp-base sends, and `Connection: close`: tiny_http closes HTTP/1.0 connections
-//! itself, and clients of HTTP/1.1 close on that header. Bodies over
-//! [`ServerConfig::max_body`] are refused with status 413; a request that announces more
-//! than 64 MiB is abandoned without a reply, because tiny_http would allocate the announced
-//! size to skip it.
+//! Transport: [`super::http`] accepts the connections and reads each request within its
+//! limits (time, size, number of waiting connections); each request is answered on its own
+//! thread, so INFO, ABORT or a message for another match never waits behind a search. The
+//! message is the body of a `POST` (or the URL-decoded path of a `GET`); `OPTIONS` gets an
+//! empty reply. A message that does not parse gets status 400 with the reason; a START whose
+//! rules are not a game, or whose role is not in it, gets 400 with the reason too. Nothing a
+//! message says about another match (or no match) touches the match in progress.
 //!
 //! Clocks: a PLAY is answered by `arrival + play clock - margin`, a START by
 //! `arrival + start clock - margin`, where the margin is [`ServerConfig::margin`] (1 s by
@@ -17,10 +15,10 @@
 //! clock; if it is not ready when a PLAY must be answered, the reply is `nil` and the joint
 //! moves are kept for when it is.
 
-use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::io;
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -28,6 +26,7 @@ use std::time::{Duration, Instant};
 
 use tracing::{info, warn};
 
+use super::http::{Limits, Listener, Method, Reply, Request, Stopper};
 use super::message::{Heard, Message, parse_message};
 use super::session::{Session, SessionError, SessionFactory};
 use crate::gdl::{self, Description, Term};
@@ -44,6 +43,11 @@ pub struct ServerConfig {
     pub max_body: usize,
     /// How many requests may be answered at once; more get status 503.
     pub max_requests: usize,
+    /// How many connections may be sending their request at once (the oldest is closed to
+    /// make room), and how long each may take.
+    pub max_pending: usize,
+    /// How long a connection may take to send its whole request.
+    pub request_timeout: Duration,
 }
 
 impl Default for ServerConfig {
@@ -53,16 +57,16 @@ impl Default for ServerConfig {
             margin: Duration::from_secs(1),
             max_body: 4 << 20,
             max_requests: 32,
+            max_pending: Limits::default().max_pending,
+            request_timeout: Limits::default().request_timeout,
         }
     }
 }
 
 /// A bound player server, not yet answering.
 pub struct Server {
-    http: Arc<tiny_http::Server>,
-    addr: SocketAddr,
+    listener: Listener,
     shared: Arc<Shared>,
-    stopping: Arc<AtomicBool>,
 }
 
 impl Server {
@@ -75,13 +79,14 @@ impl Server {
         config: ServerConfig,
         factory: Arc<dyn SessionFactory>,
     ) -> io::Result<Server> {
-        let listener = TcpListener::bind(addr)?;
-        let addr = listener.local_addr()?;
-        let http = tiny_http::Server::from_listener(listener, None)
-            .map_err(|e| io::Error::other(e.to_string()))?;
+        let limits = Limits {
+            max_pending: config.max_pending,
+            request_timeout: config.request_timeout,
+            max_body: config.max_body,
+            ..Limits::default()
+        };
         Ok(Server {
-            http: Arc::new(http),
-            addr,
+            listener: Listener::bind(addr, limits)?,
             shared: Arc::new(Shared {
                 config,
                 factory,
@@ -89,27 +94,22 @@ impl Server {
                 current: Mutex::new(None),
                 in_flight: AtomicUsize::new(0),
             }),
-            stopping: Arc::new(AtomicBool::new(false)),
         })
     }
 
     /// The address the server listens on.
     pub fn local_addr(&self) -> SocketAddr {
-        self.addr
+        self.listener.local_addr()
     }
 
     /// Answers requests until the server is shut down (from a [`RunningServer`]).
-    pub fn run(&self) {
-        loop {
-            match self.http.recv() {
-                Ok(request) => self.dispatch(request),
-                Err(_) if self.stopping.load(Ordering::SeqCst) => return,
-                Err(e) => {
-                    warn!("accepting a connection failed: {e}");
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-            }
-        }
+    ///
+    /// # Errors
+    /// The listening socket failed for good: the player can no longer be reached.
+    pub fn run(&self) -> io::Result<()> {
+        let shared = Arc::clone(&self.shared);
+        self.listener
+            .run(move |request, reply| handle(&shared, request, reply))
     }
 
     /// Answers requests on a background thread until the returned handle is shut down or
@@ -118,37 +118,27 @@ impl Server {
     /// # Errors
     /// The thread cannot be started.
     pub fn spawn(self) -> io::Result<RunningServer> {
-        let http = Arc::clone(&self.http);
-        let stopping = Arc::clone(&self.stopping);
-        let addr = self.addr;
+        let stopper = self.listener.stopper();
+        let addr = self.local_addr();
         let thread = std::thread::Builder::new()
             .name("ggp-server".into())
-            .spawn(move || self.run())?;
+            .spawn(move || {
+                if let Err(e) = self.run() {
+                    warn!("the server stopped: {e}");
+                }
+            })?;
         Ok(RunningServer {
             addr,
-            http,
-            stopping,
+            stopper,
             thread: Some(thread),
         })
-    }
-
-    fn dispatch(&self, request: tiny_http::Request) {
-        let received = Instant::now();
-        let shared = Arc::clone(&self.shared);
-        let spawned = std::thread::Builder::new()
-            .name("ggp-request".into())
-            .spawn(move || handle(&shared, request, received));
-        if let Err(e) = spawned {
-            warn!("cannot start a request thread: {e}");
-        }
     }
 }
 
 /// A server answering on a background thread; dropping it stops the server.
 pub struct RunningServer {
     addr: SocketAddr,
-    http: Arc<tiny_http::Server>,
-    stopping: Arc<AtomicBool>,
+    stopper: Stopper,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -164,8 +154,7 @@ impl RunningServer {
     }
 
     fn stop(&mut self) {
-        self.stopping.store(true, Ordering::SeqCst);
-        self.http.unblock();
+        self.stopper.stop();
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
@@ -178,70 +167,61 @@ impl Drop for RunningServer {
     }
 }
 
-/// Bodies announced larger than this (and than the body limit) are not drained.
-const MAX_DRAIN: usize = 64 << 20;
-
-/// Reads the message of one request, answers it and writes the reply.
-fn handle(shared: &Shared, mut request: tiny_http::Request, received: Instant) {
+/// Answers one complete request.
+fn handle(shared: &Shared, request: Request, reply: Reply) {
     let _span = tracing::info_span!("serve", name = %shared.config.name).entered();
-    if let Some(announced) = request.body_length()
-        && announced > shared.config.max_body.max(MAX_DRAIN)
-    {
-        // Dropping the request would make tiny_http 0.12 allocate the announced size to drain
-        // the body, which aborts the process when the size is absurd. The connection is
-        // abandoned instead (its file descriptors leak).
-        warn!("a request announced {announced} bytes; its connection is abandoned unanswered");
-        std::mem::forget(request);
-        return;
-    }
-    let text = match request.method() {
-        tiny_http::Method::Options => return respond(request, 200, ""),
-        tiny_http::Method::Post => match read_body(&mut request, shared.config.max_body) {
+    let text = match request.method {
+        Method::Post => match String::from_utf8(request.body) {
             Ok(text) => text,
-            Err((status, why)) => {
+            Err(e) => {
+                let why = format!(
+                    "the message is not UTF-8 text (byte {} is 0x{:02x})",
+                    e.utf8_error().valid_up_to(),
+                    e.as_bytes()[e.utf8_error().valid_up_to()]
+                );
                 info!(kind = "?", "refused a request: {why}");
-                return respond(request, status, &format!("error: {why}"));
+                return reply.send(400, &format!("error: {why}"));
             }
         },
-        tiny_http::Method::Get => decode_path(request.url()),
-        _ => return respond(request, 200, ""),
+        Method::Get => decode_path(&request.path),
+        Method::Options | Method::Other => return reply.send(200, ""),
     };
-    // tiny_http keeps one of its connection threads waiting until the request is dropped;
-    // keeping only the writer lets it go while the move is being chosen.
-    let version = http_version(&request);
-    let mut writer = request.into_writer();
+    let message = match catch_unwind(|| parse_message(&text)) {
+        Ok(Ok(m)) => m,
+        Ok(Err(e)) => {
+            info!(kind = "?", "malformed message: {e}");
+            return reply.send(400, &format!("error: {e}"));
+        }
+        Err(_) => {
+            warn!("reading a message panicked");
+            return reply.send(400, "error: the message cannot be read");
+        }
+    };
     // Only messages being answered count: a client that stalls its body holds its own
-    // thread, not a place here.
+    // connection, not a place here.
     if shared.in_flight.fetch_add(1, Ordering::SeqCst) >= shared.config.max_requests {
         shared.in_flight.fetch_sub(1, Ordering::SeqCst);
         warn!("too many messages at once; answered busy");
-        return write_reply(&mut writer, version, 503, "busy");
+        return reply.send(503, "busy");
     }
-    let answer = catch_unwind(AssertUnwindSafe(|| shared.answer(&text, received)));
+    let ours = message
+        .match_id()
+        .is_some_and(|id| shared.is_current_id(id));
+    let answer = catch_unwind(AssertUnwindSafe(|| {
+        shared.answer(message, request.received)
+    }));
     shared.in_flight.fetch_sub(1, Ordering::SeqCst);
-    let (status, reply) = answer.unwrap_or_else(|_| {
-        warn!("answering a message panicked; the match is dropped");
-        shared.drop_match();
+    let (status, text) = answer.unwrap_or_else(|_| {
+        // Only a message about the match in progress may end it.
+        if ours {
+            warn!("answering a message of the match panicked; the match is dropped");
+            shared.drop_match();
+        } else {
+            warn!("answering a message panicked");
+        }
         (500, "error: internal failure".to_string())
     });
-    write_reply(&mut writer, version, status, &reply);
-}
-
-/// The body as text, or the status and reason to refuse it.
-fn read_body(request: &mut tiny_http::Request, max: usize) -> Result<String, (u16, String)> {
-    if request.body_length().is_some_and(|n| n > max) {
-        return Err((413, format!("the message is larger than {max} bytes")));
-    }
-    let mut body = Vec::new();
-    request
-        .as_reader()
-        .take(max as u64 + 1)
-        .read_to_end(&mut body)
-        .map_err(|e| (400, format!("cannot read the message: {e}")))?;
-    if body.len() > max {
-        return Err((413, format!("the message is larger than {max} bytes")));
-    }
-    String::from_utf8(body).map_err(|_| (400, "the message is not UTF-8 text".to_string()))
+    reply.send(status, &text);
 }
 
 /// The message in a `GET` path: URL-decoded after the leading `/`, `+` read as a space (as
@@ -254,45 +234,21 @@ fn decode_path(url: &str) -> String {
     }
 }
 
-/// The request's HTTP version, as the reply repeats it.
-fn http_version(request: &tiny_http::Request) -> &'static str {
-    match request.http_version() {
-        tiny_http::HTTPVersion(1, 0) => "1.0",
-        _ => "1.1",
-    }
-}
-
-/// Writes a reply and lets the connection close.
-fn respond(request: tiny_http::Request, status: u16, body: &str) {
-    let version = http_version(&request);
-    write_reply(&mut request.into_writer(), version, status, body);
-}
-
-/// Writes a reply by hand: tiny_http would not let us say `Connection: close`.
-fn write_reply(writer: &mut dyn Write, version: &str, status: u16, body: &str) {
-    let reason = match status {
-        200 => "OK",
-        400 => "Bad Request",
-        413 => "Payload Too Large",
-        503 => "Service Unavailable",
-        _ => "Internal Server Error",
-    };
-    let head = format!(
-        "HTTP/{version} {status} {reason}\r\n\
-         Content-Type: text/acl\r\n\
-         Content-Length: {}\r\n\
-         Access-Control-Allow-Origin: *\r\n\
-         Access-Control-Allow-Methods: POST, GET, OPTIONS\r\n\
-         Access-Control-Allow-Headers: Content-Type\r\n\
-         Access-Control-Max-Age: 86400\r\n\
-         Connection: close\r\n\r\n",
-        body.len()
-    );
-    // A client that has gone away gets no reply; nothing else to do.
-    let _ = writer
-        .write_all(head.as_bytes())
-        .and_then(|()| writer.write_all(body.as_bytes()))
-        .and_then(|()| writer.flush());
+/// Why a START is refused (the reply names it, with status 400).
+#[derive(Debug, thiserror::Error)]
+enum StartRefused {
+    /// A rule is not a GDL rule.
+    #[error("the rules do not read: {0}")]
+    Rules(#[from] gdl::LoadError),
+    /// The rules read but are not a valid game (the first error).
+    #[error("the rules are not a valid game: {0}")]
+    Invalid(String),
+    /// The role is not one of the game's.
+    #[error("{0} is not a role of the game")]
+    Role(Term),
+    /// No engine can run the game.
+    #[error("{0}")]
+    Engine(SessionError),
 }
 
 /// Which match the server is in, readable without waiting for a move to be chosen.
@@ -345,14 +301,7 @@ fn search_deadline(received: Instant, deadline: Instant) -> Instant {
 
 impl Shared {
     /// The status code and reply for one message.
-    fn answer(&self, text: &str, received: Instant) -> (u16, String) {
-        let message = match parse_message(text) {
-            Ok(m) => m,
-            Err(e) => {
-                info!(kind = "?", "malformed message: {e}");
-                return (400, format!("error: {e}"));
-            }
-        };
+    fn answer(&self, message: Message, received: Instant) -> (u16, String) {
         if let Some(id) = message.match_id()
             && !matches!(message, Message::Start { .. })
             && !self.is_current(id)
@@ -384,12 +333,20 @@ impl Shared {
                 rules,
                 start_clock,
                 play_clock,
-            } => self.start(id, &role, &rules, start_clock, play_clock, received),
+            } => match self.start(id, &role, &rules, start_clock, play_clock, received) {
+                Ok(reply) => reply,
+                Err(refused) => return (400, format!("error: {refused}")),
+            },
             Message::Play { id, moves } => self.play(&id, moves, received),
             Message::Stop { id, moves } => self.stop(&id, moves.as_ref(), "STOP", "done"),
             Message::Abort { id } => self.stop(&id, None, "ABORT", "aborted"),
         };
         (200, reply)
+    }
+
+    /// Whether `id` is the current match (without noting that it is alive).
+    fn is_current_id(&self, id: &str) -> bool {
+        lock(&self.status).id.as_deref() == Some(id)
     }
 
     /// Whether `id` is the current match; notes that it is alive.
@@ -416,18 +373,18 @@ impl Shared {
         start_clock: Duration,
         play_clock: Duration,
         received: Instant,
-    ) -> String {
+    ) -> Result<String, StartRefused> {
         {
             let mut status = lock(&self.status);
             if let Some(current) = &status.id {
                 if *current == id {
                     info!(kind = "START", match_id = %id, "repeated START");
-                    return "ready".into();
+                    return Ok("ready".into());
                 }
                 let silent = status.last.map_or(Duration::ZERO, |t| t.elapsed());
                 if silent <= status.stale_after {
                     info!(kind = "START", match_id = %id, playing = %current, "busy");
-                    return "busy".into();
+                    return Ok("busy".into());
                 }
                 warn!(match_id = %current, "no message for {silent:?}: the match is dropped");
             }
@@ -441,25 +398,25 @@ impl Shared {
             let rules = rules
                 .iter()
                 .map(gdl::rule_from_sexp)
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| format!("the rules do not read: {e}"))?;
+                .collect::<Result<Vec<_>, _>>()?;
             let description = Description::new(rules).map_err(|diagnostics| {
-                let first = diagnostics
-                    .iter()
-                    .find(|d| d.severity == gdl::Severity::Error)
-                    .map_or(String::new(), |d| d.to_string());
-                format!("the rules are not a valid game: {first}")
+                StartRefused::Invalid(
+                    diagnostics
+                        .into_iter()
+                        .find(|d| d.severity == gdl::Severity::Error)
+                        .map_or(String::new(), |d| d.to_string()),
+                )
             })?;
             let role_index = find_role(description.roles(), role)
-                .ok_or_else(|| format!("{role} is not a role of the game"))?;
-            Ok::<_, String>((description, role_index))
+                .ok_or_else(|| StartRefused::Role(role.clone()))?;
+            Ok::<_, StartRefused>((description, role_index))
         })();
         let (description, role_index) = match setup {
             Ok(found) => found,
             Err(why) => {
                 warn!(kind = "START", match_id = %id, "refused: {why}");
                 *lock(&self.status) = Status::default();
-                return "busy".into();
+                return Err(why);
             }
         };
         let deadline = deadline_after(received, start_clock, self.config.margin);
@@ -474,7 +431,7 @@ impl Shared {
         if let Err(e) = spawned {
             warn!(kind = "START", match_id = %id, "cannot start building: {e}");
             *lock(&self.status) = Status::default();
-            return "busy".into();
+            return Ok("busy".into());
         }
         let mut current = Current {
             id: id.clone(),
@@ -510,11 +467,11 @@ impl Shared {
             Err(e) => {
                 warn!(kind = "START", match_id = %id, "refused: {e}");
                 *lock(&self.status) = Status::default();
-                return "busy".into();
+                return Err(StartRefused::Engine(e));
             }
         }
         *lock(&self.current) = Some(current);
-        "ready".into()
+        Ok("ready".into())
     }
 
     fn play(&self, id: &str, moves: Option<Heard>, received: Instant) -> String {

@@ -16,7 +16,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use crate::machine::StateMachine;
 
 use super::alphabeta::AlphaBetaPlayer;
-use super::mcts::MctsPlayer;
+use super::mcts::{MctsPlayer, MctsSettings};
 use super::probe::{GameProbe, probe};
 use super::{Choice, Player, SearchConfig, SearchError};
 
@@ -34,21 +34,23 @@ enum Chosen<M: StateMachine> {
 /// The `auto` player.
 pub(super) struct AutoPlayer<M: StateMachine> {
     config: SearchConfig,
+    mcts: MctsSettings,
     chosen: Option<Chosen<M>>,
     probe: Option<GameProbe>,
 }
 
 impl<M: StateMachine> AutoPlayer<M> {
-    pub(super) fn new(config: SearchConfig) -> AutoPlayer<M> {
+    pub(super) fn new(config: SearchConfig, mcts: MctsSettings) -> AutoPlayer<M> {
         AutoPlayer {
             config,
+            mcts,
             chosen: None,
             probe: None,
         }
     }
 }
 
-impl<M: StateMachine + Send> Player<M> for AutoPlayer<M> {
+impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
     fn name(&self) -> String {
         match &self.chosen {
             None => "auto".into(),
@@ -85,7 +87,7 @@ impl<M: StateMachine + Send> Player<M> for AutoPlayer<M> {
                 return Ok(());
             }
         }
-        let mut mcts = MctsPlayer::new(self.config.clone());
+        let mut mcts = MctsPlayer::with_settings(self.config.clone(), self.mcts.clone());
         mcts.start(machine, role, deadline)?;
         self.chosen = Some(Chosen::Mcts(mcts));
         Ok(())
@@ -99,7 +101,7 @@ impl<M: StateMachine + Send> Player<M> for AutoPlayer<M> {
     ) -> Result<Choice<M::Move>, SearchError> {
         if self.chosen.is_none() {
             // Not started: MCTS, which suits every game, for role 0.
-            let mut mcts = MctsPlayer::new(self.config.clone());
+            let mut mcts = MctsPlayer::with_settings(self.config.clone(), self.mcts.clone());
             mcts.start(machine, 0, Instant::now())?;
             self.chosen = Some(Chosen::Mcts(mcts));
         }

@@ -2,9 +2,10 @@
 //!
 //! A [`Player`] is told its role once ([`Player::start`], with the start clock for thinking)
 //! and then asked for a move in each state ([`Player::choose`]) with a deadline it must meet.
-//! The players are built by [`new_player`] from a [`PlayerKind`]; they never know which engine
-//! runs the rules.
+//! The players are built by [`new_player`] from a [`PlayerKind`], or with options from a
+//! [`PlayerSpec`] (`mcts:c=0.7`); they never know which engine runs the rules.
 //!
+//! - `flat`: flat Monte Carlo (random playouts per move, no tree), the baseline to beat.
 //! - [`mcts`]: Monte Carlo tree search for every game (decoupled UCT, solver, tree reuse,
 //!   several threads).
 //! - [`alphabeta`]: iterative-deepening alpha-beta with a transposition table, for two-player
@@ -18,9 +19,13 @@
 
 pub mod alphabeta;
 mod auto;
+mod flat;
 pub mod hidden;
 pub mod mcts;
 pub mod probe;
+mod spec;
+
+pub use spec::{ALPHABETA_KEYS, MCTS_KEYS, PlayerSpec, SpecError};
 
 use std::time::Instant;
 
@@ -37,6 +42,8 @@ pub enum PlayerKind {
     Random,
     /// The first legal move.
     Legal,
+    /// Flat Monte Carlo: random playouts for each of our moves, no tree.
+    Flat,
     /// Monte Carlo tree search.
     Mcts,
     /// Alpha-beta with iterative deepening (two-player turn-taking zero-sum games).
@@ -55,6 +62,9 @@ pub struct SearchConfig {
     pub seed: u64,
     /// Stop a search after this many playouts (or nodes), whatever the clock says.
     pub max_iterations: Option<u64>,
+    /// A counter the search adds each finished playout to as it goes, for a progress display
+    /// (Monte Carlo tree search; other players leave it alone).
+    pub progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
 impl Default for SearchConfig {
@@ -63,6 +73,7 @@ impl Default for SearchConfig {
             threads: 1,
             seed: 0,
             max_iterations: None,
+            progress: None,
         }
     }
 }
@@ -115,17 +126,33 @@ pub trait Player<M: StateMachine>: Send {
     ) -> Result<Choice<M::Move>, SearchError>;
 }
 
-/// A new player of the given kind.
+/// A new player of the given kind, with its default settings.
 pub fn new_player<M>(kind: PlayerKind, config: &SearchConfig) -> Box<dyn Player<M>>
 where
     M: StateMachine + Send + 'static,
 {
-    match kind {
+    new_player_with(&PlayerSpec::from(kind), config)
+}
+
+/// A new player as `spec` says.
+fn new_player_with<M>(spec: &PlayerSpec, config: &SearchConfig) -> Box<dyn Player<M>>
+where
+    M: StateMachine + Send + 'static,
+{
+    let config = config.clone();
+    match spec.kind {
         PlayerKind::Random => Box::new(SimplePlayer::new(true, config.seed)),
         PlayerKind::Legal => Box::new(SimplePlayer::new(false, config.seed)),
-        PlayerKind::Mcts => Box::new(mcts::MctsPlayer::new(config.clone())),
-        PlayerKind::Alphabeta => Box::new(alphabeta::AlphaBetaPlayer::new(config.clone())),
-        PlayerKind::Auto => Box::new(auto::AutoPlayer::new(config.clone())),
+        PlayerKind::Flat => Box::new(flat::FlatPlayer::new(config)),
+        PlayerKind::Mcts => Box::new(mcts::MctsPlayer::with_settings(
+            config,
+            spec.mcts_settings(),
+        )),
+        PlayerKind::Alphabeta => Box::new(alphabeta::AlphaBetaPlayer::with_settings(
+            config,
+            spec.alphabeta_settings(),
+        )),
+        PlayerKind::Auto => Box::new(auto::AutoPlayer::new(config, spec.mcts_settings())),
     }
 }
 
@@ -134,9 +161,9 @@ fn past(deadline: Instant) -> bool {
     Instant::now() >= deadline
 }
 
-/// Why a timed computation stopped before its end.
+/// Why a timed computation (a playout, an iteration) stopped before its end.
 #[derive(Debug)]
-enum Halt {
+pub enum Halt {
     /// The deadline passed.
     Deadline,
     /// The engine failed.

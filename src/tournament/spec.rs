@@ -1,15 +1,15 @@
 //! Tournament players as given on the command line.
 //!
 //! `[NAME=]builtin:KIND[:key=value,...]` is a built-in player (KIND any value of
-//! `ggp serve --player`; keys `threads` and `iterations`), run in-process as a player server;
+//! `ggp serve --player`; keys `threads` and `iterations` are the tournament's, every other key
+//! is the player's own option, checked by [`search::PlayerSpec`]), run in-process as a player
+//! server;
 //! `[NAME=]host:port[@THREADS]` is a player somewhere on the network, THREADS (default 1) the
 //! cores it uses, for the core budget.
 
 use std::str::FromStr;
 
-use clap::ValueEnum;
-
-use crate::search::PlayerKind;
+use crate::search;
 
 /// One tournament player.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,8 +29,8 @@ pub struct PlayerSpec {
 pub enum Source {
     /// A built-in player, served in-process for each match.
     Builtin {
-        /// The player.
-        kind: PlayerKind,
+        /// The player and its options.
+        player: search::PlayerSpec,
         /// Stop each search after this many playouts or nodes.
         iterations: Option<u64>,
     },
@@ -68,18 +68,9 @@ impl PlayerSpec {
         };
         let (source, threads, default_name) = if let Some(builtin) = body.strip_prefix("builtin:") {
             let (kind_text, options) = builtin.split_once(':').unwrap_or((builtin, ""));
-            let kind = PlayerKind::from_str(kind_text, true).map_err(|_| {
-                let known: Vec<String> = PlayerKind::value_variants()
-                    .iter()
-                    .filter_map(|k| k.to_possible_value().map(|v| v.get_name().to_string()))
-                    .collect();
-                bad(format!(
-                    "unknown built-in player `{kind_text}` (known: {})",
-                    known.join(", ")
-                ))
-            })?;
             let mut threads = default_threads.max(1);
             let mut iterations = None;
+            let mut player_options = Vec::new();
             for option in options.split(',').filter(|o| !o.is_empty()) {
                 let (key, value) = option
                     .split_once('=')
@@ -92,15 +83,15 @@ impl PlayerSpec {
                         iterations =
                             Some(positive(value).map_err(|w| bad(format!("{key}: {w}")))? as u64);
                     }
-                    _ => {
-                        return Err(bad(format!(
-                            "unknown key `{key}` (known: threads, iterations)"
-                        )));
-                    }
+                    _ => player_options.push(option),
                 }
             }
-            let source = Source::Builtin { kind, iterations };
-            (source, threads, kind_text.to_ascii_lowercase())
+            let player_text = format!("{kind_text}:{}", player_options.join(","));
+            let player = search::PlayerSpec::from_str(&player_text)
+                .map_err(|e| bad(format!("{e} (tournament keys: threads, iterations)")))?;
+            let default_name = kind_text.to_ascii_lowercase();
+            let source = Source::Builtin { player, iterations };
+            (source, threads, default_name)
         } else {
             let (address, threads) = match body.rsplit_once('@') {
                 Some((address, threads)) => (
@@ -164,7 +155,7 @@ mod tests {
         assert_eq!(
             p.source,
             Source::Builtin {
-                kind: PlayerKind::Mcts,
+                player: search::PlayerKind::Mcts.into(),
                 iterations: Some(50)
             }
         );
@@ -189,9 +180,9 @@ mod tests {
     #[test]
     fn refuses_bad_specs_saying_why() {
         for (text, why) in [
-            ("builtin:genius", "unknown built-in player `genius`"),
+            ("builtin:genius", "unknown player \"genius\""),
             ("builtin:mcts:threads=0", "not a positive whole number"),
-            ("builtin:mcts:depth=3", "unknown key `depth`"),
+            ("builtin:mcts:depth=3", "no option \"depth\""),
             ("builtin:mcts:threads", "not key=value"),
             ("localhost", "expected builtin:"),
             ("localhost:http", "expected builtin:"),

@@ -1,0 +1,467 @@
+//! Monte Carlo tree search (UCT) for any game: any number of roles, simultaneous moves.
+//!
+//! **Decoupled UCT.** A node holds, for every role, its legal moves and one statistic (visits,
+//! summed reward) per move. Each role picks its own move by UCB1 over its own statistics
+//! (unvisited moves first, at random), and the picks form the joint move; children are keyed
+//! by the joint move (its index in mixed radix over the roles' move lists). A playout's goal
+//! values, scaled to 0..1, are added to every role's statistic along the path. In a
+//! turn-taking position the one role with a choice makes it and the others have a single
+//! move, so this is plain UCT.
+//!
+//! **Solver: score bounds.** Every node keeps, per role, a value it is sure of (`low`) and a
+//! value it cannot exceed (`high`), on the 0..1 scale (Cazenave and Saffidine, "Score Bounded
+//! Monte-Carlo Tree Search", 2010, extended to any number of roles). A terminal node's bounds
+//! are its goals; a new node's are 0 and 1. After each iteration the bounds are recomputed
+//! bottom up along the path (`Tree::tighten`):
+//! - where at most one role (the mover) has a choice, the mover is sure of its best child's
+//!   `low`; a child that gives it 100 for sure is taken outright (a proven win); otherwise the
+//!   other roles' bounds range over the children the mover may still prefer;
+//! - in a simultaneous position each role is sure of what its best move guarantees against
+//!   every reply, and the node is exact only when all outcomes agree (conservative: no
+//!   mixed-strategy reasoning).
+//!
+//! A node is *settled* when `low == high` for every role. Selection never descends into a
+//! settled node (reaching one backs up its value without a playout), and the mover skips
+//! moves whose child is settled or cannot beat what it is already sure of, so proven losses
+//! are avoided and draws can be proven. At the root, a move sure to give 100 is played at
+//! once, and the search stops as soon as the root is settled.
+//!
+//! **Tree reuse.** The tree of the previous search is kept. When [`Player::choose`] is called
+//! with a new state, it is looked for among the previous root's children and grandchildren;
+//! if found, that subtree becomes the new tree (copied into a fresh arena, dropping the rest),
+//! else a new tree is started.
+//!
+//! **Threads: root parallelisation.** Each thread has its own tree, its own machine (from
+//! [`StateMachine::fork`]) and its own random generator, and the trees' root statistics are
+//! merged to choose the move. This needs no lock, no virtual loss and no shared mutable state
+//! (only a stop flag when a tree settles its root), keeps each thread deterministic for a
+//! seed, and is the same code on one thread; with the two to four threads we run on, root
+//! parallelisation plays about as well as a shared tree (Chaslot, Winands and van den Herik,
+//! "Parallel Monte-Carlo Tree Search", 2008). Engines that cannot fork run one thread.
+//!
+//! **Clock and memory.** The clock is checked before every iteration and before every move
+//! of a playout; an iteration cut by the deadline is dropped. Nodes are counted with an
+//! estimate of their size in bytes ([`MctsSettings::memory_bytes`] over all trees); a full
+//! tree stops growing and keeps running playouts from its leaves. An engine error in a playout
+//! drops that iteration and is counted; an error while expanding a node makes it a settled
+//! node worth 0 to every role.
+
+mod eval;
+mod parallel;
+mod playout;
+mod select;
+mod solver;
+mod tree;
+
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use rand::SeedableRng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+use crate::machine::{MachineError, StateMachine};
+
+use super::{Choice, Player, SearchConfig, SearchError};
+
+pub use eval::{Evaluation, GoalEvaluation};
+use parallel::{Context, MoveSummary, Worker, merge_root, run_all};
+pub use playout::{MastPlayout, PlayoutPolicy, UniformPlayout};
+pub use select::{MoveView, Selection, Ucb1};
+use tree::{Node, Tree};
+
+/// Tuning of the MCTS player.
+#[derive(Debug, Clone)]
+pub struct MctsSettings {
+    /// The UCB1 exploration constant, on rewards scaled to 0..1.
+    pub exploration: f64,
+    /// Estimated bytes all trees together may use.
+    pub memory_bytes: usize,
+    /// A playout that has not ended after this many moves is scored by the goals of its last
+    /// state.
+    pub max_playout_steps: usize,
+    /// Playouts by MAST ([`MastPlayout`]) instead of uniformly random moves.
+    pub mast: bool,
+    /// MAST's chance of a uniformly random move.
+    pub mast_epsilon: f64,
+}
+
+impl MctsSettings {
+    /// The selection rule these settings ask for.
+    pub fn selection(&self) -> Box<dyn Selection> {
+        Box::new(Ucb1 {
+            exploration: self.exploration,
+        })
+    }
+
+    /// A playout policy for one search thread.
+    pub fn playout<M: StateMachine + 'static>(&self) -> Box<dyn PlayoutPolicy<M>> {
+        if self.mast {
+            Box::new(MastPlayout::new(self.mast_epsilon))
+        } else {
+            Box::new(UniformPlayout::default())
+        }
+    }
+
+    /// An evaluation for one search thread.
+    pub fn evaluation<M: StateMachine + 'static>(&self) -> Box<dyn Evaluation<M>> {
+        Box::new(GoalEvaluation)
+    }
+}
+
+/// The replaceable parts one search thread runs with (see [`MctsSettings`]).
+pub struct Policies<M: StateMachine> {
+    /// Scores moves in the tree.
+    pub select: Box<dyn Selection>,
+    /// Plays past the tree.
+    pub playout: Box<dyn PlayoutPolicy<M>>,
+    /// Scores a playout's last state.
+    pub eval: Box<dyn Evaluation<M>>,
+}
+
+impl Default for MctsSettings {
+    fn default() -> MctsSettings {
+        MctsSettings {
+            exploration: 0.4,
+            memory_bytes: 512 << 20,
+            max_playout_steps: 5000,
+            mast: false,
+            mast_epsilon: 0.4,
+        }
+    }
+}
+
+/// What the last search did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MctsStats {
+    /// Iterations completed (playouts, or value back-ups from settled nodes).
+    pub iterations: u64,
+    /// Iterations dropped because the engine failed.
+    pub errors: u64,
+    /// Nodes in all trees after the search.
+    pub nodes: usize,
+    /// Nodes kept from the previous search's trees.
+    pub reused: usize,
+    /// Threads (trees) searched.
+    pub threads: usize,
+    /// Wall-clock seconds of the search.
+    pub seconds: f64,
+    /// Whether the root's value is settled.
+    pub root_settled: bool,
+    /// The last engine failure met, if any.
+    pub last_error: Option<MachineError>,
+}
+
+/// The MCTS player.
+pub struct MctsPlayer<M: StateMachine> {
+    config: SearchConfig,
+    settings: MctsSettings,
+    role: usize,
+    /// Machines for threads 1.. (thread 0 uses the caller's).
+    forks: Vec<M>,
+    forked: bool,
+    trees: Vec<Tree<M::State, M::Move>>,
+    rngs: Vec<Xoshiro256PlusPlus>,
+    policies: Vec<Policies<M>>,
+    stats: MctsStats,
+}
+
+impl<M: StateMachine> MctsPlayer<M> {
+    /// A player with the default settings.
+    pub fn new(config: SearchConfig) -> MctsPlayer<M> {
+        MctsPlayer::with_settings(config, MctsSettings::default())
+    }
+
+    /// A player with explicit settings.
+    pub fn with_settings(config: SearchConfig, settings: MctsSettings) -> MctsPlayer<M> {
+        MctsPlayer {
+            config,
+            settings,
+            role: 0,
+            forks: Vec::new(),
+            forked: false,
+            trees: Vec::new(),
+            rngs: Vec::new(),
+            policies: Vec::new(),
+            stats: MctsStats::default(),
+        }
+    }
+
+    /// What the last search did.
+    pub fn stats(&self) -> &MctsStats {
+        &self.stats
+    }
+
+    /// Nodes in the trees now.
+    pub fn nodes(&self) -> usize {
+        self.trees.iter().map(|t| t.nodes.len()).sum()
+    }
+}
+
+impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
+    /// Makes the machines and generators for the threads, once per match.
+    fn prepare(&mut self, machine: &M) {
+        if self.forked {
+            return;
+        }
+        self.forked = true;
+        for _ in 1..self.config.threads.max(1) {
+            match machine.fork() {
+                Some(m) => self.forks.push(m),
+                None => break,
+            }
+        }
+        let threads = self.forks.len() + 1;
+        let budget = self.settings.memory_bytes / threads;
+        self.trees = (0..threads).map(|_| Tree::new(budget)).collect();
+        self.rngs = (0..threads as u64)
+            .map(|i| {
+                Xoshiro256PlusPlus::seed_from_u64(
+                    self.config.seed ^ i.wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                )
+            })
+            .collect();
+        self.policies = (0..threads)
+            .map(|_| Policies {
+                select: self.settings.selection(),
+                playout: self.settings.playout(),
+                eval: self.settings.evaluation(),
+            })
+            .collect();
+    }
+
+    /// Searches from `state` until `deadline` (or the iteration limit, or a settled root).
+    fn search(
+        &mut self,
+        machine: &mut M,
+        state: &M::State,
+        deadline: Instant,
+    ) -> Result<(), SearchError> {
+        self.prepare(machine);
+        let started = Instant::now();
+        let mut reused = 0;
+        for tree in &mut self.trees {
+            // A kept root without moves is a node whose expansion failed: try again.
+            if tree.reroot(state) && !tree.nodes[0].moves.is_empty() {
+                reused += tree.nodes.len();
+            } else {
+                let root = Node::new(machine, state.clone())?;
+                tree.reset(root);
+            }
+        }
+        let ctx = Context {
+            deadline,
+            stop: AtomicBool::new(false),
+            max_steps: self.settings.max_playout_steps,
+            progress: self.config.progress.clone(),
+        };
+        let threads = self.trees.len();
+        let limit = self.config.max_iterations.unwrap_or(u64::MAX);
+        let quota = |i: usize| {
+            let (t, i) = (threads as u64, i as u64);
+            if limit == u64::MAX {
+                u64::MAX
+            } else {
+                limit / t + u64::from(i < limit % t)
+            }
+        };
+        let machines = std::iter::once(machine).chain(self.forks.iter_mut());
+        let workers: Vec<Worker<'_, M>> = self
+            .trees
+            .iter_mut()
+            .zip(self.rngs.iter_mut())
+            .zip(self.policies.iter_mut())
+            .zip(machines)
+            .enumerate()
+            .map(|(i, (((tree, rng), policies), machine))| Worker {
+                tree,
+                machine,
+                rng,
+                policies,
+                quota: quota(i),
+            })
+            .collect();
+        let counts = run_all(workers, &ctx);
+        self.stats = MctsStats {
+            iterations: counts.iter().map(|c| c.iterations).sum(),
+            errors: counts.iter().map(|c| c.errors).sum(),
+            nodes: self.nodes(),
+            reused,
+            threads,
+            seconds: started.elapsed().as_secs_f64(),
+            root_settled: self.trees.iter().any(Tree::root_settled),
+            last_error: counts.into_iter().find_map(|c| c.last_error),
+        };
+        Ok(())
+    }
+
+    /// The move to play from the trees' roots.
+    fn best(&self) -> Result<Choice<M::Move>, SearchError> {
+        let role = self.role;
+        let first = &self.trees[0].nodes[0];
+        let moves = first.moves.get(role).ok_or(SearchError::NoMove)?;
+        let merged = merge_root(&self.trees, role, moves);
+        if let Some(tree) = self.trees.iter().find(|t| t.root_settled()) {
+            // The root's value is known: play a move sure to give it. Among several, the one
+            // whose playouts scored best, which leaves a fallible opponent the most chances
+            // to go wrong (a proven draw against a random player is often a win).
+            let value = tree.nodes[0].low[role];
+            let pick = (0..merged.len())
+                .filter(|&i| merged[i].lower >= value)
+                .max_by(|&i, &j| {
+                    merged[i]
+                        .mean()
+                        .total_cmp(&merged[j].mean())
+                        .then(merged[i].visits.cmp(&merged[j].visits))
+                })
+                .unwrap_or(0);
+            return Ok(Choice {
+                mv: moves[pick],
+                iterations: self.stats.iterations,
+                value: Some(value * 100.0),
+                proven: true,
+            });
+        }
+        let pick = pick_move(&merged);
+        let s = &merged[pick];
+        let value = if s.exact() || s.visits == 0 {
+            Some(s.lower * 100.0).filter(|_| s.exact())
+        } else {
+            Some(s.mean() * 100.0)
+        };
+        Ok(Choice {
+            mv: moves[pick],
+            iterations: self.stats.iterations,
+            value,
+            proven: s.exact(),
+        })
+    }
+}
+
+impl<M: StateMachine + Send + 'static> Player<M> for MctsPlayer<M> {
+    fn name(&self) -> String {
+        "mcts".into()
+    }
+
+    fn start(
+        &mut self,
+        machine: &mut M,
+        role: usize,
+        deadline: Instant,
+    ) -> Result<(), SearchError> {
+        self.role = role;
+        self.forked = false;
+        self.forks.clear();
+        self.trees.clear();
+        let initial = machine.initial_state();
+        if machine.is_terminal(&initial)? {
+            return Ok(());
+        }
+        self.search(machine, &initial, deadline)
+    }
+
+    fn choose(
+        &mut self,
+        machine: &mut M,
+        state: &M::State,
+        deadline: Instant,
+    ) -> Result<Choice<M::Move>, SearchError> {
+        if machine.is_terminal(state)? {
+            return Err(SearchError::NoMove);
+        }
+        if machine.legal_moves(state, self.role)?.is_empty() {
+            return Err(SearchError::NoMove);
+        }
+        self.search(machine, state, deadline)?;
+        self.best()
+    }
+}
+
+/// The index of the move to play: the move sure to give the most, if that is 100; else the
+/// most visited move among those whose value is not known exactly and that can still match
+/// the best sure value, unless that sure value (above 0) is at least the move's mean.
+fn pick_move(moves: &[MoveSummary]) -> usize {
+    let cmp = |a: (f64, f64), b: (f64, f64)| a.partial_cmp(&b).unwrap_or(std::cmp::Ordering::Equal);
+    let sure = (0..moves.len())
+        .max_by(|&a, &b| {
+            let key = |i: usize| (moves[i].lower, moves[i].visits as f64);
+            cmp(key(a), key(b))
+        })
+        .unwrap_or(0);
+    let best_lower = moves.get(sure).map_or(0.0, |m| m.lower);
+    if best_lower >= 1.0 {
+        return sure;
+    }
+    let open = (0..moves.len())
+        .filter(|&i| !moves[i].exact() && moves[i].upper >= best_lower)
+        .max_by(|&a, &b| {
+            let key = |i: usize| (moves[i].visits as f64, moves[i].mean());
+            cmp(key(a), key(b))
+        });
+    match open {
+        Some(o) if best_lower <= 0.0 || best_lower < moves[o].mean() => o,
+        _ => sure,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(visits: u64, mean: f64, bounds: Option<(f64, f64)>) -> MoveSummary {
+        let (lower, upper) = bounds.unwrap_or((0.0, 1.0));
+        MoveSummary {
+            visits,
+            sum: mean * visits as f64,
+            lower,
+            upper,
+        }
+    }
+
+    #[test]
+    fn a_guaranteed_win_is_picked_over_more_visits() {
+        let moves = [summary(900, 0.7, None), summary(10, 0.9, Some((1.0, 1.0)))];
+        assert_eq!(pick_move(&moves), 1);
+    }
+
+    #[test]
+    fn a_settled_loss_is_avoided_even_if_most_visited() {
+        let moves = [summary(900, 0.6, Some((0.0, 0.0))), summary(100, 0.4, None)];
+        assert_eq!(pick_move(&moves), 1);
+    }
+
+    #[test]
+    fn the_most_visited_open_move_is_picked() {
+        let moves = [
+            summary(10, 0.9, None),
+            summary(500, 0.6, None),
+            summary(40, 0.5, None),
+        ];
+        assert_eq!(pick_move(&moves), 1);
+    }
+
+    #[test]
+    fn a_settled_draw_beats_an_open_move_with_a_lower_mean() {
+        let moves = [summary(500, 0.3, None), summary(100, 0.5, Some((0.5, 0.5)))];
+        assert_eq!(pick_move(&moves), 1);
+    }
+
+    #[test]
+    fn joint_keys_round_trip() {
+        let node: Node<u8, u8> = Node {
+            state: 0,
+            visits: 0,
+            moves: vec![vec![1, 2, 3], vec![4], vec![5, 6]],
+            stats: Vec::new(),
+            children: Vec::new(),
+            low: vec![0.0; 3].into(),
+            high: vec![1.0; 3].into(),
+            n_joint: 6,
+        };
+        let key = node.key(&[2, 0, 1]);
+        assert_eq!(key, 2 + 3);
+        assert_eq!(node.index_in(key, 0), 2);
+        assert_eq!(node.index_in(key, 1), 0);
+        assert_eq!(node.index_in(key, 2), 1);
+        assert_eq!(node.mover(), None);
+    }
+}

@@ -1,0 +1,99 @@
+//! The solver: score bounds per node, tightened bottom up after each iteration.
+//!
+//! See the module documentation of [`super`] for the rules; this file is where they are
+//! computed ([`Tree::tighten`]) and read at the root ([`Tree::move_bounds`]).
+
+use super::tree::Tree;
+
+impl<S: Clone + Eq, Mv: Copy> Tree<S, Mv> {
+    /// Recomputes node `id`'s bounds from its children; true if they changed.
+    ///
+    /// With a single mover m: m is sure of the best `low` among the children and can get at
+    /// most the best `high` (1 while a child is missing). If a child gives m 100 for sure, m
+    /// plays it and the node takes that child's bounds. Otherwise the other roles' bounds
+    /// range over the children m may still prefer (those whose `high` for m reaches m's sure
+    /// value) and the missing ones. In a simultaneous position each role is sure of the best,
+    /// over its moves, of the worst `low` over the others' replies (0 while a reply is
+    /// missing), and can get at most the best `high` of any child.
+    pub(super) fn tighten(&mut self, id: usize) -> bool {
+        let node = &self.nodes[id];
+        if node.settled() {
+            return false;
+        }
+        let n_roles = node.low.len();
+        let complete = node.children.len() as u64 == node.n_joint;
+        let kids = || node.children.iter().map(|&(_, c)| &self.nodes[c as usize]);
+        let (unseen_low, unseen_high) = if complete { (1.0, 0.0) } else { (0.0, 1.0) };
+        let mut low = vec![0.0; n_roles];
+        let mut high = vec![0.0; n_roles];
+        match node.mover() {
+            Some(m) => {
+                if let Some(win) = kids().find(|c| c.low[m] >= 1.0) {
+                    low.copy_from_slice(&win.low);
+                    high.copy_from_slice(&win.high);
+                } else {
+                    let sure = kids().map(|c| c.low[m]).fold(0.0, f64::max);
+                    for r in 0..n_roles {
+                        let candidates = || kids().filter(|c| c.high[m] >= sure);
+                        low[r] = candidates().map(|c| c.low[r]).fold(unseen_low, f64::min);
+                        high[r] = candidates().map(|c| c.high[r]).fold(unseen_high, f64::max);
+                    }
+                    low[m] = sure;
+                    high[m] = kids().map(|c| c.high[m]).fold(unseen_high, f64::max);
+                }
+            }
+            None => {
+                for r in 0..n_roles {
+                    let n_moves = node.moves[r].len();
+                    let replies = node.n_joint / n_moves as u64;
+                    let mut worst = vec![(0u64, f64::INFINITY); n_moves];
+                    for &(key, c) in &node.children {
+                        let w = &mut worst[node.index_in(key, r)];
+                        w.0 += 1;
+                        w.1 = w.1.min(self.nodes[c as usize].low[r]);
+                    }
+                    low[r] = worst
+                        .iter()
+                        .filter(|w| w.0 == replies)
+                        .map(|w| w.1)
+                        .fold(0.0, f64::max);
+                    high[r] = kids().map(|c| c.high[r]).fold(unseen_high, f64::max);
+                }
+            }
+        }
+        // Bounds only tighten; keep the old ones where a recomputation is looser.
+        for r in 0..n_roles {
+            low[r] = low[r].max(node.low[r]);
+            high[r] = high[r].min(node.high[r]).max(low[r]);
+        }
+        let changed = *low != *node.low || *high != *node.high;
+        if changed {
+            let node = &mut self.nodes[id];
+            node.low = low.into();
+            node.high = high.into();
+        }
+        changed
+    }
+
+    /// For each of `role`'s moves at node `id`: the least `low` and the greatest `high` for
+    /// `role` over the others' replies (0 and 1 while a reply is missing).
+    pub(super) fn move_bounds(&self, id: u32, role: usize) -> Vec<(f64, f64)> {
+        let node = &self.nodes[id as usize];
+        let Some(moves) = node.moves.get(role) else {
+            return Vec::new();
+        };
+        let replies = node.n_joint / moves.len().max(1) as u64;
+        let mut acc: Vec<(u64, f64, f64)> =
+            vec![(0, f64::INFINITY, f64::NEG_INFINITY); moves.len()];
+        for &(key, child) in &node.children {
+            let c = &self.nodes[child as usize];
+            let a = &mut acc[node.index_in(key, role)];
+            a.0 += 1;
+            a.1 = a.1.min(c.low[role]);
+            a.2 = a.2.max(c.high[role]);
+        }
+        acc.into_iter()
+            .map(|(n, lo, hi)| if n == replies { (lo, hi) } else { (0.0, 1.0) })
+            .collect()
+    }
+}

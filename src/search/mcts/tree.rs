@@ -1,0 +1,453 @@
+//! The search tree: nodes in an arena, selection down the tree, expansion, back-up, and
+//! tree reuse between moves.
+//!
+//! A node holds every role's legal moves and one [`Stat`] per move; children are keyed by the
+//! joint move. [`Tree::iterate`] runs one iteration with the thread's [`Policies`]: the
+//! selection rule scores moves, the playout policy plays past the tree, the evaluation scores
+//! the playout's end. The solver's bounds (see [`super::solver`]) decide which moves are worth
+//! selecting.
+
+use std::collections::VecDeque;
+
+use rand::Rng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+use crate::machine::{MachineError, StateMachine};
+use crate::search::{Halt, goal_or_zero, past};
+
+use super::Policies;
+use super::parallel::Context;
+use super::select::{MoveView, Selection};
+
+/// Per-move statistics of one role at one node.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Stat {
+    pub(super) visits: u32,
+    pub(super) sum: f64,
+    /// At a node with a single mover, the child this (mover's) move leads to.
+    pub(super) child: Option<u32>,
+}
+
+/// A node of the tree.
+pub(super) struct Node<S, Mv> {
+    pub(super) state: S,
+    pub(super) visits: u32,
+    /// Legal moves per role (empty when terminal).
+    pub(super) moves: Vec<Vec<Mv>>,
+    /// Statistics per role and move, parallel to `moves`.
+    pub(super) stats: Vec<Vec<Stat>>,
+    /// (joint-move key, child index).
+    pub(super) children: Vec<(u64, u32)>,
+    /// Per role, a value 0..1 the role is sure to get at least (pessimistic bound).
+    pub(super) low: Box<[f64]>,
+    /// Per role, a value 0..1 the role cannot get more than (optimistic bound).
+    pub(super) high: Box<[f64]>,
+    /// Number of joint moves (product of the move counts).
+    pub(super) n_joint: u64,
+}
+
+impl<S: Clone, Mv: Copy> Node<S, Mv> {
+    /// The node for `state`: terminal (settled with its goals) or with every role's moves.
+    pub(super) fn new<M>(machine: &mut M, state: S) -> Result<Node<S, Mv>, MachineError>
+    where
+        M: StateMachine<State = S, Move = Mv>,
+    {
+        let n_roles = machine.roles().len();
+        let mut node = Node {
+            state,
+            visits: 0,
+            moves: Vec::new(),
+            stats: Vec::new(),
+            children: Vec::new(),
+            low: vec![0.0; n_roles].into(),
+            high: vec![1.0; n_roles].into(),
+            n_joint: 1,
+        };
+        if machine.is_terminal(&node.state)? {
+            let goals = (0..n_roles)
+                .map(|r| goal_or_zero(machine, &node.state, r).map(|g| f64::from(g) / 100.0))
+                .collect::<Result<Box<[f64]>, _>>()?;
+            node.low = goals.clone();
+            node.high = goals;
+            return Ok(node);
+        }
+        for r in 0..n_roles {
+            let moves = machine.legal_moves(&node.state, r)?;
+            if moves.is_empty() {
+                return Err(MachineError::NoLegalMoves {
+                    role: machine.roles()[r].to_string(),
+                });
+            }
+            node.n_joint = node.n_joint.saturating_mul(moves.len() as u64);
+            let stat = Stat {
+                visits: 0,
+                sum: 0.0,
+                child: None,
+            };
+            node.stats.push(vec![stat; moves.len()]);
+            node.moves.push(moves);
+        }
+        Ok(node)
+    }
+
+    /// A node whose expansion failed: settled, worth 0 to everyone.
+    pub(super) fn dead(state: S, n_roles: usize) -> Node<S, Mv> {
+        Node {
+            state,
+            visits: 0,
+            moves: Vec::new(),
+            stats: Vec::new(),
+            children: Vec::new(),
+            low: vec![0.0; n_roles].into(),
+            high: vec![0.0; n_roles].into(),
+            n_joint: 1,
+        }
+    }
+
+    /// The exact value per role, once known.
+    pub(super) fn value(&self) -> Option<&[f64]> {
+        (self.low == self.high).then_some(&self.low)
+    }
+
+    pub(super) fn settled(&self) -> bool {
+        self.low == self.high
+    }
+
+    /// Estimated size in bytes.
+    pub(super) fn bytes(&self) -> usize {
+        /// A guess at the heap a state and the vectors' slack take.
+        const OVERHEAD: usize = 160;
+        let per_move = size_of::<Mv>() + size_of::<Stat>();
+        size_of::<Self>()
+            + OVERHEAD
+            + self.low.len() * 16
+            + self
+                .moves
+                .iter()
+                .map(|m| m.len() * per_move + 48)
+                .sum::<usize>()
+    }
+
+    pub(super) fn child(&self, key: u64) -> Option<u32> {
+        self.children
+            .iter()
+            .find(|&&(k, _)| k == key)
+            .map(|&(_, c)| c)
+    }
+
+    /// The only role with more than one move, if at most one has (role 0 if none has).
+    pub(super) fn mover(&self) -> Option<usize> {
+        let mut choosers = (0..self.moves.len()).filter(|&r| self.moves[r].len() > 1);
+        let first = choosers.next();
+        match choosers.next() {
+            Some(_) => None,
+            None => Some(first.unwrap_or(0)),
+        }
+    }
+
+    /// The joint-move key of one move index per role.
+    pub(super) fn key(&self, choice: &[u32]) -> u64 {
+        let mut key = 0u64;
+        let mut stride = 1u64;
+        for (r, &c) in choice.iter().enumerate() {
+            key = key.wrapping_add(u64::from(c).wrapping_mul(stride));
+            stride = stride.wrapping_mul(self.moves[r].len() as u64);
+        }
+        key
+    }
+
+    /// Role `role`'s move index in the joint move `key`.
+    pub(super) fn index_in(&self, key: u64, role: usize) -> usize {
+        let stride: u64 = self.moves[..role].iter().map(|m| m.len() as u64).product();
+        ((key / stride.max(1)) % self.moves[role].len() as u64) as usize
+    }
+}
+
+/// Buffers reused across iterations.
+pub(super) struct Scratch<Mv> {
+    /// Nodes from the root to the last node reached.
+    path: Vec<u32>,
+    /// Move index per role at each path node but the last.
+    choices: Vec<u32>,
+    joint: Vec<Mv>,
+    rewards: Vec<f64>,
+    /// The joint moves chosen in the tree, for the playout policy to learn from.
+    tree_moves: Vec<Mv>,
+}
+
+impl<Mv> Default for Scratch<Mv> {
+    fn default() -> Self {
+        Scratch {
+            path: Vec::new(),
+            choices: Vec::new(),
+            joint: Vec::new(),
+            rewards: Vec::new(),
+            tree_moves: Vec::new(),
+        }
+    }
+}
+
+/// One search tree in an arena; the root is node 0.
+pub(super) struct Tree<S, Mv> {
+    pub(super) nodes: Vec<Node<S, Mv>>,
+    /// Estimated bytes in use.
+    bytes: usize,
+    /// Estimated bytes allowed.
+    budget: usize,
+}
+
+impl<S: Clone + Eq, Mv: Copy> Tree<S, Mv> {
+    pub(super) fn new(budget: usize) -> Tree<S, Mv> {
+        Tree {
+            nodes: Vec::new(),
+            bytes: 0,
+            budget,
+        }
+    }
+
+    pub(super) fn reset(&mut self, root: Node<S, Mv>) {
+        self.bytes = root.bytes();
+        self.nodes.clear();
+        self.nodes.push(root);
+    }
+
+    pub(super) fn root_settled(&self) -> bool {
+        self.nodes.first().is_some_and(Node::settled)
+    }
+
+    /// Makes the node for `state` among the root, its children and its grandchildren the new
+    /// root, keeping its subtree; false if there is none.
+    pub(super) fn reroot(&mut self, state: &S) -> bool {
+        if self.nodes.is_empty() {
+            return false;
+        }
+        let mut level = vec![0u32];
+        for _ in 0..3 {
+            if let Some(&found) = level
+                .iter()
+                .find(|&&id| self.nodes[id as usize].state == *state)
+            {
+                self.compact(found);
+                return true;
+            }
+            level = level
+                .iter()
+                .flat_map(|&id| self.nodes[id as usize].children.iter().map(|&(_, c)| c))
+                .collect();
+        }
+        false
+    }
+
+    /// Keeps only the subtree of `root`, renumbered breadth first from 0.
+    fn compact(&mut self, root: u32) {
+        if root == 0 {
+            return;
+        }
+        let mut slots: Vec<Option<Node<S, Mv>>> = std::mem::take(&mut self.nodes)
+            .into_iter()
+            .map(Some)
+            .collect();
+        let mut queue = VecDeque::from([root]);
+        let mut renumbered: Vec<(u32, u32)> = Vec::new();
+        let mut assigned = 1u32;
+        self.bytes = 0;
+        while let Some(old) = queue.pop_front() {
+            let Some(mut node) = slots[old as usize].take() else {
+                continue;
+            };
+            renumbered.clear();
+            for (_, child) in &mut node.children {
+                queue.push_back(*child);
+                renumbered.push((*child, assigned));
+                *child = assigned;
+                assigned += 1;
+            }
+            for stats in &mut node.stats {
+                for s in stats {
+                    if let Some(c) = s.child {
+                        s.child = renumbered.iter().find(|r| r.0 == c).map(|r| r.1);
+                    }
+                }
+            }
+            self.bytes += node.bytes() + node.children.len() * 16;
+            self.nodes.push(node);
+        }
+    }
+
+    /// Adds a node as the child `key` of `parent`, if the budget allows.
+    fn add_child(&mut self, parent: u32, key: u64, node: Node<S, Mv>) -> Option<u32> {
+        let bytes = node.bytes() + 16;
+        if self.bytes + bytes > self.budget || self.nodes.len() >= u32::MAX as usize {
+            return None;
+        }
+        let id = self.nodes.len() as u32;
+        self.bytes += bytes;
+        self.nodes.push(node);
+        let p = &mut self.nodes[parent as usize];
+        p.children.push((key, id));
+        if let Some(m) = p.mover() {
+            let i = p.index_in(key, m);
+            p.stats[m][i].child = Some(id);
+        }
+        Some(id)
+    }
+
+    /// Role `role`'s move at node `id`: by the selection rule over the moves worth exploring (unvisited
+    /// first, at random). When `role` is the node's only mover, moves whose child is settled
+    /// or cannot beat what the mover is already sure of are left out while others remain,
+    /// and a settled child counts at its value.
+    fn select(
+        &self,
+        id: u32,
+        role: usize,
+        rule: &dyn Selection,
+        mover: bool,
+        rng: &mut impl Rng,
+    ) -> u32 {
+        let node = &self.nodes[id as usize];
+        let stats = &node.stats[role];
+        if stats.len() == 1 {
+            return 0;
+        }
+        let sure = node.low[role];
+        let worth = |s: &Stat| match s.child {
+            Some(child) if mover => {
+                let child = &self.nodes[child as usize];
+                !child.settled() && child.high[role] > sure
+            }
+            _ => true,
+        };
+        let open = stats.iter().filter(|s| worth(s)).count();
+        let consider = |s: &Stat| open == 0 || worth(s);
+        let unvisited = stats
+            .iter()
+            .filter(|s| s.visits == 0 && consider(s))
+            .count();
+        if unvisited > 0 {
+            let k = rng.random_range(0..unvisited);
+            let i = stats
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.visits == 0 && consider(s))
+                .nth(k)
+                .map_or(0, |(i, _)| i);
+            return i as u32;
+        }
+        let mut best = (f64::NEG_INFINITY, 0u32);
+        for (i, s) in stats.iter().enumerate() {
+            if !consider(s) {
+                continue;
+            }
+            let settled = s
+                .child
+                .filter(|_| mover)
+                .and_then(|ch| self.nodes[ch as usize].value().map(|v| v[role]));
+            let view = MoveView {
+                visits: s.visits,
+                mean: settled.unwrap_or(s.sum / f64::from(s.visits.max(1))),
+                parent_visits: node.visits,
+            };
+            let score = rule.score(&view);
+            if score > best.0 {
+                best = (score, i as u32);
+            }
+        }
+        best.1
+    }
+
+    /// One iteration: select down to a new or settled node, play out, back up, tighten the
+    /// bounds.
+    pub(super) fn iterate<M>(
+        &mut self,
+        machine: &mut M,
+        rng: &mut Xoshiro256PlusPlus,
+        ctx: &Context,
+        policies: &mut Policies<M>,
+        scratch: &mut Scratch<Mv>,
+    ) -> Result<(), Halt>
+    where
+        M: StateMachine<State = S, Move = Mv>,
+    {
+        let n_roles = machine.roles().len();
+        scratch.path.clear();
+        scratch.choices.clear();
+        let mut id = 0u32;
+        let rewards: Vec<f64> = loop {
+            scratch.path.push(id);
+            let node = &self.nodes[id as usize];
+            if let Some(v) = node.value() {
+                break v.to_vec();
+            }
+            let mover = node.mover();
+            let start = scratch.choices.len();
+            for r in 0..n_roles {
+                let pick = self.select(id, r, &*policies.select, mover == Some(r), rng);
+                scratch.choices.push(pick);
+            }
+            let node = &self.nodes[id as usize];
+            let key = node.key(&scratch.choices[start..]);
+            if let Some(child) = node.child(key) {
+                id = child;
+                continue;
+            }
+            scratch.joint.clear();
+            scratch
+                .joint
+                .extend((0..n_roles).map(|r| node.moves[r][scratch.choices[start + r] as usize]));
+            let state = machine.next_state_unchecked(&node.state, &scratch.joint)?;
+            if past(ctx.deadline) {
+                return Err(Halt::Deadline);
+            }
+            let child = Node::new(machine, state.clone())
+                .unwrap_or_else(|_| Node::dead(state.clone(), n_roles));
+            let settled = child.value().map(<[f64]>::to_vec);
+            if let Some(c) = self.add_child(id, key, child) {
+                scratch.path.push(c);
+            }
+            if let Some(v) = settled {
+                break v;
+            }
+            let last =
+                policies
+                    .playout
+                    .playout(machine, &state, rng, ctx.deadline, ctx.max_steps)?;
+            let mut rewards = Vec::with_capacity(n_roles);
+            policies.eval.evaluate(machine, &last, &mut rewards)?;
+            break rewards;
+        };
+        scratch.rewards = rewards;
+        self.back_up(scratch, n_roles);
+        if policies.playout.learns() {
+            scratch.tree_moves.clear();
+            for (k, pick) in scratch.choices.chunks(n_roles.max(1)).enumerate() {
+                let node = &self.nodes[scratch.path[k] as usize];
+                for (r, &i) in pick.iter().enumerate() {
+                    scratch.tree_moves.push(node.moves[r][i as usize]);
+                }
+            }
+            policies
+                .playout
+                .learn(&scratch.tree_moves, n_roles, &scratch.rewards);
+        }
+        Ok(())
+    }
+
+    /// Adds the rewards along the path and tightens the bounds bottom up, while they change.
+    fn back_up(&mut self, scratch: &Scratch<Mv>, n_roles: usize) {
+        let n_chosen = scratch.choices.len() / n_roles.max(1);
+        for k in 0..n_chosen {
+            let node = &mut self.nodes[scratch.path[k] as usize];
+            node.visits = node.visits.saturating_add(1);
+            for r in 0..n_roles {
+                let s = &mut node.stats[r][scratch.choices[k * n_roles + r] as usize];
+                s.visits = s.visits.saturating_add(1);
+                s.sum += scratch.rewards[r];
+            }
+        }
+        for k in (0..n_chosen).rev() {
+            if !self.tighten(scratch.path[k] as usize) {
+                break;
+            }
+        }
+    }
+}

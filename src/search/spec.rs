@@ -1,0 +1,310 @@
+//! Player specs: a built-in player and its options in one string, `NAME[:key=value,...]`.
+//!
+//! `mcts`, `mcts:c=0.7`, `alphabeta:leaf=0`, `flat`. The name is a [`PlayerKind`]; the options
+//! set fields of the player's settings ([`MctsSettings`] for `mcts` and `auto`,
+//! [`AlphaBetaSettings`] for `alphabeta`), each key documented by [`MCTS_KEYS`] and
+//! [`ALPHABETA_KEYS`]. A spec is checked when parsed: an unknown name, an unknown key or a bad
+//! value is an error that names it and lists what is allowed. The spec's text (`Display`)
+//! gives the options in the order written, so it can name a variant in a record.
+
+use std::fmt;
+use std::str::FromStr;
+
+use clap::ValueEnum;
+
+use super::alphabeta::AlphaBetaSettings;
+use super::mcts::MctsSettings;
+use super::{Player, PlayerKind, SearchConfig, new_player_with};
+use crate::machine::StateMachine;
+
+/// A built-in player and its options.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlayerSpec {
+    /// The player.
+    pub kind: PlayerKind,
+    /// The options as written, checked.
+    options: Vec<(String, String)>,
+}
+
+/// Why a spec is not valid.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpecError {
+    /// The name is not a built-in player.
+    #[error("unknown player {name:?} (known: {known})")]
+    UnknownPlayer {
+        /// The name given.
+        name: String,
+        /// The known names.
+        known: String,
+    },
+    /// An option is not `key=value`.
+    #[error("option {0:?} of player {1} is not key=value")]
+    Malformed(String, String),
+    /// The player has no such option.
+    #[error("player {player} has no option {key:?} (options: {known})")]
+    UnknownKey {
+        /// The player's name.
+        player: String,
+        /// The key given.
+        key: String,
+        /// The keys it has.
+        known: String,
+    },
+    /// The value does not suit the option.
+    #[error("option {key}={value} of player {player}: expected {expected}")]
+    BadValue {
+        /// The player's name.
+        player: String,
+        /// The key.
+        key: String,
+        /// The value given.
+        value: String,
+        /// What the key takes.
+        expected: String,
+    },
+}
+
+/// The options of `mcts` (and `auto`): key and meaning.
+pub const MCTS_KEYS: &[(&str, &str)] = &[
+    ("c", "UCB1 exploration constant on 0..1 rewards (number)"),
+    ("memory", "MiB all trees may use (integer)"),
+    ("steps", "playout length cap in joint moves (integer)"),
+    ("mast", "MAST playouts (on or off)"),
+    ("epsilon", "MAST's chance of a random move (number 0..1)"),
+];
+
+/// The options of `alphabeta`: key and meaning.
+pub const ALPHABETA_KEYS: &[(&str, &str)] = &[
+    (
+        "table",
+        "log2 of the transposition table's entries (integer)",
+    ),
+    (
+        "leaf",
+        "random playouts per leaf, 0 for the goal value (integer)",
+    ),
+    ("depth", "deepest iteration (integer)"),
+];
+
+impl PlayerSpec {
+    /// The player's name.
+    pub fn name(&self) -> String {
+        kind_name(self.kind)
+    }
+
+    /// The MCTS settings the options ask for (defaults elsewhere).
+    pub fn mcts_settings(&self) -> MctsSettings {
+        let mut settings = MctsSettings::default();
+        if matches!(self.kind, PlayerKind::Mcts | PlayerKind::Auto) {
+            for (k, v) in &self.options {
+                // Checked when parsed.
+                let _ = set_mcts(&mut settings, &self.name(), k, v);
+            }
+        }
+        settings
+    }
+
+    /// The alpha-beta settings the options ask for (defaults elsewhere).
+    pub fn alphabeta_settings(&self) -> AlphaBetaSettings {
+        let mut settings = AlphaBetaSettings::default();
+        if self.kind == PlayerKind::Alphabeta {
+            for (k, v) in &self.options {
+                let _ = set_alphabeta(&mut settings, &self.name(), k, v);
+            }
+        }
+        settings
+    }
+
+    /// A new player as the spec says.
+    pub fn build<M>(&self, config: &SearchConfig) -> Box<dyn Player<M>>
+    where
+        M: StateMachine + Send + 'static,
+    {
+        new_player_with(self, config)
+    }
+}
+
+impl From<PlayerKind> for PlayerSpec {
+    fn from(kind: PlayerKind) -> PlayerSpec {
+        PlayerSpec {
+            kind,
+            options: Vec::new(),
+        }
+    }
+}
+
+impl FromStr for PlayerSpec {
+    type Err = SpecError;
+
+    fn from_str(text: &str) -> Result<PlayerSpec, SpecError> {
+        let (name, rest) = text.split_once(':').unwrap_or((text, ""));
+        let kind =
+            PlayerKind::from_str(name.trim(), true).map_err(|_| SpecError::UnknownPlayer {
+                name: name.to_string(),
+                known: PlayerKind::value_variants()
+                    .iter()
+                    .map(|&k| kind_name(k))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })?;
+        let player = kind_name(kind);
+        let mut options = Vec::new();
+        let mut mcts = MctsSettings::default();
+        let mut alphabeta = AlphaBetaSettings::default();
+        for item in rest.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (k, v) = item
+                .split_once('=')
+                .ok_or_else(|| SpecError::Malformed(item.to_string(), player.clone()))?;
+            let (k, v) = (k.trim(), v.trim());
+            match kind {
+                PlayerKind::Mcts | PlayerKind::Auto => set_mcts(&mut mcts, &player, k, v)?,
+                PlayerKind::Alphabeta => set_alphabeta(&mut alphabeta, &player, k, v)?,
+                PlayerKind::Random | PlayerKind::Legal | PlayerKind::Flat => {
+                    return Err(SpecError::UnknownKey {
+                        player,
+                        key: k.to_string(),
+                        known: "none".into(),
+                    });
+                }
+            }
+            options.push((k.to_string(), v.to_string()));
+        }
+        Ok(PlayerSpec { kind, options })
+    }
+}
+
+impl fmt::Display for PlayerSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())?;
+        for (i, (k, v)) in self.options.iter().enumerate() {
+            write!(f, "{}{k}={v}", if i == 0 { ':' } else { ',' })?;
+        }
+        Ok(())
+    }
+}
+
+/// The name `clap` knows a kind by.
+fn kind_name(kind: PlayerKind) -> String {
+    kind.to_possible_value()
+        .map_or_else(|| format!("{kind:?}"), |v| v.get_name().to_string())
+}
+
+fn unknown(player: &str, key: &str, keys: &[(&str, &str)]) -> SpecError {
+    SpecError::UnknownKey {
+        player: player.to_string(),
+        key: key.to_string(),
+        known: keys.iter().map(|k| k.0).collect::<Vec<_>>().join(", "),
+    }
+}
+
+/// Parses `value` for `key`, or says what `key` takes.
+fn value<T: FromStr>(
+    player: &str,
+    key: &str,
+    value: &str,
+    keys: &[(&str, &str)],
+) -> Result<T, SpecError> {
+    value
+        .parse()
+        .map_err(|_| bad_value(player, key, value, keys))
+}
+
+/// The error for a value `key` does not take.
+fn bad_value(player: &str, key: &str, value: &str, keys: &[(&str, &str)]) -> SpecError {
+    SpecError::BadValue {
+        player: player.to_string(),
+        key: key.to_string(),
+        value: value.to_string(),
+        expected: keys
+            .iter()
+            .find(|k| k.0 == key)
+            .map_or("a value", |k| k.1)
+            .to_string(),
+    }
+}
+
+/// Parses `on`/`off` (or `true`/`false`, `1`/`0`).
+fn switch(player: &str, key: &str, v: &str, keys: &[(&str, &str)]) -> Result<bool, SpecError> {
+    match v.to_ascii_lowercase().as_str() {
+        "on" | "true" | "1" | "yes" => Ok(true),
+        "off" | "false" | "0" | "no" => Ok(false),
+        _ => Err(bad_value(player, key, v, keys)),
+    }
+}
+
+/// Sets one MCTS option.
+fn set_mcts(s: &mut MctsSettings, player: &str, key: &str, v: &str) -> Result<(), SpecError> {
+    let keys = MCTS_KEYS;
+    match key {
+        "c" => s.exploration = value(player, key, v, keys)?,
+        "memory" => s.memory_bytes = value::<usize>(player, key, v, keys)?.saturating_mul(1 << 20),
+        "steps" => s.max_playout_steps = value(player, key, v, keys)?,
+        "mast" => s.mast = switch(player, key, v, keys)?,
+        "epsilon" => {
+            s.mast_epsilon = value(player, key, v, keys)?;
+            if !(0.0..=1.0).contains(&s.mast_epsilon) {
+                return Err(bad_value(player, key, v, keys));
+            }
+        }
+        _ => return Err(unknown(player, key, keys)),
+    }
+    Ok(())
+}
+
+/// Sets one alpha-beta option.
+fn set_alphabeta(
+    s: &mut AlphaBetaSettings,
+    player: &str,
+    key: &str,
+    v: &str,
+) -> Result<(), SpecError> {
+    let keys = ALPHABETA_KEYS;
+    match key {
+        "table" => s.table_bits = value(player, key, v, keys)?,
+        "leaf" => s.leaf_playouts = value(player, key, v, keys)?,
+        "depth" => s.max_depth = value(player, key, v, keys)?,
+        _ => return Err(unknown(player, key, keys)),
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spec_round_trips() {
+        let spec: PlayerSpec = "MCTS:c=0.7, steps=100".parse().unwrap();
+        assert_eq!(spec.kind, PlayerKind::Mcts);
+        assert_eq!(spec.to_string(), "mcts:c=0.7,steps=100");
+        let s = spec.mcts_settings();
+        assert_eq!(s.exploration, 0.7);
+        assert_eq!(s.max_playout_steps, 100);
+        assert_eq!("flat".parse::<PlayerSpec>().unwrap().to_string(), "flat");
+    }
+
+    #[test]
+    fn errors_name_the_offender() {
+        let e = "mcts:mast=maybe".parse::<PlayerSpec>().unwrap_err();
+        assert!(e.to_string().contains("on or off"), "{e}");
+        assert!(
+            "mcts:mast=on"
+                .parse::<PlayerSpec>()
+                .unwrap()
+                .mcts_settings()
+                .mast
+        );
+        let e = "mcts:rave=maybe".parse::<PlayerSpec>().unwrap_err();
+        assert!(
+            matches!(&e, SpecError::UnknownKey { key, .. } if key == "rave"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("\"rave\""), "{e}");
+        let e = "mcts:c=high".parse::<PlayerSpec>().unwrap_err();
+        assert!(e.to_string().contains("c=high"), "{e}");
+        let e = "deep".parse::<PlayerSpec>().unwrap_err();
+        assert!(e.to_string().contains("flat"), "{e}");
+        assert!("random:c=1".parse::<PlayerSpec>().is_err());
+        assert!("mcts:c".parse::<PlayerSpec>().is_err());
+    }
+}
