@@ -247,12 +247,12 @@ fn bad_input_is_refused_clearly() {
     refused(
         &[TIC_TAC_TOE],
         &["builtin:random", "builtin:genius"],
-        "player `builtin:genius`: unknown built-in player `genius`",
+        "player `builtin:genius`: unknown player \"genius\"",
     );
     refused(
         &[TIC_TAC_TOE],
         &["builtin:random", "builtin:mcts:depth=2"],
-        "unknown key `depth`",
+        "player mcts has no option \"depth\"",
     );
     refused(
         &[TIC_TAC_TOE],
