@@ -154,6 +154,15 @@ fn a_rerun_resumes_from_the_records() {
     let text = std::fs::read_to_string(&third).unwrap();
     std::fs::write(&third, &text[..text.len() / 2]).unwrap();
 
+    // `--report` counts the one complete record and plays nothing.
+    let (code, report, _) = tournament(&[TIC_TAC_TOE], &players, &["--report"], &out);
+    assert_eq!(code, 0);
+    assert!(
+        report.starts_with("2 matches planned, 1 finished"),
+        "{report}"
+    );
+    assert!(!MatchRecord::load(&second).unwrap().is_completed);
+
     let (code, report, err) = tournament(&[TIC_TAC_TOE], &players, &["--matches", "3"], &out);
     assert_eq!(code, 0, "{report}{err}");
     assert!(
@@ -238,12 +247,12 @@ fn bad_input_is_refused_clearly() {
     refused(
         &[TIC_TAC_TOE],
         &["builtin:random", "builtin:genius"],
-        "player `builtin:genius`: unknown built-in player `genius`",
+        "player `builtin:genius`: unknown player \"genius\"",
     );
     refused(
         &[TIC_TAC_TOE],
         &["builtin:random", "builtin:mcts:depth=2"],
-        "unknown key `depth`",
+        "player mcts has no option \"depth\"",
     );
     refused(
         &[TIC_TAC_TOE],

@@ -53,6 +53,10 @@ pub struct TournamentArgs {
     /// Margin of the built-in players, in seconds (see `ggp serve --margin`).
     #[arg(long, default_value_t = 1.0)]
     margin: f64,
+    /// Print the tables of the records in `--out` and play nothing (safe while another run
+    /// is playing into the folder).
+    #[arg(long)]
+    report: bool,
     /// Seed of the tournament (default: from the clock; a resumed tournament keeps its own).
     #[arg(long)]
     seed: Option<u64>,
@@ -117,7 +121,9 @@ pub fn run(args: TournamentArgs) -> anyhow::Result<ExitCode> {
             machine: machine.engine,
         });
     }
-    tournament::check_players(&players)?;
+    if !args.report {
+        tournament::check_players(&players)?;
+    }
     let mut settings = Settings {
         matches: args.matches,
         start_clock: args.startclock,
@@ -128,6 +134,17 @@ pub fn run(args: TournamentArgs) -> anyhow::Result<ExitCode> {
     };
     // Plan first, so that a bad plan leaves no folder behind.
     tournament::plan(&games, &players, settings.matches, settings.seed)?;
+    if args.report {
+        let jobs = tournament::plan(&games, &players, settings.matches, settings.seed)?;
+        let (summary, _) = tournament::collect(&jobs, &games, &args.out);
+        let tables = tournament::tables(&summary.outcomes, &games, &players);
+        print!(
+            "{} matches planned, {} finished\n\n{tables}",
+            jobs.len(),
+            summary.outcomes.len()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     settings.seed = tournament::open_folder(&games, &players, &settings)?;
     let jobs = tournament::plan(&games, &players, settings.matches, settings.seed)?;
     let play = |job: &Job, config: MatchConfig| -> Result<MatchRecord, String> {

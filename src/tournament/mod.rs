@@ -492,6 +492,22 @@ pub fn check_players(players: &[PlayerSpec]) -> Result<(), TournamentError> {
     Ok(())
 }
 
+/// The matches already finished in `out` (as a summary) and the ones still to play.
+pub fn collect<'a>(jobs: &'a [Job], games: &[Game], out: &Path) -> (Summary, VecDeque<&'a Job>) {
+    let mut summary = Summary::default();
+    let mut pending = VecDeque::new();
+    for job in jobs {
+        match finished(out, job, games) {
+            Some(outcome) => {
+                summary.outcomes.push(outcome);
+                summary.resumed += 1;
+            }
+            None => pending.push_back(job),
+        }
+    }
+    (summary, pending)
+}
+
 /// The cores a match takes from the budget: its players' threads, at most the whole budget.
 fn cost(job: &Job, players: &[PlayerSpec], cores: usize) -> usize {
     job.seats
@@ -514,17 +530,7 @@ pub fn run<F>(
 where
     F: Fn(&Job, MatchConfig) -> Result<MatchRecord, String> + Sync,
 {
-    let mut summary = Summary::default();
-    let mut pending: VecDeque<&Job> = VecDeque::new();
-    for job in jobs {
-        match finished(&settings.out, job, games) {
-            Some(outcome) => {
-                summary.outcomes.push(outcome);
-                summary.resumed += 1;
-            }
-            None => pending.push_back(job),
-        }
-    }
+    let (mut summary, mut pending) = collect(jobs, games, &settings.out);
     let bar = ProgressBar::new(jobs.len() as u64);
     bar.set_style(
         ProgressStyle::with_template(

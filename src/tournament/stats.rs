@@ -77,7 +77,8 @@ pub struct Line {
     pub draws: usize,
     /// Losses.
     pub losses: usize,
-    /// Mean goal and the half-width of its 95% interval (`None` below 2 matches).
+    /// Mean goal and the half-width of its 95% interval (`None` below 2 matches); the tables
+    /// show the interval within 0 to 100.
     pub goal: (f64, Option<f64>),
     /// Mean score (win 1, draw ½) and its 95% (Wilson) interval.
     pub score: (f64, (f64, f64)),
@@ -223,15 +224,21 @@ pub fn render(title: &str, lines: &[Line], names: &[String]) -> String {
         "W".into(),
         "D".into(),
         "L".into(),
-        "goal ±95%".into(),
+        "goal [95%]".into(),
         "score [95%]".into(),
         "Elo [95%]".into(),
         "TO CE IL".into(),
         String::new(),
     ]];
     for line in lines {
+        // Goals are 0 to 100: the interval is shown within that range.
         let goal = match line.goal.1 {
-            Some(h) => format!("{:.1} ± {:.1}", line.goal.0, h),
+            Some(h) => format!(
+                "{:.1} [{:.0}, {:.0}]",
+                line.goal.0,
+                (line.goal.0 - h).max(0.0),
+                (line.goal.0 + h).min(100.0)
+            ),
             None => format!("{:.1}", line.goal.0),
         };
         let score = format!(
