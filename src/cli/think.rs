@@ -55,6 +55,7 @@ pub struct ThinkArgs {
 /// # Errors
 /// The game cannot be loaded, or the engine or the search failed.
 pub fn run(args: &ThinkArgs) -> anyhow::Result<ExitCode> {
+    super::serve::init_logging();
     let mut loaded = load_engine(&args.game, args.engine)?;
     println!("engine: {}", loaded.engine.name());
     loaded.engine.run_mut(Think(args))

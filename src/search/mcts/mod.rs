@@ -67,7 +67,7 @@ use super::{Choice, Player, SearchConfig, SearchError};
 /// The longest time spent learning heuristics at the start clock (at most a quarter of it).
 const MAX_LEARNING: std::time::Duration = std::time::Duration::from_secs(8);
 /// The most random games learnt from.
-const MAX_LEARNING_GAMES: usize = 4000;
+const MAX_LEARNING_GAMES: usize = 100_000;
 
 pub use eval::{Evaluation, GoalEvaluation, HeuristicEvaluation};
 use parallel::{Context, MoveSummary, Worker, merge_root, run_all};
@@ -409,6 +409,19 @@ impl<M: StateMachine + Send + 'static> Player<M> for MctsPlayer<M> {
                 until,
                 MAX_LEARNING_GAMES,
             )?);
+            for (r, h) in self.heuristics.iter().flatten().enumerate() {
+                let features = h.as_ref().map_or_else(
+                    || "none".to_string(),
+                    |h| {
+                        h.features()
+                            .iter()
+                            .map(|f| format!("{} {:+.3}", f.group(), f.correlation))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    },
+                );
+                tracing::info!("heuristic of {}: {features}", machine.roles()[r]);
+            }
         }
         self.search(machine, &initial, deadline)
     }
