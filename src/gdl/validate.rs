@@ -371,32 +371,50 @@ fn subterms<'a>(term: &'a Term, visit: &mut impl FnMut(&'a Term)) {
     }
 }
 
-/// Check 1: each relation and each function symbol is used with a single arity, and each keyword
-/// relation with its fixed arity. Constants are not compared with functions, nor relations with
-/// functions: real sheets reuse names across those.
+/// Check 1: each relation is used with a single arity, and each keyword relation with its fixed
+/// arity. Constants are not compared with functions, nor relations with functions: real sheets
+/// reuse names across those.
+///
+/// Two uses the reference prover (ggp-base) plays are only warned about: a function symbol used
+/// with several arities (`(cell 1 2)` and `(cell 1 2 x)`, two different functions to it, as to
+/// our engines, which key terms by functor and arguments), and `base` or `input` with another
+/// arity than the keyword's, as in sheets written before those keywords existed (an ordinary
+/// relation then: engines key relations by name and arity).
 fn check_arities(rules: &[Rule], out: &mut Vec<Diagnostic>) {
     let mut relations = HashMap::new();
     let mut functions = HashMap::new();
     for rule in rules {
-        let mut messages = Vec::new();
+        let mut errors = Vec::new();
+        let mut warnings = Vec::new();
         for atom in rule_atoms(rule) {
-            messages.extend(relation_arity_problem(atom, rule.pos, &mut relations));
+            match relation_arity_problem(atom, rule.pos, &mut relations) {
+                Some(Problem::Error(m)) => errors.push(m),
+                Some(Problem::Warning(m)) => warnings.push(m),
+                None => {}
+            }
         }
         for term in rule_terms(rule) {
             subterms(term, &mut |t| {
                 if let Term::App(f, args) = t {
-                    messages.extend(arity_conflict(
-                        "function",
-                        *f,
-                        args.len(),
-                        rule.pos,
-                        &mut functions,
-                    ));
+                    warnings.extend(
+                        arity_conflict("function", *f, args.len(), rule.pos, &mut functions).map(
+                            |m| format!("{m}: read as two functions, as the reference prover does"),
+                        ),
+                    );
                 }
             });
         }
-        report_each(out, (Severity::Error, Check::Arity), rule, messages);
+        report_each(out, (Severity::Error, Check::Arity), rule, errors);
+        report_each(out, (Severity::Warning, Check::Arity), rule, warnings);
     }
+}
+
+/// A problem found in one place, with its severity.
+enum Problem {
+    /// The game cannot be played as written.
+    Error(String),
+    /// The reference prover plays it; so do we.
+    Warning(String),
 }
 
 /// What is wrong with the arity of `atom`, given the arities of relations seen so far.
@@ -404,27 +422,44 @@ fn relation_arity_problem(
     atom: &Atom,
     pos: Pos,
     seen: &mut HashMap<Sym, (usize, Pos)>,
-) -> Option<String> {
+) -> Option<Problem> {
     let arity = atom.args.len();
     if CONNECTIVES.contains(&atom.rel) {
         // Misplaced connectives are check 2's business.
         return None;
     }
     match keyword_arity(atom.rel) {
+        Some(expected) if expected != arity && LEGACY_KEYWORDS.contains(&atom.rel) => {
+            Some(Problem::Warning(format!(
+                "{} used with {arity} arguments, read as an ordinary relation (as in sheets \
+                 older than the {} keyword)",
+                atom.rel, atom.rel
+            )))
+        }
         Some(expected) if expected != arity => {
             let noun = if expected == 1 {
                 "argument"
             } else {
                 "arguments"
             };
-            Some(format!(
+            Some(Problem::Error(format!(
                 "{} takes {expected} {noun}, found {arity}",
                 atom.rel
-            ))
+            )))
         }
         Some(_) => None,
-        None => arity_conflict("relation", atom.rel, arity, pos, seen),
+        None => arity_conflict("relation", atom.rel, arity, pos, seen).map(Problem::Error),
     }
+}
+
+/// Keyword relations added to GDL after sheets had used their names as ordinary relations of
+/// other arities: `(base 1 2)` in such a sheet is a relation of its own.
+const LEGACY_KEYWORDS: [Sym; 2] = [Sym::BASE, Sym::INPUT];
+
+/// Whether `atom` is a keyword relation with its keyword meaning (`(base x)`, not an old
+/// sheet's `(base x y)`).
+fn is_keyword_use(atom: &Atom) -> bool {
+    keyword_arity(atom.rel) == Some(atom.args.len())
 }
 
 /// Records that `name` is used with `arity` at `pos`, and says so if it was first used with
@@ -444,7 +479,9 @@ fn arity_conflict(
 
 /// Check 2: reserved words where they may not stand. `distinct`, `not`, `or` and `<=` never name
 /// a sentence, a fact or a term; `true` and `does` are never concluded; `not` negates only a
-/// sentence, though negating an `or` is merely warned about.
+/// sentence. Three uses are merely warned about: negating an `or`; `(not (distinct s t))`, which
+/// the reference prover (ggp-base) reads as s = t (and so do we: [`super::normalize`]); and
+/// `not` applied to arguments inside a term, a function symbol to it.
 fn check_keywords(rules: &[Rule], out: &mut Vec<Diagnostic>) {
     for rule in rules {
         let mut errors = Vec::new();
@@ -454,11 +491,18 @@ fn check_keywords(rules: &[Rule], out: &mut Vec<Diagnostic>) {
             literal_keyword_problems(literal, &mut errors, &mut warnings);
         }
         for term in rule_terms(rule) {
-            subterms(term, &mut |t| {
-                if let Some((f, _)) = t.functor()
-                    && CONNECTIVES.contains(&f)
-                {
-                    errors.push(format!("{f} used in a term"));
+            subterms(term, &mut |t| match t {
+                // The reference prover reads `(not x)` in a term as a function term.
+                Term::App(f, args) if *f == Sym::NOT && !args.is_empty() => warnings.push(
+                    "not used as a function symbol in a term, read as an ordinary function"
+                        .to_string(),
+                ),
+                _ => {
+                    if let Some((f, _)) = t.functor()
+                        && CONNECTIVES.contains(&f)
+                    {
+                        errors.push(format!("{f} used in a term"));
+                    }
                 }
             });
         }
@@ -513,7 +557,10 @@ fn literal_keyword_problems(
             match **inner {
                 Literal::Atom(_) => {}
                 Literal::Or(_) => warnings.push(format!("not applied to a disjunction {inner}")),
-                Literal::Not(_) | Literal::Distinct(..) => {
+                Literal::Distinct(..) => warnings.push(format!(
+                    "not applied to {inner}, read as equality, as the reference prover does"
+                )),
+                Literal::Not(_) => {
                     errors.push(format!("not applied to {inner}, which is not a sentence"));
                 }
             }
@@ -707,7 +754,14 @@ fn check_recursion(rules: &[Rule], graph: &DependencyGraph, out: &mut Vec<Diagno
 /// Check 7: `base`, `init` and `role` do not depend on `true` or `does`; `legal`, `goal` and
 /// `terminal` do not depend on `does`; `role` is given by facts only.
 fn check_dependencies(rules: &[Rule], graph: &DependencyGraph, out: &mut Vec<Diagnostic>) {
+    // An old sheet's `base` of another arity is an ordinary relation.
+    let base_is_keyword = rules
+        .iter()
+        .any(|r| r.head.rel == Sym::BASE && is_keyword_use(&r.head));
     for rel in [Sym::BASE, Sym::INIT, Sym::ROLE] {
+        if rel == Sym::BASE && !base_is_keyword {
+            continue;
+        }
         out.extend(forbidden_dependency(
             rules,
             graph,
@@ -902,17 +956,53 @@ mod tests {
     }
 
     #[test]
-    fn functions_keep_one_arity_at_any_depth() {
+    fn a_function_with_several_arities_is_only_warned_about() {
+        // The reference prover plays it as two functions, and so do the engines.
+        assert_eq!(errors("(p (f a)) (p (g (h (f a b))))"), []);
         assert_eq!(
-            errors("(p (f a)) (p (g (h (f a b))))"),
+            warnings("(p (f a)) (p (g (h (f a b))))"),
             [(
                 Check::Arity,
-                "function f used with arity 2, but with arity 1 at 2:1".to_string()
+                "function f used with arity 2, but with arity 1 at 2:1: read as two functions, \
+                 as the reference prover does"
+                    .to_string()
             )]
         );
         assert_eq!(
-            error_checks("(p (f a)) (<= q (p ?x) (distinct ?x (f a b)))"),
+            warnings("(p (f a)) (<= q (p ?x) (distinct ?x (f a b)))")
+                .into_iter()
+                .map(|(c, _)| c)
+                .collect::<Vec<_>>(),
             [Check::Arity]
+        );
+    }
+
+    #[test]
+    fn old_base_and_input_relations_are_only_warned_about() {
+        let extra = "(base 1 2) (input 1 2 3) (<= (q ?x) (base ?x ?y) (input ?x ?y ?z))";
+        assert_eq!(errors(extra), []);
+        let found = warnings(extra);
+        assert!(
+            found.contains(&(
+                Check::Arity,
+                "base used with 2 arguments, read as an ordinary relation (as in sheets older \
+                 than the base keyword)"
+                    .to_string()
+            )),
+            "{found:?}"
+        );
+        assert!(
+            found
+                .iter()
+                .any(|(_, m)| m.starts_with("input used with 3"))
+        );
+        // Not a keyword `base`, so it may depend on the state.
+        assert_eq!(errors("(<= (base ?x 1) (true ?x))"), []);
+        // The keyword itself still has its arity elsewhere, and its rules.
+        assert_eq!(error_checks("(legal r m n)"), [Check::Arity]);
+        assert_eq!(
+            error_checks("(<= (base t) (true s))"),
+            [Check::BadDependency]
         );
     }
 
@@ -944,7 +1034,6 @@ mod tests {
         assert!(misplaced("(<= (not p) (true s))"));
         assert!(misplaced("(<= (or p) (true s))"));
         assert!(misplaced("(foo not bar)"));
-        assert!(misplaced("(foo (not bar))"));
         assert!(misplaced("(foo (or a b))"));
         assert!(misplaced("(foo (<= a b))"));
         assert!(misplaced("(foo (bar (distinct a b)))"));
@@ -952,8 +1041,17 @@ mod tests {
         assert!(misplaced("(<= p (true s) (distinct a b c))"));
         assert!(misplaced("(<= p (true s) or)"));
         assert_eq!(
-            errors("(foo (not bar))"),
+            errors("(foo not)"),
             [(Check::MisplacedKeyword, "not used in a term".to_string())]
+        );
+        // A function `not` is played by the reference prover: only a warning.
+        assert_eq!(errors("(foo (not bar)) (<= (q ?x) (foo (not ?x)))"), []);
+        assert_eq!(
+            warnings("(foo (not bar))"),
+            [(
+                Check::MisplacedKeyword,
+                "not used as a function symbol in a term, read as an ordinary function".to_string()
+            )]
         );
     }
 
@@ -974,11 +1072,14 @@ mod tests {
 
     #[test]
     fn not_negates_only_a_sentence() {
+        // `(not (distinct a b))` is equality to the reference prover: only a warning.
+        assert_eq!(errors("(<= p (true s) (not (distinct a b)))"), []);
         assert_eq!(
-            errors("(<= p (true s) (not (distinct a b)))"),
+            warnings("(<= p (true s) (not (distinct a b)))"),
             [(
                 Check::MisplacedKeyword,
-                "not applied to (distinct a b), which is not a sentence".to_string()
+                "not applied to (distinct a b), read as equality, as the reference prover does"
+                    .to_string()
             )]
         );
         assert_eq!(
