@@ -434,3 +434,42 @@ fn check_warns_about_what_the_reference_plays_and_match_plays_it() {
         }
     }
 }
+
+/// Valid sheets whose terms grow without bound (issue 13): every command that plays them ends
+/// at once with the engine's budget named, on both engines, instead of running out of memory.
+#[test]
+fn sheets_whose_terms_grow_each_step_end_in_a_budget_error() {
+    let bombs = [
+        ("doubling", "symbols in one term exceeded 100000"),
+        ("deepening", "nesting depth of one term exceeded 500"),
+    ];
+    for (name, why) in bombs {
+        let path = format!("tests/fixtures/bombs/{name}.kif");
+        let (code, out, err) = ggp(&["check", &path]);
+        assert_eq!(code, 0, "{name} is valid GDL: {out}{err}");
+        for engine in ["datalog", "auto", "propnet"] {
+            for command in ["playout", "bench"] {
+                let (code, _, err) = ggp(&[command, &path, "--engine", engine]);
+                assert_eq!(code, 2, "{command} {name} on {engine}: {err}");
+                assert!(err.contains(why), "{command} {name} on {engine}: {err}");
+            }
+        }
+        let out_dir =
+            std::env::temp_dir().join(format!("ggp-cli-bomb-{name}-{}", std::process::id()));
+        let (code, out, err) = ggp(&[
+            "match",
+            &path,
+            "--player",
+            "p=builtin:random",
+            "--playclock",
+            "1",
+            "--startclock",
+            "1",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ]);
+        std::fs::remove_dir_all(&out_dir).ok();
+        assert_ne!(code, 0, "{out}");
+        assert!(err.contains(why), "match {name}: {out}{err}");
+    }
+}

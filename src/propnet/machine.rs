@@ -27,7 +27,7 @@ use rand::Rng;
 
 use crate::datalog::{DatalogMachine, Demand};
 use crate::gdl::{Description, Term};
-use crate::machine::{MachineError, PlayoutBatch, StateMachine};
+use crate::machine::{EngineFailure, MachineError, PlayoutBatch, StateMachine};
 
 use super::batch::{BatchRunner, LaneRecord};
 use super::ground::{Budget, Clock, GroundError, ground_with_demand};
@@ -243,9 +243,7 @@ impl Runtime {
     /// Loads a state: flips the bases that differ and propagates.
     fn load(&mut self, net: &Net, state: &[u64]) -> Result<(), MachineError> {
         if state.len() != self.cur.len() {
-            return Err(MachineError::Engine(
-                "a state from another propnet machine".into(),
-            ));
+            return Err(MachineError::Engine(EngineFailure::ForeignState));
         }
         self.move_bases(net, Some(state));
         Ok(())
@@ -679,9 +677,11 @@ impl StateMachine for PropnetMachine {
         let state = seen_state;
         let mut joint = Vec::with_capacity(moves.len());
         for mv in &moves {
-            joint.push(seer.intern_move(mv).ok_or_else(|| {
-                MachineError::Engine(format!("the percept engine does not know the move {mv}"))
-            })?);
+            joint.push(
+                seer.intern_move(mv).ok_or_else(|| {
+                    MachineError::Engine(EngineFailure::UnknownMove(mv.to_string()))
+                })?,
+            );
         }
         seer.percepts_into(&state, &joint, role, out)
     }
