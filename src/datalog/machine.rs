@@ -476,9 +476,10 @@ mod tests {
 
     #[test]
     fn recursion_a_top_down_prover_loops_on() {
-        // From the corpus's nim-recursive1.kif: a self-recursive rule over a cyclic relation.
+        // As in the corpus's nim-recursive1.kif: a self-recursive rule over a cyclic relation
+        // (in the form the recursion restriction allows).
         let text = "(role a) (init (p 1)) (succ 1 2) (succ 2 1)
-            (<= (reach ?x ?y) (succ ?x ?y)) (<= (reach ?x ?z) (reach ?x ?y) (reach ?y ?z))
+            (<= (reach ?x ?y) (succ ?x ?y)) (<= (reach ?x ?z) (reach ?x ?y) (succ ?y ?z))
             (<= (legal a (go ?y)) (true (p ?x)) (reach ?x ?y))
             (<= (next (p ?y)) (does a (go ?y)))
             (<= terminal (true (p 2))) (goal a 100)";
@@ -489,9 +490,11 @@ mod tests {
     }
 
     #[test]
-    fn runaway_recursion_stops_at_the_limit() {
-        let text = "(role a) (num 0) (<= (num (s ?x)) (num ?x)) (init p)
-            (<= (legal a go) (true p)) (<= (next p) (does a go)) (<= terminal (not (true p))) (goal a 0)";
+    fn a_relation_past_its_row_limit_stops_the_build() {
+        let text = "(role a) (num 0) (num 1) (num 2) (num 3) (num 4) (num 5) (num 6) (num 7)
+            (num 8) (num 9) (num 10) (num 11) (<= (pair ?x ?y) (num ?x) (num ?y)) (init p)
+            (<= (legal a go) (true p) (pair ?x ?y)) (<= (next p) (does a go))
+            (<= terminal (not (true p))) (goal a 0)";
         let description = Description::from_text(text).unwrap();
         let limits = Limits {
             max_rows: 100,
@@ -503,7 +506,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             err.to_string(),
-            "evaluation stopped: rows in one relation exceeded 100"
+            "evaluation stopped: rows derived in one round exceeded 100"
         );
     }
 
