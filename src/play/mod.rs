@@ -478,26 +478,45 @@ impl<M: StateMachine + Send + 'static> Game<M> {
             others.push(self.machine.legal_moves(&state, r)?.first().copied());
         }
         let before_facts = self.machine.state_terms(&state);
-        let before = self.layout.as_ref().map(|l| l.cells(&before_facts));
         let chess_before = self.chess.as_ref().and_then(|c| c.snapshot(&before_facts));
         let position = match chess_before {
             Some(_) => self.position_at(step)?,
             None => None,
         };
-        let mut infos = Vec::new();
-        for mv in legal {
-            let mut change = Change::default();
-            let mut shape = None;
+        // The facts after each move, when the board or chess needs them.
+        let mut nexts = Vec::with_capacity(legal.len());
+        for &mv in &legal {
             let joint: Option<Vec<M::Move>> = others
                 .iter()
                 .enumerate()
                 .map(|(r, m)| if r == role { Some(mv) } else { *m })
                 .collect();
-            if let Some(joint) = joint
-                && (self.layout.is_some() || chess_before.is_some())
-            {
-                let next = self.machine.next_state_unchecked(&state, &joint)?;
-                let next = self.machine.state_terms(&next);
+            let next = match joint {
+                Some(joint) if self.layout.is_some() || chess_before.is_some() => {
+                    let next = self.machine.next_state_unchecked(&state, &joint)?;
+                    Some(self.machine.state_terms(&next))
+                }
+                _ => None,
+            };
+            nexts.push(next);
+        }
+        // Every square a legal move fills is on the board, seen before or not; a widened
+        // board renumbers squares, so the moves cached for it are dropped.
+        if let Some(layout) = &mut self.layout {
+            let mut widened = false;
+            for next in nexts.iter().flatten() {
+                widened |= layout.include(next);
+            }
+            if widened {
+                self.infos = None;
+            }
+        }
+        let before = self.layout.as_ref().map(|l| l.cells(&before_facts));
+        let mut infos = Vec::new();
+        for (mv, next) in legal.into_iter().zip(nexts) {
+            let mut change = Change::default();
+            let mut shape = None;
+            if let Some(next) = next {
                 if let (Some(layout), Some(before)) = (&self.layout, &before) {
                     change = layout.change(before, &layout.cells(&next));
                 }

@@ -46,6 +46,10 @@ pub struct BoardView {
     pub files: Vec<String>,
     /// Rank labels, bottom to top.
     pub ranks: Vec<String>,
+    /// The coordinate values of the files, as the rules write them.
+    pub file_values: Vec<String>,
+    /// The coordinate values of the ranks, as the rules write them.
+    pub rank_values: Vec<String>,
     /// Square contents, rank by rank from the bottom (`null` when empty).
     pub cells: Vec<Option<CellView>>,
 }
@@ -112,6 +116,8 @@ pub struct View {
     pub ending: Option<String>,
     /// The winning line's squares, when a line won.
     pub line: Vec<[usize; 2]>,
+    /// The square of the king in check, on a chess sheet.
+    pub check: Option<[usize; 2]>,
 }
 
 /// A frame of a replayed record.
@@ -369,9 +375,14 @@ impl<M: StateMachine + Send + 'static> Session for WebGame<M> {
     fn view(&mut self, id: u64) -> Result<View, SessionError> {
         let game = &mut self.game;
         let facts = game.facts();
-        let layout = game.layout().cloned();
         let roles = game.roles().to_vec();
         let terminal = game.is_terminal()?;
+        // The history and the moves first: they may widen the board (see `Game::move_infos`).
+        let history = game
+            .history()?
+            .into_iter()
+            .map(|p| (p.step, p.role, p.text))
+            .collect();
         let humans = self.humans_to_choose()?;
         let game = &mut self.game;
         let mut moves = vec![Vec::new(); roles.len()];
@@ -392,6 +403,7 @@ impl<M: StateMachine + Send + 'static> Session for WebGame<M> {
                 })
                 .collect();
         }
+        let layout = game.layout().cloned();
         let (goals, result) = if terminal {
             let goals = game.goals()?;
             let result = result_text(&roles, &goals);
@@ -399,11 +411,6 @@ impl<M: StateMachine + Send + 'static> Session for WebGame<M> {
         } else {
             (None, None)
         };
-        let history = game
-            .history()?
-            .into_iter()
-            .map(|p| (p.step, p.role, p.text))
-            .collect();
         let (last_from, last_to) = match (&layout, game.step()) {
             (Some(l), step) if step > 0 => {
                 let change = l.change(&l.cells(&game.facts_at(step - 1)), &l.cells(&facts));
@@ -421,6 +428,18 @@ impl<M: StateMachine + Send + 'static> Session for WebGame<M> {
             .iter()
             .map(pair)
             .collect();
+        let check = match (&layout, game.chess_position()?) {
+            (Some(l), Some(position)) if shakmaty::Position::is_check(&position) => {
+                use shakmaty::Position;
+                let king = position.board().king_of(position.turn());
+                king.and_then(|k| {
+                    let name = k.to_string();
+                    l.squares().find(|&s| l.square_name(s) == name)
+                })
+                .map(|s| pair(&s))
+            }
+            _ => None,
+        };
         Ok(View {
             id,
             game: self.name.clone(),
@@ -451,6 +470,7 @@ impl<M: StateMachine + Send + 'static> Session for WebGame<M> {
             last_to,
             ending,
             line,
+            check,
         })
     }
 
@@ -530,9 +550,12 @@ fn board_view(layout: &Layout, facts: &[Term], roles: &[Term]) -> BoardView {
             })
         })
         .collect();
+    let values = |axis: &crate::board::Axis| axis.values.iter().map(|v| v.to_string()).collect();
     BoardView {
         files: layout.files().labels.clone(),
         ranks: layout.ranks().labels.clone(),
+        file_values: values(layout.files()),
+        rank_values: values(layout.ranks()),
         cells,
     }
 }
