@@ -145,6 +145,38 @@ struct Slot {
     display: Option<Value>,
 }
 
+/// Display descriptions written for sheets of the game corpus (checkers, reversi...): each
+/// entry names the sheets it was written for by the FNV-1a 64 hash of their text (carriage
+/// returns removed), so that only those exact sheets get it, whatever their file name.
+const BUILTIN_DISPLAYS: &str = include_str!("displays.json");
+
+/// The FNV-1a 64 hash of a sheet's text without carriage returns, in hex.
+pub fn sheet_hash(text: &str) -> String {
+    use std::hash::Hasher;
+    let mut hasher = fnv::FnvHasher::default();
+    for line in text.split('\r') {
+        hasher.write(line.as_bytes());
+    }
+    format!("{:016x}", hasher.finish())
+}
+
+/// The built-in display description written for this exact sheet text, if any.
+fn builtin_display(text: &str) -> Option<Value> {
+    static ENTRIES: std::sync::OnceLock<Vec<Value>> = std::sync::OnceLock::new();
+    let entries = ENTRIES.get_or_init(|| {
+        serde_json::from_str(BUILTIN_DISPLAYS).expect("src/web/displays.json is JSON")
+    });
+    let hash = sheet_hash(text);
+    entries
+        .iter()
+        .find(|e| {
+            e["sheets"]
+                .as_object()
+                .is_some_and(|s| s.values().any(|h| h.as_str() == Some(hash.as_str())))
+        })
+        .map(|e| e["display"].clone())
+}
+
 /// A failed request: HTTP status and message.
 struct Failure(u16, String);
 
@@ -398,7 +430,7 @@ impl App {
             shown: Mutex::new(Some(view)),
             failure: Mutex::new(None),
             used: Mutex::new(Instant::now()),
-            display: self.display(&req.game),
+            display: self.display(&req.game, &text),
         });
         {
             let mut sessions = lock(&self.sessions);
@@ -544,22 +576,22 @@ impl App {
         names
     }
 
-    /// The display description kept beside a listed sheet (`NAME.display.json`: piece
-    /// glyphs and colours, board shape, marked squares, the roles whose side is drawn at the
-    /// bottom; see README "Display descriptions"), when there is one and it is JSON.
-    fn display(&self, name: &str) -> Option<Value> {
-        if !self.listed().iter().any(|g| g == name) {
-            return None;
-        }
-        let path = self.config.rules.join(format!("{name}.display.json"));
-        let text = std::fs::read_to_string(&path).ok()?;
-        match serde_json::from_str(&text) {
-            Ok(value) => Some(value),
-            Err(e) => {
-                tracing::warn!("{}: {e}", path.display());
-                None
+    /// The display description of a sheet (piece glyphs and colours, board shape, marked
+    /// squares, the roles whose side is drawn at the bottom; see README "Display
+    /// descriptions"): the one kept beside a listed sheet (`NAME.display.json`), else a
+    /// built-in one written for that exact sheet text (see [`builtin_display`]).
+    fn display(&self, name: &str, text: &str) -> Option<Value> {
+        let uploaded = lock(&self.uploads).sheets.contains_key(name);
+        if !uploaded && self.listed().iter().any(|g| g == name) {
+            let path = self.config.rules.join(format!("{name}.display.json"));
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                match serde_json::from_str(&text) {
+                    Ok(value) => return Some(value),
+                    Err(e) => tracing::warn!("{}: {e}", path.display()),
+                }
             }
         }
+        builtin_display(text)
     }
 
     /// A game's validated rules and text, by its listed name.

@@ -45,7 +45,7 @@ function choose(view, role) {
     || moves.find((m) => m.from.some(onMark))
     || moves.find((m) => m.to.some(onMark))
     || best
-    || moves.find((m) => (m.notation || "").includes("="))
+    || moves.find((m) => (m.notation || "").includes("=Q"))
     || moves.find((m) => (m.notation || "").endsWith("+"))
     || moves.find((m) => /^[a-h]/.test(m.notation || ""))
     || moves[0];
@@ -163,12 +163,13 @@ async function main() {
     page.setDefaultTimeout(30000);
     const errors = [];
     page.on("pageerror", (e) => errors.push(String(e)));
-    const games = (process.env.GGP_BOARDS || "chess,connectFour,jesonMor,dominupFixed").split(",");
+    const games = (process.env.GGP_BOARDS || "chess,connectFour,jesonMor,dominupFixed,dominup").split(",");
     const plan = {
       chess: [["human", "random"], 1200, 6],
       connectFour: [["human", "random"], 390, 2],
       jesonMor: [["human", "random"], 390, 4],
       dominupFixed: [["random", "human"], 1200, 4],
+      dominup: [["human", "random", "random"], 390, 3],
     };
     for (const game of games) {
       const [seats, width, mid] = plan[game];
