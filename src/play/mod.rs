@@ -291,6 +291,26 @@ impl<M: StateMachine + Send + 'static> Game<M> {
         Ok(game)
     }
 
+    /// Draws the board from relation `name` (as a display description may ask), when the
+    /// sampled states show a board of that relation; true when they do. The board is
+    /// otherwise kept.
+    ///
+    /// # Errors
+    /// The engine failed while sampling states.
+    pub fn use_board_relation(&mut self, rules: &[Rule], name: &str) -> Result<bool, PlayError> {
+        let samples = sample_states(&mut self.machine, self.seed)?;
+        let Some(mut layout) = Layout::detect_in(&samples, rules, |rel| rel.name() == name) else {
+            return Ok(false);
+        };
+        for state in &self.states {
+            layout.include(&self.machine.state_terms(state));
+        }
+        self.layout = Some(layout);
+        self.infos = None;
+        self.plies.clear();
+        Ok(true)
+    }
+
     /// Changes who plays each role (new computer players start fresh).
     ///
     /// # Errors

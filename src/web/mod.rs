@@ -412,8 +412,16 @@ impl App {
             .map(|s| parse_seat(s))
             .collect::<Result<Vec<_>, _>>()?;
         // Built without any shared lock held: grounding may take seconds.
-        let (mut game, counter) =
-            session::new_session(&req.game, &description, &text, seats, self.config.seed)?;
+        let display = self.display(&req.game, &text);
+        let board = display.as_ref().and_then(|d| d["relation"].as_str());
+        let (mut game, counter) = session::new_session(
+            &req.game,
+            &description,
+            &text,
+            seats,
+            self.config.seed,
+            board,
+        )?;
         let id = {
             let mut sessions = lock(&self.sessions);
             let id = sessions.next_id;
@@ -430,7 +438,7 @@ impl App {
             shown: Mutex::new(Some(view)),
             failure: Mutex::new(None),
             used: Mutex::new(Instant::now()),
-            display: self.display(&req.game, &text),
+            display,
         });
         {
             let mut sessions = lock(&self.sessions);

@@ -205,7 +205,8 @@ pub struct WebGame<M: StateMachine> {
 }
 
 /// A new session for `description` (on the propnet when it grounds quickly), with the
-/// counter of its computers' playouts (see [`crate::play::progress`]).
+/// counter of its computers' playouts (see [`crate::play::progress`]). `board` names the
+/// board's relation when a display description says which it is.
 ///
 /// # Errors
 /// The engine cannot be built, or the seats do not fit.
@@ -215,6 +216,7 @@ pub fn new_session(
     text: &str,
     seats: Vec<Seat>,
     seed: u64,
+    board: Option<&str>,
 ) -> Result<(Box<dyn Session>, Arc<AtomicU64>), SessionError> {
     struct New<'a> {
         name: &'a str,
@@ -222,13 +224,18 @@ pub fn new_session(
         text: &'a str,
         seats: Vec<Seat>,
         seed: u64,
+        board: Option<&'a str>,
     }
     impl UseMachine for New<'_> {
         type Output = Result<(Box<dyn Session>, Arc<AtomicU64>), SessionError>;
         fn with<M: Machine>(self, m: M) -> Self::Output {
             let m = Counted::new(m);
             let counter = m.counter();
-            let game = WebGame::new(m, self.name, self.rules, self.text, self.seats, self.seed)?;
+            let mut game =
+                WebGame::new(m, self.name, self.rules, self.text, self.seats, self.seed)?;
+            if let Some(relation) = self.board {
+                game.game.use_board_relation(self.rules, relation)?;
+            }
             Ok((Box::new(game), counter))
         }
     }
@@ -238,6 +245,7 @@ pub fn new_session(
         text,
         seats,
         seed,
+        board,
     })
 }
 
@@ -583,7 +591,8 @@ mod tests {
         let text = std::fs::read_to_string(path).unwrap();
         let description = Description::from_text(&text).unwrap();
         let seats = vec![Seat::Human, Seat::Computer(Level::Seconds(30.0))];
-        let (mut game, counter) = new_session("ticTacToe", &description, &text, seats, 1).unwrap();
+        let (mut game, counter) =
+            new_session("ticTacToe", &description, &text, seats, 1, None).unwrap();
         let before = progress::read(&counter);
         let start = std::time::Instant::now();
         game.choose(0, 0).unwrap();
