@@ -10,8 +10,8 @@
 //! | `POST /api/upload {name, text}` | validates a sheet and adds it, or its diagnostics |
 //! | `POST /api/roles {game}` | the game's roles |
 //! | `POST /api/new {game, seats}` | a new session (`seats`: `"human"` or a level per role) |
-//! | `POST /api/view {id}` | the position (while the computer thinks: the last one, `thinking` and its `playouts`) |
-//! | `POST /api/move {id, role, index, step}` | a person's move, then the position (the computer starts thinking when its turn comes) |
+//! | `POST /api/view {id, wait}` | the position (while the computer thinks: the last one, `thinking` and its `playouts`, after waiting up to `wait` ms, at most 1 s, for its move) |
+//! | `POST /api/move {id, role, index, step, wait}` | a person's move, then the position (the computer starts thinking when its turn comes; the answer waits up to `wait` ms, at most 1 s, for its reply) |
 //! | `POST /api/step {id}` | the computers start thinking when no person has a choice |
 //! | `POST /api/hint {id, role}` | the move the computer would suggest (index in the legal list) |
 //! | `POST /api/undo {id}` | take back to the last human choice |
@@ -68,6 +68,8 @@ pub const MAX_SESSIONS: usize = 64;
 pub const SESSION_IDLE: Duration = Duration::from_secs(2 * 3600);
 /// Connections served at once; more are answered 503 at once.
 pub const MAX_CONNECTIONS: usize = 128;
+/// Longest a `view` or `move` request waits for the computer's move.
+const MAX_VIEW_WAIT: Duration = Duration::from_secs(1);
 /// Computers thinking at once, over all sessions.
 pub const MAX_SEARCHES: usize = 8;
 /// Longest think time a web seat may ask for, in seconds.
@@ -326,8 +328,11 @@ impl App {
                 self.new_session(req)
             }
             "view" => {
-                let req: Id = parse(body)?;
+                let req: ViewReq = parse(body)?;
                 let slot = self.slot(req.id)?;
+                // While the computer thinks, the answer may wait (up to `wait` ms, at most
+                // MAX_VIEW_WAIT) for its move, so that the page shows it as soon as it is made.
+                await_computer(&slot, req.wait);
                 self.shown(&slot)
             }
             "step" => {
@@ -363,6 +368,7 @@ impl App {
                         self.think(&slot, game)?;
                     }
                 }
+                await_computer(&slot, req.wait);
                 self.shown(&slot)
             }
             "hint" => {
@@ -676,6 +682,16 @@ impl App {
     }
 }
 
+/// Waits while the computer thinks, for at most `wait` ms (capped at [`MAX_VIEW_WAIT`]), so
+/// that an answer can carry its move as soon as it is made.
+fn await_computer(slot: &Slot, wait: Option<u64>) {
+    let wait = Duration::from_millis(wait.unwrap_or(0)).min(MAX_VIEW_WAIT);
+    let start = Instant::now();
+    while slot.thinking.load(Ordering::SeqCst) && start.elapsed() < wait {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// The game, unless the computer is thinking about it (a click then is refused, not queued).
 fn try_game(slot: &Slot) -> Result<MutexGuard<'_, Box<dyn Session>>, Failure> {
     let busy = || Failure(409, "the computer is thinking; wait for its move".into());
@@ -736,12 +752,21 @@ struct Id {
 }
 
 #[derive(Deserialize)]
+struct ViewReq {
+    id: u64,
+    /// Milliseconds the answer may wait for the computer's move.
+    wait: Option<u64>,
+}
+
+#[derive(Deserialize)]
 struct Move {
     id: u64,
     role: usize,
     index: usize,
     /// The step of the position the click was made on; a click on an older one is refused.
     step: Option<usize>,
+    /// Milliseconds the answer may wait for the computer's reply (see [`await_computer`]).
+    wait: Option<u64>,
 }
 
 #[derive(Deserialize)]
