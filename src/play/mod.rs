@@ -610,7 +610,16 @@ impl<M: StateMachine + Send + 'static> Game<M> {
                 }
             }
             if choosers.is_empty() {
-                choosers = (0..joint.len()).collect();
+                // Nobody had a choice (a forced reply): the roles whose move is not the one
+                // they make while another role moves (a `noop`), else every role.
+                for role in 0..joint.len() {
+                    if !self.waits_with(step, role, joint[role])? {
+                        choosers.push(role);
+                    }
+                }
+                if choosers.is_empty() {
+                    choosers = (0..joint.len()).collect();
+                }
             }
             let mut plies = Vec::new();
             for role in choosers {
@@ -626,6 +635,28 @@ impl<M: StateMachine + Send + 'static> Game<M> {
             self.plies.push(plies);
         }
         Ok(self.plies.concat())
+    }
+
+    /// Whether `mv` is what `role` plays while another role chooses, at the step before or
+    /// after `step`: its only legal move there while another role has several.
+    fn waits_with(&mut self, step: usize, role: usize, mv: M::Move) -> Result<bool, PlayError> {
+        for near in [step.checked_sub(1), Some(step + 1)].into_iter().flatten() {
+            let Some(state) = self.states.get(near).cloned() else {
+                continue;
+            };
+            if self.machine.is_terminal(&state)? {
+                continue;
+            }
+            if self.machine.legal_moves(&state, role)? != [mv] {
+                continue;
+            }
+            for other in 0..self.roles().len() {
+                if other != role && self.machine.legal_moves(&state, other)?.len() > 1 {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
     }
 
     /// What ended the game, in words, when it is over and that can be known: checkmate,

@@ -142,6 +142,10 @@ async function play(page, game, seats, width, midAfter) {
     moves++;
     if (moves > 300) throw new Error(`${game}: not over after 300 moves`);
   }
+  // In these turn games one role moves at a time: one history entry per step (a forced
+  // reply is not written with the other role's noop beside it).
+  const steps = view.history.map(([step]) => step);
+  if (new Set(steps).size !== steps.length) throw new Error(`${game}: history ${JSON.stringify(view.history)}`);
   const shots = await shoot(page, game, "end", width, other);
   const text = await page.evaluate(() => [document.getElementById("result").textContent,
                                            document.getElementById("ending").textContent].join(" "));
