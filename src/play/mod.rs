@@ -637,10 +637,11 @@ impl<M: StateMachine + Send + 'static> Game<M> {
         Ok(self.plies.concat())
     }
 
-    /// Whether `mv` is what `role` plays while another role chooses, at the step before or
-    /// after `step`: its only legal move there while another role has several.
+    /// Whether `mv` is what `role` plays while another role chooses, at a step up to four
+    /// before or after `step`: its only legal move there while another role has several.
     fn waits_with(&mut self, step: usize, role: usize, mv: M::Move) -> Result<bool, PlayError> {
-        for near in [step.checked_sub(1), Some(step + 1)].into_iter().flatten() {
+        let near = (1..=4).flat_map(|d| [step.checked_sub(d), Some(step + d)]);
+        for near in near.flatten() {
             let Some(state) = self.states.get(near).cloned() else {
                 continue;
             };

@@ -957,3 +957,29 @@ mod fuzz {
         std::fs::remove_dir_all(&dir).ok();
     }
 }
+
+#[cfg(test)]
+mod displays {
+    use super::*;
+
+    /// Each built-in description names its corpus sheets by the hash of their text as it is
+    /// now (`../shared/games/base`), and a sheet changed by one byte gets none.
+    #[test]
+    fn builtin_displays_match_only_their_exact_sheets() {
+        let entries: Vec<Value> = serde_json::from_str(BUILTIN_DISPLAYS).unwrap();
+        let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/games/base");
+        let mut checked = 0;
+        for entry in &entries {
+            for (name, hash) in entry["sheets"].as_object().unwrap() {
+                let text = std::fs::read_to_string(base.join(name)).unwrap();
+                assert_eq!(sheet_hash(&text), hash.as_str().unwrap(), "{name}");
+                assert_eq!(builtin_display(&text).as_ref(), Some(&entry["display"]));
+                let changed = text.replacen("(role", "(role ", 1);
+                assert!(builtin_display(&changed).is_none(), "{name}");
+                checked += 1;
+            }
+        }
+        assert!(checked >= 10, "{checked} sheets");
+        assert_eq!(sheet_hash("a\r\nb"), sheet_hash("a\nb"));
+    }
+}

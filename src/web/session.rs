@@ -583,6 +583,67 @@ mod tests {
     use super::*;
     use crate::play::progress;
 
+    fn session(sheet: &str, seats: Vec<Seat>, board: Option<&str>) -> Box<dyn Session> {
+        let path = format!("{}/{sheet}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(path).unwrap();
+        let description = Description::from_text(&text).unwrap();
+        new_session(sheet, &description, &text, seats, 1, board)
+            .unwrap()
+            .0
+    }
+
+    /// Issue 15: the board covers every square a legal move fills, seen before or not, so
+    /// that every Dominup placement can be clicked (before, the board covered only the
+    /// squares of the sampled states).
+    #[test]
+    fn the_board_covers_every_legal_placement() {
+        let seats = vec![Seat::Computer(Level::Random), Seat::Human];
+        let mut game = session("rules/dominupFixed.kif", seats, None);
+        let view = game.view(1).unwrap();
+        let board = view.board.unwrap();
+        assert!(view.moves[1].len() > 100, "{}", view.moves[1].len());
+        for m in &view.moves[1] {
+            // (place A B ROW COL DIRECTION): both halves' squares are on the board.
+            let words: Vec<&str> = m.term.trim_matches(['(', ')']).split(' ').collect();
+            let (row, col): (i64, i64) = (words[3].parse().unwrap(), words[4].parse().unwrap());
+            let (r2, c2) = match words[5] {
+                "n" => (row - 1, col),
+                "s" => (row + 1, col),
+                "e" => (row, col + 1),
+                _ => (row, col - 1),
+            };
+            for (r, c) in [(row, col), (r2, c2)] {
+                assert!(board.file_values.contains(&r.to_string()), "{} {r}", m.term);
+                assert!(board.rank_values.contains(&c.to_string()), "{} {c}", m.term);
+            }
+        }
+    }
+
+    /// A display description may name the board's relation: Hex's shape alone picks the
+    /// groups' relation `connected` (contents: group numbers); `cell` gives the stones.
+    #[test]
+    fn a_named_relation_gives_the_board() {
+        let sheet = "../shared/games/base/hex.kif";
+        let seats = vec![Seat::Human, Seat::Human];
+        let mut game = session(sheet, seats.clone(), Some("cell"));
+        game.choose(0, 0).unwrap();
+        let view = game.view(1).unwrap();
+        let board = view.board.unwrap();
+        assert_eq!(
+            board.file_values,
+            ["a", "b", "c", "d", "e", "f", "g", "h", "i"]
+        );
+        assert_eq!(board.rank_values.len(), 9);
+        let stones: Vec<&str> = board
+            .cells
+            .iter()
+            .flatten()
+            .map(|c| c.text.as_str())
+            .collect();
+        assert_eq!(stones, ["red"]);
+        assert!(view.facts.iter().any(|(rel, _)| rel == "connected"));
+    }
+
     /// Issue 15: the computer's `noop` was searched with its full budget before its real
     /// move; a forced move is now played without a single playout.
     #[test]
