@@ -101,6 +101,8 @@ pub struct BatchRunner<const W: usize> {
     state_gates: Arc<[u32]>,
     /// The eager gates that depend on an input, in topological order.
     move_gates: Arc<[u32]>,
+    /// The lazy gates (only goals read them), in topological order.
+    lazy_gates: Arc<[u32]>,
     /// Whether the processor runs AVX2 (the wide sweep uses it).
     avx2: bool,
     /// The literal of each legal entry (as in the net's legal table, packed).
@@ -138,8 +140,13 @@ fn first_lanes(n: usize) -> u64 {
 impl<const W: usize> BatchRunner<W> {
     /// Words for `net`, all lanes in the initial state.
     pub fn new(net: Arc<Net>) -> BatchRunner<W> {
+        BatchRunner::with_slots(net, MAX_SLOTS)
+    }
+
+    /// As [`BatchRunner::new`], listing at most `max_slots` legal entries per lane.
+    fn with_slots(net: Arc<Net>, max_slots: usize) -> BatchRunner<W> {
         let n = net.n_counted();
-        let (state_gates, move_gates) = gate_streams(&net);
+        let [state_gates, move_gates, lazy_gates] = gate_streams(&net);
         let most_moves = (0..net.roles.len())
             .map(|r| {
                 net.legal_groups[r]
@@ -149,11 +156,12 @@ impl<const W: usize> BatchRunner<W> {
             .map(|sizes| sizes.sum::<usize>())
             .max()
             .unwrap_or(0);
-        let slots = most_moves.clamp(1, MAX_SLOTS);
+        let slots = most_moves.clamp(1, max_slots.max(1));
         let mut r = BatchRunner {
             vals: vec![[0; W]; n],
             state_gates: state_gates.into(),
             move_gates: move_gates.into(),
+            lazy_gates: lazy_gates.into(),
             avx2: has_avx2(),
             legal_lits: net.legal.iter().map(|e| e.lit).collect(),
             inputs_on: vec![vec![NO_NODE; W * LANES]; net.roles.len()],
@@ -214,10 +222,8 @@ impl<const W: usize> BatchRunner<W> {
 
     /// Evaluates the lazy gates (those only goals read).
     fn eval_lazy(&mut self) {
-        let net = Arc::clone(&self.net);
-        for x in net.first_lazy as usize..net.first_legal as usize {
-            self.vals[x] = eval_gate(&net, &self.vals, x);
-        }
+        let stream = Arc::clone(&self.lazy_gates);
+        self.sweep(&stream);
     }
 
     /// Re-evaluates the gates of `stream`.
@@ -793,40 +799,49 @@ struct Pending {
     words: Vec<u32>,
 }
 
-/// The eager gates (and recursive blocks) of `net` as two streams: those that depend on no
-/// input, and those that do. Each stream is in an order where a gate comes after the gates
+/// The gates (and recursive blocks) of `net` as three streams: the eager gates that depend
+/// on no input, those that do, and the lazy gates (only goals read them). Each stream is in an order where a gate comes after the gates
 /// it reads: by level, and within a level by shape, in runs of gates of one shape. A run is
 /// written as its number of gates, its kind ([`AND`] or not, with the number of plain inputs)
 /// and its number of negated inputs, then per gate its node and its input nodes, plain ones
 /// first; a block as a run of one of kind [`BLOCK`] whose gate is the block's number.
-fn gate_streams(net: &Net) -> (Vec<u32>, Vec<u32>) {
+fn gate_streams(net: &Net) -> [Vec<u32>; 3] {
     let n = net.n_counted();
     let mut on_move = vec![false; n];
+    // Per node, its stream: 0 state, 1 move, 2 lazy (bases and inputs: 0 and 1).
+    let mut stream_of = vec![0u8; n];
     let mut level = vec![0u32; n];
     let first_input = Net::base_node(net.n_bases) as usize;
     on_move[first_input..net.first_gate as usize].fill(true);
+    stream_of[first_input..net.first_gate as usize].fill(1);
     let gate_ins = |x: usize| {
         let g = x - net.first_gate as usize;
         &net.gate_ins[net.gate_start[g] as usize..net.gate_start[g + 1] as usize]
     };
-    let (mut state, mut moves) = (Vec::new(), Vec::new());
+    let mut streams: [Vec<Pending>; 3] = Default::default();
     let mut x = net.first_gate as usize;
-    while x < net.first_lazy as usize {
+    while x < net.first_legal as usize {
         let block = (!net.block_at.is_empty() && net.block_at[x] != NO_NODE)
             .then(|| net.block_at[x] as usize);
         let end = block.map_or(x + 1, |b| net.blocks[b].1 as usize);
         // A block's gates read each other: it depends on an input if any gate reads one
         // from outside (inside, the flags are still false).
         let m = (x..end).any(|y| gate_ins(y).iter().any(|l| on_move[l.node()]));
-        // Levels count only gates of the same stream: the other stream's are up to date.
+        let s = if x >= net.first_lazy as usize {
+            2
+        } else {
+            u8::from(m)
+        };
+        // Levels count only gates of the same stream: the others are up to date.
         let lv = 1
             + (x..end)
                 .flat_map(|y| gate_ins(y).iter())
-                .filter(|l| l.node() >= net.first_gate as usize && on_move[l.node()] == m)
+                .filter(|l| l.node() >= net.first_gate as usize && stream_of[l.node()] == s)
                 .map(|l| level[l.node()])
                 .max()
                 .unwrap_or(0);
         on_move[x..end].fill(m);
+        stream_of[x..end].fill(s);
         level[x..end].fill(lv);
         let item = match block {
             Some(b) => Pending {
@@ -854,14 +869,10 @@ fn gate_streams(net: &Net) -> (Vec<u32>, Vec<u32>) {
                 }
             }
         };
-        if m {
-            moves.push(item);
-        } else {
-            state.push(item);
-        }
+        streams[usize::from(s)].push(item);
         x = end;
     }
-    (write_runs(state), write_runs(moves))
+    streams.map(write_runs)
 }
 
 /// Writes gates as runs (see [`gate_streams`]), sorted by level and shape (a stable sort,
@@ -888,4 +899,45 @@ fn write_runs(mut items: Vec<Pending>) -> Vec<u32> {
         i = j;
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::SeedableRng;
+    use rand_xoshiro::Xoshiro256PlusPlus;
+
+    use super::*;
+    use crate::gdl::Description;
+    use crate::machine::StateMachine;
+    use crate::propnet::{Budget, PropnetMachine};
+
+    const CONNECT_FOUR: &str = include_str!("../../rules/connectFour.kif");
+
+    fn play<const W: usize>(net: &Arc<Net>, slots: usize, count: u64) -> Vec<LaneRecord> {
+        let mut runner = BatchRunner::<W>::with_slots(Arc::clone(net), slots);
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
+        let start = PropnetState::from_words(net.initial.clone().into_boxed_slice());
+        let mut records = Vec::new();
+        let batch = runner
+            .run(&start, &mut rng, count, 1000, Some(&mut records))
+            .unwrap();
+        assert_eq!(batch.playouts, count);
+        records
+    }
+
+    /// A lane whose drawn move lies beyond its listed entries finds the same move in the
+    /// second pass: with one slot per lane (most draws beyond it) the games are those played
+    /// with every legal entry listed, draw for draw.
+    #[test]
+    fn moves_beyond_the_listed_entries_are_the_same_moves() {
+        let description = Description::from_text(CONNECT_FOUR).unwrap();
+        let machine = PropnetMachine::new(&description, &Budget::default()).unwrap();
+        let net = machine.net();
+        let (listed, beyond) = (play::<1>(net, MAX_SLOTS, 100), play::<1>(net, 1, 100));
+        assert_eq!(listed, beyond);
+        let (listed, beyond) = (play::<4>(net, MAX_SLOTS, 300), play::<4>(net, 1, 300));
+        assert_eq!(listed, beyond);
+        assert!(listed.iter().all(|r| r.terminal && r.joints.len() >= 14));
+        assert_eq!(machine.roles().len(), 2);
+    }
 }
