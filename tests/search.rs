@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use ggp::datalog::DatalogMachine;
 use ggp::gdl::{Description, Term, parse_term};
-use ggp::machine::{MachineError, StateMachine};
+use ggp::machine::{EngineFailure, MachineError, StateMachine};
 use ggp::propnet::{Budget, PropnetMachine};
 use ggp::search::alphabeta::AlphaBetaPlayer;
 use ggp::search::mcts::MctsPlayer;
@@ -679,7 +679,7 @@ impl<M: StateMachine> StateMachine for Flaky<M> {
     ) -> Result<M::State, MachineError> {
         self.calls += 1;
         if self.calls.is_multiple_of(self.period) {
-            return Err(MachineError::Engine("deliberate failure".into()));
+            return Err(MachineError::Engine(EngineFailure::ForeignState));
         }
         self.inner.next_state_unchecked(state, joint)
     }
