@@ -45,6 +45,39 @@ pub trait PlayoutPolicy<M: StateMachine>: Send {
     }
 }
 
+/// Whether a playout stops at `state` because it is terminal; an error once the deadline has
+/// passed.
+fn ended<M: StateMachine>(
+    machine: &mut M,
+    state: &M::State,
+    deadline: Instant,
+) -> Result<bool, Halt> {
+    if machine.is_terminal(state)? {
+        return Ok(true);
+    }
+    if crate::search::past(deadline) {
+        return Err(Halt::Deadline);
+    }
+    Ok(false)
+}
+
+/// Role `role`'s legal moves in `state` into `out` (cleared first); an error if it has none.
+fn legal_into<M: StateMachine>(
+    machine: &mut M,
+    state: &M::State,
+    role: usize,
+    out: &mut Vec<M::Move>,
+) -> Result<(), Halt> {
+    out.clear();
+    machine.legal_moves_into(state, role, out)?;
+    if out.is_empty() {
+        return Err(Halt::Engine(crate::machine::MachineError::NoLegalMoves {
+            role: machine.roles()[role].to_string(),
+        }));
+    }
+    Ok(())
+}
+
 /// Uniformly random joint moves.
 pub struct UniformPlayout<Mv> {
     buffers: PlayoutBuffers<Mv>,
@@ -160,21 +193,12 @@ impl<M: StateMachine> PlayoutPolicy<M> for MastPlayout<M::Move> {
         self.played.clear();
         let mut state = state.clone();
         for _ in 0..max_steps {
-            if machine.is_terminal(&state)? {
+            if ended(machine, &state, deadline)? {
                 break;
-            }
-            if crate::search::past(deadline) {
-                return Err(Halt::Deadline);
             }
             self.joint.clear();
             for r in 0..n_roles {
-                self.legal.clear();
-                machine.legal_moves_into(&state, r, &mut self.legal)?;
-                if self.legal.is_empty() {
-                    return Err(Halt::Engine(crate::machine::MachineError::NoLegalMoves {
-                        role: machine.roles()[r].to_string(),
-                    }));
-                }
+                legal_into(machine, &state, r, &mut self.legal)?;
                 let mv = self.pick(r, rng);
                 self.joint.push(mv);
             }
@@ -232,23 +256,14 @@ impl<M: StateMachine> PlayoutPolicy<M> for DecisivePlayout<M::Move> {
         let n_roles = machine.roles().len();
         let mut state = state.clone();
         'steps: for _ in 0..max_steps {
-            if machine.is_terminal(&state)? {
+            if ended(machine, &state, deadline)? {
                 break;
-            }
-            if crate::search::past(deadline) {
-                return Err(Halt::Deadline);
             }
             self.joint.clear();
             let mut mover = None;
             let mut choosers = 0;
             for r in 0..n_roles {
-                self.legal.clear();
-                machine.legal_moves_into(&state, r, &mut self.legal)?;
-                if self.legal.is_empty() {
-                    return Err(Halt::Engine(crate::machine::MachineError::NoLegalMoves {
-                        role: machine.roles()[r].to_string(),
-                    }));
-                }
+                legal_into(machine, &state, r, &mut self.legal)?;
                 if self.legal.len() > 1 {
                     choosers += 1;
                     mover = Some(r);
