@@ -22,7 +22,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use ggp::datalog::DatalogMachine;
 use ggp::gdl::{Description, Term};
 use ggp::machine::StateMachine;
-use ggp::propnet::{Budget, GroundError, LaneRecord, PropnetMachine};
+use ggp::propnet::{Budget, GroundError, LaneRecord, PropnetMachine, Width};
 use ggp::trace::{self, Replay};
 
 const BASE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/games/base");
@@ -184,13 +184,14 @@ fn lockstep(
     Ok(steps)
 }
 
-/// Plays `count` random playouts 64 games per pass on the propnet and replays each on
+/// Plays `count` random playouts `width` games per pass on the propnet and replays each on
 /// Datalog: at every step each role's number of legal moves must agree and the move played
 /// must be legal there; the state must not be terminal before the end; the end state,
 /// terminal and goals must agree. Stops early (still agreeing) after `time_limit`.
 fn batch_agrees(
     d: &mut DatalogMachine,
     p: &mut PropnetMachine,
+    width: Width,
     count: u64,
     seed: u64,
     time_limit: Duration,
@@ -201,7 +202,7 @@ fn batch_agrees(
     let p0 = p.initial_state();
     let mut records: Vec<LaneRecord> = Vec::new();
     let batch = p
-        .random_playouts_recorded(&p0, &mut rng, count, MAX_STEPS, &mut records)
+        .random_playouts_recorded(width, &p0, &mut rng, count, MAX_STEPS, &mut records)
         .map_err(|e| format!("batch: {e}"))?;
     if batch.playouts != count || records.len() as u64 != count {
         return Err(format!(
@@ -217,7 +218,7 @@ fn batch_agrees(
         }
         let mut ds = d.initial_state();
         for (step, joint) in rec.joints.chunks(n_roles).enumerate() {
-            let at = |what: &str| format!("batch playout {k} step {step}: {what}");
+            let at = |what: &str| format!("{width:?} batch playout {k} step {step}: {what}");
             if d.is_terminal(&ds).map_err(|e| at(&e.to_string()))? {
                 return Err(at("terminal in Datalog, played on"));
             }
@@ -242,7 +243,7 @@ fn batch_agrees(
                 .map_err(|e| at(&e.to_string()))?;
             steps += 1;
         }
-        let at = |what: &str| format!("batch playout {k} end: {what}");
+        let at = |what: &str| format!("{width:?} batch playout {k} end: {what}");
         let (df, pf) = (facts(d.state_terms(&ds)), facts(p.state_terms(&rec.end)));
         if df != pf {
             return Err(at(&format!("states differ: {df:?} vs {pf:?}")));
@@ -288,8 +289,17 @@ fn compare_file(
     let start = Instant::now();
     let n = lockstep(&mut d, &mut p, playouts, 0x5eed, time_limit)?;
     let left = time_limit.saturating_sub(start.elapsed());
-    let m = batch_agrees(&mut d, &mut p, playouts as u64, 0xba7c, left)?;
-    Ok(Outcome::Agreed(n + m))
+    let m = batch_agrees(
+        &mut d,
+        &mut p,
+        Width::Narrow,
+        playouts as u64,
+        0xba7c,
+        left / 2,
+    )?;
+    let left = time_limit.saturating_sub(start.elapsed());
+    let w = batch_agrees(&mut d, &mut p, Width::Wide, playouts as u64, 0x256, left)?;
+    Ok(Outcome::Agreed(n + m + w))
 }
 
 /// Runs `jobs` on two threads; returns the failures and the over-budget games.
@@ -543,8 +553,8 @@ fn propnet_playouts_agree_with_datalog() {
     }
 }
 
-/// 64 games per pass with more playouts than lanes: lanes that finish start new games, and
-/// every game still agrees with Datalog.
+/// 64 and 256 games per pass with more playouts than lanes: lanes that finish start new
+/// games, and every game still agrees with Datalog.
 #[test]
 fn propnet_batch_playouts_restart_lanes_and_agree() {
     for (name, count) in [("ticTacToe", 150), ("nim1", 70), ("roshambo2", 70)] {
@@ -552,8 +562,11 @@ fn propnet_batch_playouts_restart_lanes_and_agree() {
         let description = Description::from_text(&text).unwrap();
         let mut d = DatalogMachine::new(&description).unwrap();
         let mut p = PropnetMachine::new(&description, &budget()).unwrap();
-        if let Err(e) = batch_agrees(&mut d, &mut p, count, 0x64, Duration::from_secs(600)) {
-            panic!("{name}: {e}");
+        for (width, count) in [(Width::Narrow, count), (Width::Wide, 4 * count)] {
+            let limit = Duration::from_secs(600);
+            if let Err(e) = batch_agrees(&mut d, &mut p, width, count, 0x64, limit) {
+                panic!("{name}: {e}");
+            }
         }
         // Through the trait: the goal sums of the batch agree with the games' goals.
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);

@@ -12,7 +12,7 @@
 use crate::gdl::{Description, GTerm, Sym, Term};
 use crate::machine::{MachineError, StateMachine};
 
-use super::engine::{Engine, EvalError, Limits, RelId};
+use super::engine::{BodyLit, Engine, EvalError, Limits, RelId, RuleSpec};
 use super::lower::{Layer, LowerError, lower_with};
 use super::magic::Demand;
 
@@ -64,6 +64,11 @@ pub struct DatalogMachine {
     loaded: Option<DatalogState>,
     /// The joint move whose `does` facts the action layer holds (for the loaded state).
     loaded_joint: Option<Vec<GTerm>>,
+    /// The action strata that `sees` depends on (evaluated alone for percepts).
+    percept_strata: Vec<usize>,
+    /// The joint move whose percepts the action layer holds (all of it or only
+    /// `percept_strata`).
+    seen_joint: Option<Vec<GTerm>>,
     /// Goal value of each term id, parsed once (`None`: not a number from 0 to 100).
     goal_cache: Vec<Option<Option<u8>>>,
     row_scratch: Vec<GTerm>,
@@ -138,6 +143,7 @@ impl DatalogMachine {
                 .ok_or_else(|| BuildError::BadRole(role.to_string()))?;
             role_ids.push(id);
         }
+        let sees_needs = sees_rel.map(|sees| depends_on(&lowered.rules, sees));
         let mut layers = Vec::new();
         let mut strata = Vec::new();
         for (stratum, layer) in lowered.strata.drain(..) {
@@ -167,6 +173,19 @@ impl DatalogMachine {
         };
         let state_rels = rels_of(&state_strata);
         let action_rels = rels_of(&action_strata);
+        let percept_strata: Vec<usize> = match &sees_needs {
+            Some(needs) => action_strata
+                .iter()
+                .copied()
+                .filter(|&s| {
+                    engine.strata()[s]
+                        .rels
+                        .iter()
+                        .any(|r| needs.get(r.0 as usize).copied().unwrap_or(false))
+                })
+                .collect(),
+            None => Vec::new(),
+        };
         for &r in state_rels
             .iter()
             .chain(&action_rels)
@@ -195,6 +214,8 @@ impl DatalogMachine {
             initial: DatalogState(initial),
             loaded: None,
             loaded_joint: None,
+            percept_strata,
+            seen_joint: None,
             goal_cache: Vec::new(),
             row_scratch: Vec::new(),
         })
@@ -218,6 +239,7 @@ impl DatalogMachine {
         }
         self.loaded = None;
         self.loaded_joint = None;
+        self.seen_joint = None;
         for &r in &self.state_rels {
             self.engine.clear(r);
         }
@@ -238,7 +260,37 @@ impl DatalogMachine {
         if self.loaded_joint.as_deref() == Some(joint) {
             return Ok(());
         }
+        self.set_does(joint);
+        for &s in &self.action_strata {
+            self.engine.evaluate(s).map_err(engine_error)?;
+        }
+        self.loaded_joint = Some(joint.to_vec());
+        self.seen_joint = Some(joint.to_vec());
+        Ok(())
+    }
+
+    /// Makes the action layer hold at least the percepts of `joint` played in `state`
+    /// (evaluating only what `sees` depends on, unless the whole layer is already loaded).
+    fn load_percepts(&mut self, state: &DatalogState, joint: &[GTerm]) -> Result<(), MachineError> {
+        self.load(state)?;
+        if self.seen_joint.as_deref() == Some(joint) {
+            return Ok(());
+        }
+        self.set_does(joint);
+        let strata = std::mem::take(&mut self.percept_strata);
+        let evaluated = strata
+            .iter()
+            .try_for_each(|&s| self.engine.evaluate(s).map_err(engine_error));
+        self.percept_strata = strata;
+        evaluated?;
+        self.seen_joint = Some(joint.to_vec());
+        Ok(())
+    }
+
+    /// Empties the action layer and makes `does` hold `joint`.
+    fn set_does(&mut self, joint: &[GTerm]) {
         self.loaded_joint = None;
+        self.seen_joint = None;
         for &r in &self.action_rels {
             self.engine.clear(r);
         }
@@ -247,11 +299,6 @@ impl DatalogMachine {
             let role = self.role_ids[i];
             self.engine.insert(self.does_rel, &[role, mv]);
         }
-        for &s in &self.action_strata {
-            self.engine.evaluate(s).map_err(engine_error)?;
-        }
-        self.loaded_joint = Some(joint.to_vec());
-        Ok(())
     }
 
     fn goal_value(&mut self, t: GTerm) -> Option<u8> {
@@ -381,7 +428,7 @@ impl StateMachine for DatalogMachine {
                 found: joint.len(),
             });
         }
-        self.load_joint(state, joint)?;
+        self.load_percepts(state, joint)?;
         let role_id = self.role_ids[role];
         let mut ids: Vec<GTerm> = self
             .engine
@@ -427,6 +474,42 @@ impl StateMachine for DatalogMachine {
         ids.dedup();
         Ok(DatalogState(ids))
     }
+}
+
+/// Per relation (by index), whether `rel` depends on it through `rules` (itself included).
+fn depends_on(rules: &[RuleSpec], rel: RelId) -> Vec<bool> {
+    let n = rules
+        .iter()
+        .flat_map(|r| {
+            std::iter::once(r.head_rel).chain(r.body.iter().filter_map(|l| match l {
+                BodyLit::Pos(b, _) | BodyLit::Neg(b, _) => Some(*b),
+                BodyLit::Distinct(..) => None,
+            }))
+        })
+        .map(|r| r.0 as usize + 1)
+        .max()
+        .unwrap_or(0)
+        .max(rel.0 as usize + 1);
+    let mut needed = vec![false; n];
+    needed[rel.0 as usize] = true;
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for rule in rules {
+            if !needed[rule.head_rel.0 as usize] {
+                continue;
+            }
+            for lit in &rule.body {
+                if let BodyLit::Pos(b, _) | BodyLit::Neg(b, _) = lit
+                    && !needed[b.0 as usize]
+                {
+                    needed[b.0 as usize] = true;
+                    changed = true;
+                }
+            }
+        }
+    }
+    needed
 }
 
 #[cfg(test)]

@@ -29,7 +29,7 @@ use crate::datalog::{DatalogMachine, Demand};
 use crate::gdl::{Description, Term};
 use crate::machine::{EngineFailure, MachineError, PlayoutBatch, StateMachine};
 
-use super::batch::{BatchRunner, LaneRecord};
+use super::batch::{BatchRunner, LaneRecord, Width};
 use super::ground::{Budget, Clock, GroundError, ground_with_demand};
 use super::net::{MoveId, NO_NODE, Net, TRUE_COUNT};
 
@@ -67,7 +67,9 @@ pub struct PropnetMachine {
     /// The state the last playout started from.
     last_start: Option<PropnetState>,
     /// The words of batch playouts (64 games per pass), made on first use.
-    batch: Option<Box<BatchRunner>>,
+    batch: Option<Box<BatchRunner<1>>>,
+    /// The words of wide batch playouts (256 games per pass), made on first use.
+    wide: Option<Box<BatchRunner<4>>>,
     /// The Datalog engine that answers percepts, in a game with `sees` rules, and the last
     /// state it was asked about with its own form of that state.
     seer: Option<Box<DatalogMachine>>,
@@ -509,6 +511,7 @@ impl PropnetMachine {
             snapshot: None,
             last_start: None,
             batch: None,
+            wide: None,
             seer: None,
             seer_state: None,
         }
@@ -749,8 +752,9 @@ impl StateMachine for PropnetMachine {
         self.run_playout(state, rng, max_steps, None)
     }
 
-    /// From [`BATCH_THRESHOLD`] playouts on, 64 games per pass ([`BatchRunner`]); fewer,
-    /// one after the other by differential propagation.
+    /// From [`BATCH_THRESHOLD`] playouts on, 64 games per pass, and from
+    /// [`WIDE_THRESHOLD`] on 256 ([`BatchRunner`]); fewer, one after the other by
+    /// differential propagation.
     fn random_playouts(
         &mut self,
         state: &PropnetState,
@@ -761,12 +765,22 @@ impl StateMachine for PropnetMachine {
         if count < BATCH_THRESHOLD {
             return self.playouts_one_by_one(state, rng, count, max_steps);
         }
-        self.batch_runner().run(state, rng, count, max_steps, None)
+        let width = if count < WIDE_THRESHOLD {
+            Width::Narrow
+        } else {
+            Width::Wide
+        };
+        self.batch_run(width, state, rng, count, max_steps, None)
     }
 }
 
 /// The fewest playouts [`StateMachine::random_playouts`] plays side by side.
 pub const BATCH_THRESHOLD: u64 = 16;
+
+/// The fewest playouts [`StateMachine::random_playouts`] plays 256 games per pass: lanes
+/// left idle at the end of a batch, while the longest games finish, cost more on wide
+/// words, so the wide runner waits for enough playouts to restart lanes a few times.
+pub const WIDE_THRESHOLD: u64 = 1024;
 
 impl PropnetMachine {
     /// As [`StateMachine::playout`], also appending each joint move played to `joints`
@@ -812,27 +826,44 @@ impl PropnetMachine {
         Ok(batch)
     }
 
-    /// As [`StateMachine::random_playouts`] played 64 games per pass whatever `count`,
+    /// As [`StateMachine::random_playouts`] played `width` games per pass whatever `count`,
     /// appending each finished playout to `records`.
     ///
     /// # Errors
     /// As [`StateMachine::playout`].
     pub fn random_playouts_recorded(
         &mut self,
+        width: Width,
         state: &PropnetState,
         rng: &mut impl Rng,
         count: u64,
         max_steps: usize,
         records: &mut Vec<LaneRecord>,
     ) -> Result<PlayoutBatch, MachineError> {
-        self.batch_runner()
-            .run(state, rng, count, max_steps, Some(records))
+        self.batch_run(width, state, rng, count, max_steps, Some(records))
     }
 
-    fn batch_runner(&mut self) -> &mut BatchRunner {
+    /// Batch playouts on the runner of `width`, made on first use.
+    fn batch_run(
+        &mut self,
+        width: Width,
+        state: &PropnetState,
+        rng: &mut impl Rng,
+        count: u64,
+        max_steps: usize,
+        records: Option<&mut Vec<LaneRecord>>,
+    ) -> Result<PlayoutBatch, MachineError> {
         let net = &self.net;
-        self.batch
-            .get_or_insert_with(|| Box::new(BatchRunner::new(Arc::clone(net))))
+        match width {
+            Width::Narrow => self
+                .batch
+                .get_or_insert_with(|| Box::new(BatchRunner::new(Arc::clone(net))))
+                .run(state, rng, count, max_steps, records),
+            Width::Wide => self
+                .wide
+                .get_or_insert_with(|| Box::new(BatchRunner::new(Arc::clone(net))))
+                .run(state, rng, count, max_steps, records),
+        }
     }
 
     fn run_playout(
