@@ -42,7 +42,7 @@ impl SessionFactory for Factory {
         deadline: Instant,
     ) -> Result<Session, SessionError> {
         let machine = PropnetMachine::new(description, &Budget::default())
-            .map_err(|e| SessionError::Build(e.to_string()))?;
+            .map_err(|e| SessionError::Build(e.into()))?;
         let config = SearchConfig::default();
         Ok(match self.0 {
             Behaviour::Random => launch(
