@@ -34,7 +34,7 @@ use std::sync::Arc;
 
 use rand::Rng;
 
-use crate::machine::{MachineError, PlayoutBatch};
+use crate::machine::{EngineFailure, MachineError, PlayoutBatch};
 
 use super::machine::PropnetState;
 use super::net::{MoveId, NO_NODE, Net};
@@ -416,9 +416,7 @@ impl<const W: usize> BatchRunner<W> {
         let net = Arc::clone(&self.net);
         let start = state.words();
         if start.len() != net.initial.len() {
-            return Err(MachineError::Engine(
-                "a state from another propnet machine".into(),
-            ));
+            return Err(MachineError::Engine(EngineFailure::ForeignState));
         }
         let n_roles = net.roles.len();
         let mut batch = PlayoutBatch {

@@ -27,7 +27,7 @@ use rand::Rng;
 
 use crate::datalog::{DatalogMachine, Demand};
 use crate::gdl::{Description, Term};
-use crate::machine::{MachineError, PlayoutBatch, StateMachine};
+use crate::machine::{EngineFailure, MachineError, PlayoutBatch, StateMachine};
 
 use super::batch::{BatchRunner, LaneRecord, Width};
 use super::ground::{Budget, Clock, GroundError, ground_with_demand};
@@ -245,9 +245,7 @@ impl Runtime {
     /// Loads a state: flips the bases that differ and propagates.
     fn load(&mut self, net: &Net, state: &[u64]) -> Result<(), MachineError> {
         if state.len() != self.cur.len() {
-            return Err(MachineError::Engine(
-                "a state from another propnet machine".into(),
-            ));
+            return Err(MachineError::Engine(EngineFailure::ForeignState));
         }
         self.move_bases(net, Some(state));
         Ok(())
@@ -682,9 +680,11 @@ impl StateMachine for PropnetMachine {
         let state = seen_state;
         let mut joint = Vec::with_capacity(moves.len());
         for mv in &moves {
-            joint.push(seer.intern_move(mv).ok_or_else(|| {
-                MachineError::Engine(format!("the percept engine does not know the move {mv}"))
-            })?);
+            joint.push(
+                seer.intern_move(mv).ok_or_else(|| {
+                    MachineError::Engine(EngineFailure::UnknownMove(mv.to_string()))
+                })?,
+            );
         }
         seer.percepts_into(&state, &joint, role, out)
     }
@@ -1051,11 +1051,12 @@ mod tests {
     #[test]
     fn recursion_reaches_its_fixpoint() {
         // From the corpus's nim-recursive1.kif: a self-recursive rule over a cyclic relation,
-        // here depending on the state so that the cycle is evaluated per state.
+        // here depending on the state so that the cycle is evaluated per state (in the form the
+        // recursion restriction allows).
         let text = "(role a) (init (p 1)) (init (e 1 2)) (init (e 2 3)) (init (e 3 1))
             (<= (next (e ?x ?y)) (true (e ?x ?y)))
             (<= (reach ?x ?y) (true (e ?x ?y)))
-            (<= (reach ?x ?z) (reach ?x ?y) (reach ?y ?z))
+            (<= (reach ?x ?z) (reach ?x ?y) (true (e ?y ?z)))
             (<= (legal a (go ?y)) (true (p ?x)) (reach ?x ?y))
             (<= (legal a (cut ?x ?y)) (true (e ?x ?y)))
             (<= (next (p ?y)) (does a (go ?y)))
