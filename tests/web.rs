@@ -478,3 +478,64 @@ fn browser_plays_whole_games_by_clicking_at_desktop_and_phone_width() {
     assert!(stdout.contains("(checkmate)"), "{stdout}");
     assert!(stdout.contains("(four in a row)"), "{stdout}");
 }
+
+/// Issue 13: a sheet whose state term doubles each step ends, after a few moves, in an error
+/// that names the engine's budget, and other sessions are answered meanwhile and after.
+#[test]
+fn a_sheet_whose_terms_double_ends_in_an_error_and_blocks_no_one() {
+    let server = Server::start();
+    let api = |path: &str| format!("{}api/{path}", server.url);
+    let client = reqwest::blocking::Client::builder()
+        .timeout(std::time::Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/bombs/doubling.kif"
+    ))
+    .unwrap();
+    let (status, answer) = post(
+        &client,
+        &api("upload"),
+        &json!({"name": "doubling", "text": text}),
+    );
+    assert_eq!(status, 200, "{answer}");
+    let (status, other) = post(
+        &client,
+        &api("new"),
+        &json!({"game": "ticTacToe", "seats": ["human", "human"]}),
+    );
+    assert_eq!(status, 200, "{other}");
+    // The session may fail as it starts (the page's first look ahead) or after some moves.
+    let (status, view) = post(
+        &client,
+        &api("new"),
+        &json!({"game": answer["game"], "seats": ["human"]}),
+    );
+    let mut failure = (status != 200).then_some(view.clone());
+    for step in 0..40 {
+        if failure.is_some() {
+            break;
+        }
+        let (status, answer) = post(
+            &client,
+            &api("move"),
+            &json!({"id": view["id"], "role": 0, "index": 0, "step": step}),
+        );
+        let (other_status, _) = post(&client, &api("view"), &json!({"id": other["id"]}));
+        assert_eq!(other_status, 200, "another session is answered");
+        if status != 200 {
+            failure = Some(answer);
+        }
+    }
+    let failure = failure.expect("the game stops within 40 moves");
+    assert!(
+        failure["error"]
+            .as_str()
+            .unwrap()
+            .contains("symbols in one term exceeded 100000"),
+        "{failure}"
+    );
+    let (status, _) = post(&client, &api("view"), &json!({"id": other["id"]}));
+    assert_eq!(status, 200);
+}

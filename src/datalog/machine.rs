@@ -12,7 +12,7 @@
 use crate::gdl::{Description, GTerm, Sym, Term};
 use crate::machine::{MachineError, StateMachine};
 
-use super::engine::{Engine, EvalError, Limits, RelId};
+use super::engine::{BodyLit, Engine, EvalError, Limits, RelId, RuleSpec};
 use super::lower::{Layer, LowerError, lower_with};
 use super::magic::Demand;
 
@@ -64,6 +64,11 @@ pub struct DatalogMachine {
     loaded: Option<DatalogState>,
     /// The joint move whose `does` facts the action layer holds (for the loaded state).
     loaded_joint: Option<Vec<GTerm>>,
+    /// The action strata that `sees` depends on (evaluated alone for percepts).
+    percept_strata: Vec<usize>,
+    /// The joint move whose percepts the action layer holds (all of it or only
+    /// `percept_strata`).
+    seen_joint: Option<Vec<GTerm>>,
     /// Goal value of each term id, parsed once (`None`: not a number from 0 to 100).
     goal_cache: Vec<Option<Option<u8>>>,
     row_scratch: Vec<GTerm>,
@@ -90,7 +95,9 @@ impl DatalogMachine {
         // outgrow that, they are computed on demand too.
         let probe = Limits {
             max_rows: limits.max_rows / 10,
+            max_total_rows: limits.max_total_rows / 10,
             max_terms: limits.max_terms / 10,
+            ..limits
         };
         match Self::build(description, limits, Demand::Dynamic, Some(probe)) {
             Err(BuildError::Eval(_)) => Self::build(description, limits, Demand::All, None),
@@ -136,6 +143,7 @@ impl DatalogMachine {
                 .ok_or_else(|| BuildError::BadRole(role.to_string()))?;
             role_ids.push(id);
         }
+        let sees_needs = sees_rel.map(|sees| depends_on(&lowered.rules, sees));
         let mut layers = Vec::new();
         let mut strata = Vec::new();
         for (stratum, layer) in lowered.strata.drain(..) {
@@ -165,6 +173,19 @@ impl DatalogMachine {
         };
         let state_rels = rels_of(&state_strata);
         let action_rels = rels_of(&action_strata);
+        let percept_strata: Vec<usize> = match &sees_needs {
+            Some(needs) => action_strata
+                .iter()
+                .copied()
+                .filter(|&s| {
+                    engine.strata()[s]
+                        .rels
+                        .iter()
+                        .any(|r| needs.get(r.0 as usize).copied().unwrap_or(false))
+                })
+                .collect(),
+            None => Vec::new(),
+        };
         for &r in state_rels
             .iter()
             .chain(&action_rels)
@@ -193,6 +214,8 @@ impl DatalogMachine {
             initial: DatalogState(initial),
             loaded: None,
             loaded_joint: None,
+            percept_strata,
+            seen_joint: None,
             goal_cache: Vec::new(),
             row_scratch: Vec::new(),
         })
@@ -216,6 +239,7 @@ impl DatalogMachine {
         }
         self.loaded = None;
         self.loaded_joint = None;
+        self.seen_joint = None;
         for &r in &self.state_rels {
             self.engine.clear(r);
         }
@@ -236,7 +260,37 @@ impl DatalogMachine {
         if self.loaded_joint.as_deref() == Some(joint) {
             return Ok(());
         }
+        self.set_does(joint);
+        for &s in &self.action_strata {
+            self.engine.evaluate(s).map_err(engine_error)?;
+        }
+        self.loaded_joint = Some(joint.to_vec());
+        self.seen_joint = Some(joint.to_vec());
+        Ok(())
+    }
+
+    /// Makes the action layer hold at least the percepts of `joint` played in `state`
+    /// (evaluating only what `sees` depends on, unless the whole layer is already loaded).
+    fn load_percepts(&mut self, state: &DatalogState, joint: &[GTerm]) -> Result<(), MachineError> {
+        self.load(state)?;
+        if self.seen_joint.as_deref() == Some(joint) {
+            return Ok(());
+        }
+        self.set_does(joint);
+        let strata = std::mem::take(&mut self.percept_strata);
+        let evaluated = strata
+            .iter()
+            .try_for_each(|&s| self.engine.evaluate(s).map_err(engine_error));
+        self.percept_strata = strata;
+        evaluated?;
+        self.seen_joint = Some(joint.to_vec());
+        Ok(())
+    }
+
+    /// Empties the action layer and makes `does` hold `joint`.
+    fn set_does(&mut self, joint: &[GTerm]) {
         self.loaded_joint = None;
+        self.seen_joint = None;
         for &r in &self.action_rels {
             self.engine.clear(r);
         }
@@ -245,11 +299,6 @@ impl DatalogMachine {
             let role = self.role_ids[i];
             self.engine.insert(self.does_rel, &[role, mv]);
         }
-        for &s in &self.action_strata {
-            self.engine.evaluate(s).map_err(engine_error)?;
-        }
-        self.loaded_joint = Some(joint.to_vec());
-        Ok(())
     }
 
     fn goal_value(&mut self, t: GTerm) -> Option<u8> {
@@ -275,7 +324,7 @@ impl DatalogMachine {
 }
 
 fn engine_error(e: EvalError) -> MachineError {
-    MachineError::Engine(e.to_string())
+    MachineError::Engine(e.into())
 }
 
 impl StateMachine for DatalogMachine {
@@ -379,7 +428,7 @@ impl StateMachine for DatalogMachine {
                 found: joint.len(),
             });
         }
-        self.load_joint(state, joint)?;
+        self.load_percepts(state, joint)?;
         let role_id = self.role_ids[role];
         let mut ids: Vec<GTerm> = self
             .engine
@@ -427,9 +476,46 @@ impl StateMachine for DatalogMachine {
     }
 }
 
+/// Per relation (by index), whether `rel` depends on it through `rules` (itself included).
+fn depends_on(rules: &[RuleSpec], rel: RelId) -> Vec<bool> {
+    let n = rules
+        .iter()
+        .flat_map(|r| {
+            std::iter::once(r.head_rel).chain(r.body.iter().filter_map(|l| match l {
+                BodyLit::Pos(b, _) | BodyLit::Neg(b, _) => Some(*b),
+                BodyLit::Distinct(..) => None,
+            }))
+        })
+        .map(|r| r.0 as usize + 1)
+        .max()
+        .unwrap_or(0)
+        .max(rel.0 as usize + 1);
+    let mut needed = vec![false; n];
+    needed[rel.0 as usize] = true;
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for rule in rules {
+            if !needed[rule.head_rel.0 as usize] {
+                continue;
+            }
+            for lit in &rule.body {
+                if let BodyLit::Pos(b, _) | BodyLit::Neg(b, _) = lit
+                    && !needed[b.0 as usize]
+                {
+                    needed[b.0 as usize] = true;
+                    changed = true;
+                }
+            }
+        }
+    }
+    needed
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::machine::EngineFailure;
 
     const TICTACTOE: &str = include_str!("../../rules/ticTacToe.kif");
 
@@ -473,9 +559,10 @@ mod tests {
 
     #[test]
     fn recursion_a_top_down_prover_loops_on() {
-        // From the corpus's nim-recursive1.kif: a self-recursive rule over a cyclic relation.
+        // As in the corpus's nim-recursive1.kif: a self-recursive rule over a cyclic relation
+        // (in the form the recursion restriction allows).
         let text = "(role a) (init (p 1)) (succ 1 2) (succ 2 1)
-            (<= (reach ?x ?y) (succ ?x ?y)) (<= (reach ?x ?z) (reach ?x ?y) (reach ?y ?z))
+            (<= (reach ?x ?y) (succ ?x ?y)) (<= (reach ?x ?z) (reach ?x ?y) (succ ?y ?z))
             (<= (legal a (go ?y)) (true (p ?x)) (reach ?x ?y))
             (<= (next (p ?y)) (does a (go ?y)))
             (<= terminal (true (p 2))) (goal a 100)";
@@ -486,20 +573,102 @@ mod tests {
     }
 
     #[test]
-    fn runaway_recursion_stops_at_the_limit() {
-        let text = "(role a) (num 0) (<= (num (s ?x)) (num ?x)) (init p)
-            (<= (legal a go) (true p)) (<= (next p) (does a go)) (<= terminal (not (true p))) (goal a 0)";
+    fn a_relation_past_its_row_limit_stops_the_build() {
+        let text = "(role a) (num 0) (num 1) (num 2) (num 3) (num 4) (num 5) (num 6) (num 7)
+            (num 8) (num 9) (num 10) (num 11) (<= (pair ?x ?y) (num ?x) (num ?y)) (init p)
+            (<= (legal a go) (true p) (pair ?x ?y)) (<= (next p) (does a go))
+            (<= terminal (not (true p))) (goal a 0)";
         let description = Description::from_text(text).unwrap();
         let limits = Limits {
-            max_rows: 1000,
+            max_rows: 100,
             max_terms: 100_000,
+            ..Limits::default()
         };
         let err = DatalogMachine::with_limits(&description, limits)
             .err()
             .unwrap();
         assert_eq!(
             err.to_string(),
-            "evaluation stopped: rows in one relation exceeded 1000"
+            "evaluation stopped: rows derived in one round exceeded 100"
         );
+    }
+
+    /// Plays `go` from the initial state until the machine fails; the error and the steps.
+    fn run_until_failure(machine: &mut DatalogMachine) -> (MachineError, usize) {
+        let mut state = machine.initial_state();
+        for step in 0..2000 {
+            let go = match machine.legal_moves(&state, 0) {
+                Ok(moves) => moves,
+                Err(e) => return (e, step),
+            };
+            match machine.next_state(&state, &go) {
+                Ok(next) => state = next,
+                Err(e) => return (e, step),
+            }
+        }
+        panic!("the game did not stop the machine");
+    }
+
+    fn bomb(name: &str) -> Description {
+        let path = format!(
+            "{}/tests/fixtures/bombs/{name}.kif",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        Description::from_text(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn a_term_that_doubles_each_step_stops_at_the_term_size_budget() {
+        let mut machine = DatalogMachine::new(&bomb("doubling")).unwrap();
+        let (e, steps) = run_until_failure(&mut machine);
+        assert_eq!(
+            e,
+            MachineError::Engine(EngineFailure::Eval(EvalError::Budget {
+                what: super::super::Budgeted::TermSize,
+                limit: super::super::MAX_TERM_SIZE.into()
+            }))
+        );
+        // Step k's term has 2^(k+2) - 1 symbols: 131,071 at step 15.
+        assert_eq!(steps, 15);
+        // The machine keeps failing the same way, and nothing it hands out is over budget.
+        assert!(machine.legal_moves(&machine.initial_state(), 0).is_err());
+    }
+
+    #[test]
+    fn a_term_one_level_deeper_each_step_stops_at_the_depth_budget() {
+        let mut machine = DatalogMachine::new(&bomb("deepening")).unwrap();
+        let (e, _) = run_until_failure(&mut machine);
+        assert_eq!(
+            e,
+            MachineError::Engine(EngineFailure::Eval(EvalError::Budget {
+                what: super::super::Budgeted::TermDepth,
+                limit: super::super::MAX_TERM_DEPTH.into()
+            }))
+        );
+    }
+
+    #[test]
+    fn facts_that_square_each_step_stop_at_the_row_budget() {
+        let limits = Limits {
+            max_rows: 50_000,
+            max_total_rows: 100_000,
+            ..Limits::default()
+        };
+        let mut machine = DatalogMachine::with_limits(&bomb("squaring"), limits).unwrap();
+        let (e, steps) = run_until_failure(&mut machine);
+        assert!(
+            matches!(
+                e,
+                MachineError::Engine(EngineFailure::Eval(EvalError::Budget {
+                    what: super::super::Budgeted::RoundRows
+                        | super::super::Budgeted::RelationRows
+                        | super::super::Budgeted::TotalRows,
+                    ..
+                }))
+            ),
+            "{e}"
+        );
+        // The 1,806 facts of step 3 make 3 million pairs.
+        assert_eq!(steps, 3);
     }
 }

@@ -186,7 +186,7 @@ impl Session {
     pub fn apply(&mut self, joint: &Heard) -> Result<(), SessionError> {
         self.tracker.apply(joint, None)?;
         // A worker that has gone away is covered by the fallback.
-        let _ = self.jobs.send(Job::Apply(joint.clone()));
+        let _ = self.jobs.send(Job::Apply(joint.clone(), None));
         Ok(())
     }
 
@@ -212,7 +212,9 @@ impl Session {
         let legal = self.tracker.legal()?;
         let Some(fallback) = legal.choose(&mut self.rng).cloned() else {
             if let Some(joint) = joint {
-                let _ = self.jobs.send(Job::Apply(joint.clone()));
+                let _ = self
+                    .jobs
+                    .send(Job::Apply(joint.clone(), Some(search_deadline)));
             }
             return Err(SessionError::NoLegalMove);
         };
@@ -226,7 +228,9 @@ impl Session {
         if legal.len() == 1 {
             // A forced move: answer at once, so that no search runs into the next turn.
             if let Some(joint) = joint {
-                let _ = self.jobs.send(Job::Apply(joint.clone()));
+                let _ = self
+                    .jobs
+                    .send(Job::Apply(joint.clone(), Some(search_deadline)));
             }
             return Ok(Played {
                 note: None,
@@ -289,8 +293,8 @@ impl Session {
 
 /// Work for the search thread.
 enum Job {
-    /// Follow a step.
-    Apply(Heard),
+    /// Follow a step, by the deadline if given (a GDL-II belief update).
+    Apply(Heard, Option<Instant>),
     /// Follow a step (if any), then choose a move by the deadline.
     Choose {
         seq: u64,
@@ -345,18 +349,18 @@ fn run_worker<M: StateMachine>(
         return;
     }
     for job in jobs {
-        let (joint, choose) = match job {
-            Job::Apply(joint) => (Some(joint), None),
+        let (joint, choose, update_by) = match job {
+            Job::Apply(joint, by) => (Some(joint), None, by),
             Job::Choose {
                 seq,
                 joint,
                 deadline,
-            } => (joint, Some((seq, deadline))),
+            } => {
+                let now = Instant::now();
+                let by = now + deadline.saturating_duration_since(now) / 2;
+                (joint, Some((seq, deadline)), Some(by))
+            }
         };
-        let update_by = choose.map(|(_, deadline): (u64, Instant)| {
-            let now = Instant::now();
-            now + deadline.saturating_duration_since(now) / 2
-        });
         if broken.is_none()
             && let Some(joint) = joint
             && let Err(e) = follow(&mut machine, &mut belief, &joint, update_by, &mut rng)
@@ -427,6 +431,11 @@ impl<M: StateMachine + Send> Tracker for Tracked<M> {
             deadline,
             &mut self.rng,
         )?;
+        if belief.is_lost() {
+            tracing::warn!(
+                "no state fits every percept yet: our legal moves are a guess until one is found"
+            );
+        }
         self.belief = belief;
         Ok(())
     }

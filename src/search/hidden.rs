@@ -1,34 +1,49 @@
 //! Playing without looking (GDL-II): a [`Belief`] over the states consistent with what our
 //! role did and saw, and [`HiddenPlayer`], which searches over states drawn from it.
 //!
-//! The belief is a weighted set of states. Each turn it is advanced by every joint move in
-//! which our move is the one we really played, the other roles' moves taken as uniformly
-//! random (nature's are; for opponents it is our model), and a successor is kept only if it
-//! gives us exactly the percepts we received. The weights are the probabilities of the other
-//! roles' moves, so that the belief is the posterior under that model (in Monty Hall, the car
-//! is behind the other closed door with weight 2/3, not 1/2). While a state has few joint
-//! moves they are all tried; past [`MAX_JOINTS`], a sample of them. When the set grows past
-//! its cap it is resampled by weight, as HyperPlay keeps a bag of sampled states; when
-//! sampling has lost every consistent state, the belief is rebuilt from the start of the
-//! match with the history of our moves and percepts.
+//! The belief is a weighted set of states (a particle filter). Each turn every state is
+//! advanced by joint moves in which our move is the one we really played, the other roles'
+//! moves taken as uniformly random (nature's are; for opponents it is our model), and a
+//! successor is kept only if it gives us exactly the percepts we received. The weights are
+//! the probabilities of the other roles' moves, so that the belief is the posterior under that
+//! model (in Monty Hall, the car is behind the other closed door with weight 2/3, not 1/2).
+//! A state with few joint moves has them all tried (exact); past that, joint moves are drawn
+//! at random until enough consistent ones are found or a bounded number of tries is spent,
+//! and each consistent successor carries the estimated share of its parent's weight. When the
+//! set grows past its cap it is resampled by weight, as HyperPlay keeps a bag of sampled
+//! states. When sampling has lost every consistent state, the belief is rebuilt from the
+//! last known state with the history of our moves and percepts.
+//!
+//! **Time:** an update never enumerates without bound. Given a deadline, states are expanded
+//! in random order until it passes (those left are dropped: the rest is a sample); past it,
+//! only until one consistent successor is known, and never past a hard stop half as far again.
+//! A belief that could not find a consistent state by then is *lost*: it keeps going with
+//! successors that ignore the percepts (so that our legal moves are still known, if perhaps
+//! wrongly) and tries the rebuild again at the next update.
 //!
 //! **Invariant:** nothing here reads the true state of the match: a belief is made from the
 //! initial state, our own moves and our own percepts only.
 
-use std::collections::HashMap;
-use std::time::Instant;
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
 
 use rand::Rng;
 use rand::SeedableRng;
+use rand::seq::SliceRandom;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use super::{Choice, SearchError, goal_or_zero};
 use crate::gdl::Term;
 use crate::machine::{MachineError, StateMachine};
 
-/// Most joint moves of the other roles tried from one state in one update; past it, this
-/// many are sampled.
-pub const MAX_JOINTS: usize = 4096;
+/// A state with at most this many joint moves (ours fixed) has them all tried.
+const EXACT_MAX: usize = 256;
+/// Most joint moves tried from one state with more, and most remembered in one update.
+const MAX_TRIES: usize = 4096;
+/// Most states kept while rebuilding a belief (a smaller bag, rebuilt faster).
+const REBUILD_CAP: usize = 256;
+/// Alternatives tried per earlier step when one changed step should make a later one fit.
+const SWAP_TRIES: usize = 8;
 
 /// One turn as our role knows it: the move that was played for us and what we saw.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,6 +64,8 @@ pub struct Belief<S> {
     root: S,
     /// Our moves and percepts since `root`, for rebuilding.
     history: Vec<(Term, Vec<Term>)>,
+    /// Whether `states` are a guess that ignores some percepts (see the module doc).
+    lost: bool,
 }
 
 /// Why a belief could not follow the match.
@@ -60,6 +77,31 @@ pub enum BeliefError {
     /// No state of the game is consistent with our moves and percepts.
     #[error("no state is consistent with our moves and percepts")]
     Inconsistent,
+}
+
+/// When an update should stop expanding states: `soft`, once something consistent is known;
+/// `hard`, whatever it has.
+#[derive(Debug, Clone, Copy)]
+struct Budget {
+    soft: Option<Instant>,
+    hard: Option<Instant>,
+}
+
+impl Budget {
+    fn new(deadline: Option<Instant>) -> Budget {
+        let now = Instant::now();
+        Budget {
+            soft: deadline,
+            hard: deadline
+                .map(|d| d + (d.saturating_duration_since(now) / 2).max(Duration::from_millis(20))),
+        }
+    }
+
+    /// Whether to stop, `found` being whether a consistent successor is known.
+    fn over(&self, found: bool) -> bool {
+        let now = Instant::now();
+        self.hard.is_some_and(|h| now >= h) || (found && self.soft.is_some_and(|s| now >= s))
+    }
 }
 
 impl<S: Clone + Eq + std::hash::Hash> Belief<S> {
@@ -77,6 +119,7 @@ impl<S: Clone + Eq + std::hash::Hash> Belief<S> {
             states: vec![(state.clone(), 1.0)],
             root: state,
             history: Vec::new(),
+            lost: false,
         }
     }
 
@@ -95,6 +138,12 @@ impl<S: Clone + Eq + std::hash::Hash> Belief<S> {
         self.role
     }
 
+    /// Whether the states are a guess: no state consistent with every percept was found in
+    /// the time given (the next update tries again).
+    pub fn is_lost(&self) -> bool {
+        self.lost
+    }
+
     /// A state drawn by probability.
     pub fn sample(&self, rng: &mut impl Rng) -> &S {
         let mut x: f64 = rng.random::<f64>();
@@ -107,13 +156,34 @@ impl<S: Clone + Eq + std::hash::Hash> Belief<S> {
         &self.states[self.states.len() - 1].0
     }
 
+    /// The facts true in every state of the belief: what our role knows of the state (with a
+    /// sampled belief, what it knows as far as the sample tells), sorted.
+    pub fn known_facts<M: StateMachine<State = S>>(&self, machine: &M) -> Vec<Term> {
+        let mut states = self.states.iter();
+        let Some((first, _)) = states.next() else {
+            return Vec::new();
+        };
+        let mut known = machine.state_terms(first);
+        known.sort();
+        known.dedup();
+        for (s, _) in states {
+            let facts: std::collections::HashSet<Term> =
+                machine.state_terms(s).into_iter().collect();
+            known.retain(|f| facts.contains(f));
+            if known.is_empty() {
+                break;
+            }
+        }
+        known
+    }
+
     /// Follows one turn: `mv` was played for us and we saw `percepts` (in any order). With a
-    /// `deadline`, states not expanded by then are dropped (they are in no particular order,
-    /// so the rest is a sample).
+    /// `deadline`, the update stops as the module doc says and never fails for want of time;
+    /// without one, it does a bounded amount of work.
     ///
     /// # Errors
-    /// The engine failed, or no state is consistent with what we saw (even after a rebuild
-    /// from the last known state).
+    /// The engine failed, or (without a deadline) no state consistent with what we saw was
+    /// found, even after rebuilding from the last known state.
     pub fn update<M>(
         &mut self,
         machine: &mut M,
@@ -125,47 +195,344 @@ impl<S: Clone + Eq + std::hash::Hash> Belief<S> {
     where
         M: StateMachine<State = S>,
     {
+        let budget = Budget::new(deadline);
         let mut percepts = percepts.to_vec();
         percepts.sort();
         percepts.dedup();
         self.history.push((mv.clone(), percepts));
         let (mv, percepts) = self.history.last().expect("just pushed");
-        let next = step(
-            machine,
-            &self.states,
-            self.role,
-            (mv, percepts),
-            self.cap,
-            deadline,
-            rng,
-        )?;
-        if !next.is_empty() {
-            self.states = next;
-            return Ok(());
-        }
-        // Sampling lost every consistent state: rebuild from the root, keeping more.
-        let mut states = vec![(self.root.clone(), 1.0)];
-        let cap = self.cap.saturating_mul(4);
-        for (mv, percepts) in &self.history {
-            states = step(machine, &states, self.role, (mv, percepts), cap, None, rng)?;
-            if states.is_empty() {
-                return Err(BeliefError::Inconsistent);
+        if !self.lost {
+            let next = step(
+                machine,
+                &self.states,
+                self.role,
+                (mv, percepts),
+                self.cap,
+                &budget,
+                rng,
+            )?;
+            if !next.is_empty() {
+                self.states = next;
+                return Ok(());
             }
         }
-        self.states = resample(states, self.cap, rng);
+        if let Some(states) = self.rebuild(machine, &budget, rng)? {
+            self.states = states;
+            self.lost = false;
+            return Ok(());
+        }
+        if deadline.is_none() {
+            return Err(BeliefError::Inconsistent);
+        }
+        let mv = mv.clone();
+        let guess = blind_step(machine, &self.states, self.role, &mv, rng)?;
+        if !guess.is_empty() {
+            self.states = guess;
+        }
+        self.lost = true;
         Ok(())
+    }
+
+    /// The belief rebuilt from `root` along the whole history, or `None` if no consistent
+    /// state was found within the budget (or, without a deadline, a bounded search).
+    ///
+    /// Filtering forward again would meet the same dead end (every state drawn holds a hidden
+    /// fact that a later percept rules out), so the rebuild searches for whole consistent
+    /// histories instead: it extends one history by random consistent joint moves, and where
+    /// no joint move fits it changes the joint move of an earlier step drawn at random and
+    /// replays the later ones where they still fit (a local search over histories, in the
+    /// spirit of HyperPlay's backtracking). Each history found gives one state.
+    fn rebuild<M: StateMachine<State = S>>(
+        &self,
+        machine: &mut M,
+        budget: &Budget,
+        rng: &mut impl Rng,
+    ) -> Result<Option<Vec<(S, f64)>>, BeliefError> {
+        let mut found = Weighted::default();
+        // Without a deadline: this many changes of an earlier step in all.
+        let mut repairs_left = 64 * (self.history.len() + 1);
+        let mut start = Instant::now();
+        let mut spent = Duration::ZERO;
+        while found.states.len() < REBUILD_CAP {
+            match self.find_history(machine, budget, &mut repairs_left, rng)? {
+                Some(state) => found.add(state, 1.0),
+                None => break,
+            }
+            // Another history only while there is time for one more like the last.
+            spent = spent.max(start.elapsed());
+            start = Instant::now();
+            if budget.soft.is_none_or(|s| start + spent >= s) {
+                break;
+            }
+        }
+        if found.states.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(resample(found.states, self.cap, rng)))
+    }
+
+    /// One state at the end of a history consistent with ours (see [`Belief::rebuild`]), or
+    /// `None` when the budget (or `repairs_left`) ran out first.
+    fn find_history<M: StateMachine<State = S>>(
+        &self,
+        machine: &mut M,
+        budget: &Budget,
+        repairs_left: &mut usize,
+        rng: &mut impl Rng,
+    ) -> Result<Option<S>, BeliefError> {
+        let mut states = vec![self.root.clone()];
+        let mut joints: Vec<Vec<M::Move>> = Vec::new();
+        let mut fit = Fit::new(machine.roles().len());
+        while joints.len() < self.history.len() {
+            if budget.hard.is_some_and(|h| Instant::now() >= h) {
+                return Ok(None);
+            }
+            let i = joints.len();
+            let (mv, percepts) = &self.history[i];
+            if let Some((joint, next)) =
+                fit.random(machine, &states[i], self.role, (mv, percepts), None, rng)?
+            {
+                joints.push(joint);
+                states.push(next);
+                continue;
+            }
+            // Nothing fits at step i. First, one earlier step changed, the later ones kept as
+            // they were (a hidden choice that a later percept rules out, undone: in a card
+            // deal, the card we were just dealt had gone to another hand).
+            if i > 0
+                && let Some(k) =
+                    self.swap_one(machine, &mut states, &mut joints, &mut fit, budget, rng)?
+            {
+                let _ = k;
+                continue;
+            }
+            // Else change an earlier step drawn at random and replay the later ones.
+            if i == 0 || *repairs_left == 0 {
+                return Ok(None);
+            }
+            *repairs_left -= 1;
+            let k = rng.random_range(0..i);
+            let old: Vec<Vec<M::Move>> = joints.drain(k..).collect();
+            states.truncate(k + 1);
+            let (mv, percepts) = &self.history[k];
+            let Some((joint, next)) = fit.random(
+                machine,
+                &states[k],
+                self.role,
+                (mv, percepts),
+                Some(&old[0]),
+                rng,
+            )?
+            else {
+                joints.extend(old.into_iter().take(1));
+                let replay = machine.next_state_unchecked(&states[k], &joints[k])?;
+                states.push(replay);
+                continue;
+            };
+            joints.push(joint);
+            states.push(next);
+            for joint in old.into_iter().skip(1) {
+                let j = joints.len();
+                let (mv, percepts) = &self.history[j];
+                match fit.replay(machine, &states[j], self.role, (mv, percepts), &joint)? {
+                    Some(next) => {
+                        joints.push(joint);
+                        states.push(next);
+                    }
+                    None => break,
+                }
+            }
+        }
+        Ok(states.pop())
+    }
+
+    /// Tries to make step `i = joints.len()` fit by changing the joint move of one earlier
+    /// step (latest first, a few alternatives each) and replaying the later ones unchanged;
+    /// on success `states` and `joints` are extended past step `i` and the step changed is
+    /// returned.
+    fn swap_one<M: StateMachine<State = S>>(
+        &self,
+        machine: &mut M,
+        states: &mut Vec<S>,
+        joints: &mut Vec<Vec<M::Move>>,
+        fit: &mut Fit<M::Move>,
+        budget: &Budget,
+        rng: &mut impl Rng,
+    ) -> Result<Option<usize>, BeliefError> {
+        let i = joints.len();
+        for k in (0..i).rev() {
+            for _ in 0..SWAP_TRIES {
+                if budget.hard.is_some_and(|h| Instant::now() >= h) {
+                    return Ok(None);
+                }
+                let (mv, percepts) = &self.history[k];
+                let Some((joint, next)) = fit.random(
+                    machine,
+                    &states[k],
+                    self.role,
+                    (mv, percepts),
+                    Some(&joints[k]),
+                    rng,
+                )?
+                else {
+                    break;
+                };
+                let mut trial = vec![next];
+                let mut ok = true;
+                for (j, old) in joints.iter().enumerate().take(i).skip(k + 1) {
+                    let (mv, percepts) = &self.history[j];
+                    let from = trial.last().expect("not empty").clone();
+                    match fit.replay(machine, &from, self.role, (mv, percepts), old)? {
+                        Some(s) => trial.push(s),
+                        None => {
+                            ok = false;
+                            break;
+                        }
+                    }
+                }
+                if !ok {
+                    continue;
+                }
+                let (mv, percepts) = &self.history[i];
+                let from = trial.last().expect("not empty").clone();
+                if let Some((last, end)) =
+                    fit.random(machine, &from, self.role, (mv, percepts), None, rng)?
+                {
+                    states.truncate(k + 1);
+                    states.extend(trial);
+                    states.push(end);
+                    joints[k] = joint;
+                    joints.push(last);
+                    return Ok(Some(k));
+                }
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// A joint move that fits what we saw, and the state it leads to.
+type Fitted<Mv, S> = (Vec<Mv>, S);
+
+/// Scratch space for finding joint moves that fit what we saw.
+struct Fit<Mv> {
+    legal: Vec<Vec<Mv>>,
+    seen: Vec<Term>,
+}
+
+impl<Mv: Copy + Eq> Fit<Mv> {
+    fn new(roles: usize) -> Fit<Mv> {
+        Fit {
+            legal: vec![Vec::new(); roles],
+            seen: Vec::new(),
+        }
+    }
+
+    /// A random joint move from `state` with our move `mv` that gives us `percepts`, other
+    /// than `not`, and the state it leads to; `None` if none was found (all are tried when
+    /// there are few, else a few hundred drawn).
+    fn random<M: StateMachine<Move = Mv>>(
+        &mut self,
+        machine: &mut M,
+        state: &M::State,
+        role: usize,
+        (mv, percepts): (&Term, &[Term]),
+        not: Option<&Vec<Mv>>,
+        rng: &mut impl Rng,
+    ) -> Result<Option<Fitted<Mv, M::State>>, BeliefError> {
+        if machine.is_terminal(state)? {
+            return Ok(None);
+        }
+        let mut combos = 1usize;
+        for (r, moves) in self.legal.iter_mut().enumerate() {
+            moves.clear();
+            if r == role {
+                match our_move(machine, state, role, mv)? {
+                    Some(our) => moves.push(our),
+                    None => return Ok(None),
+                }
+            } else {
+                machine.legal_moves_into(state, r, moves)?;
+                if moves.is_empty() {
+                    return Ok(None);
+                }
+            }
+            combos = combos.saturating_mul(moves.len());
+        }
+        let exact = combos <= EXACT_MAX;
+        // In a random order: a random start and a stride prime to the count (exact), or draws.
+        let first = rng.random_range(0..combos.min(EXACT_MAX));
+        let tries = if exact { combos } else { 2 * EXACT_MAX };
+        let mut joint = Vec::with_capacity(self.legal.len());
+        for t in 0..tries {
+            joint.clear();
+            if exact {
+                let mut rest = (first + t) % combos;
+                for moves in &self.legal {
+                    joint.push(moves[rest % moves.len()]);
+                    rest /= moves.len();
+                }
+            } else {
+                joint.extend(
+                    self.legal
+                        .iter()
+                        .map(|ms| ms[rng.random_range(0..ms.len())]),
+                );
+            }
+            if not == Some(&joint) {
+                continue;
+            }
+            machine.percepts_into(state, &joint, role, &mut self.seen)?;
+            if self.seen.as_slice() == percepts {
+                let next = machine.next_state_unchecked(state, &joint)?;
+                return Ok(Some((joint, next)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The state after `joint` from `state`, if it is legal there, our move is `mv` and it
+    /// gives us `percepts`.
+    fn replay<M: StateMachine<Move = Mv>>(
+        &mut self,
+        machine: &mut M,
+        state: &M::State,
+        role: usize,
+        (mv, percepts): (&Term, &[Term]),
+        joint: &[Mv],
+    ) -> Result<Option<M::State>, BeliefError> {
+        if machine.is_terminal(state)? || our_move(machine, state, role, mv)? != Some(joint[role]) {
+            return Ok(None);
+        }
+        for (r, &m) in joint.iter().enumerate() {
+            machine.legal_moves_into(state, r, &mut self.legal[r])?;
+            if !self.legal[r].contains(&m) {
+                return Ok(None);
+            }
+        }
+        machine.percepts_into(state, joint, role, &mut self.seen)?;
+        if self.seen.as_slice() != percepts {
+            return Ok(None);
+        }
+        Ok(Some(machine.next_state_unchecked(state, joint)?))
     }
 }
 
 /// The successors of `states` consistent with our move `mv` and our `percepts` (sorted),
-/// weighted and resampled down to `cap`; empty if none is.
+/// weighted and resampled down to `cap`; empty if none was found.
+///
+/// Each consistent joint move found carries its probability under the model (its parent's
+/// weight over the parent's number of joint moves). A state with at most [`EXACT_MAX`] joint
+/// moves has them all tried; past that, joint moves found consistent from earlier states of
+/// this update are tried first (in a card deal, most of them fit the other states too), then
+/// random ones, until enough are found or [`MAX_TRIES`] are spent.
 fn step<M: StateMachine>(
     machine: &mut M,
     states: &[(M::State, f64)],
     role: usize,
     (mv, percepts): (&Term, &[Term]),
     cap: usize,
-    deadline: Option<Instant>,
+    budget: &Budget,
     rng: &mut impl Rng,
 ) -> Result<Vec<(M::State, f64)>, BeliefError> {
     let roles = machine.roles().len();
@@ -173,70 +540,141 @@ fn step<M: StateMachine>(
     let mut seen = Vec::new();
     let mut legal: Vec<Vec<M::Move>> = vec![Vec::new(); roles];
     let mut joint = Vec::with_capacity(roles);
-    for (state, weight) in states {
-        if deadline.is_some_and(|d| Instant::now() >= d) && !next.states.is_empty() {
+    // Enough consistent successors per state to refill the bag.
+    let wanted = cap.div_ceil(states.len().max(1)).max(1);
+    let mut remembered: Vec<Vec<M::Move>> = Vec::new();
+    let mut known: HashSet<Vec<M::Move>> = HashSet::new();
+    let mut found: HashSet<Vec<M::Move>> = HashSet::new();
+    // Tries and consistent joint moves over the whole update, for judging a state dead.
+    let (mut all_tries, mut all_found) = (0usize, 0usize);
+    let mut order: Vec<usize> = (0..states.len()).collect();
+    order.shuffle(rng);
+    'states: for i in order {
+        if budget.over(!next.states.is_empty()) {
             break;
         }
+        let (state, weight) = &states[i];
         if machine.is_terminal(state)? {
             continue;
         }
         let mut combos = 1usize;
-        let mut ok = true;
         for (r, moves) in legal.iter_mut().enumerate() {
             moves.clear();
             if r == role {
                 match our_move(machine, state, role, mv)? {
                     Some(our) => moves.push(our),
-                    None => {
-                        ok = false;
-                        break;
-                    }
+                    None => continue 'states,
                 }
             } else {
                 machine.legal_moves_into(state, r, moves)?;
                 if moves.is_empty() {
-                    ok = false;
-                    break;
+                    continue 'states;
                 }
             }
             combos = combos.saturating_mul(moves.len());
         }
-        if !ok {
-            continue;
-        }
-        let tries = combos.min(MAX_JOINTS);
-        let each = weight / tries as f64;
-        for t in 0..tries {
-            // Past the deadline, stop as soon as something consistent is known.
-            if t % 64 == 63
-                && deadline.is_some_and(|d| Instant::now() >= d)
-                && !next.states.is_empty()
-            {
-                break;
-            }
-            joint.clear();
-            // All joint moves in order while there are few; else a random sample.
-            let mut k = t;
-            for moves in &legal {
-                let i = if combos <= MAX_JOINTS {
-                    let i = k % moves.len();
-                    k /= moves.len();
-                    i
+        let each = weight / combos as f64;
+        found.clear();
+        let exact = combos <= EXACT_MAX;
+        let mut k = 0;
+        remembered.shuffle(rng);
+        let mut tries = 0;
+        // Once no remembered joint move fits, a state is given up after four times the tries
+        // a consistent joint move has cost so far in this update (or a few hundred before
+        // any was found): it likely has none (in a card deal, the card we were dealt is in
+        // another hand there).
+        let mut limit = MAX_TRIES;
+        loop {
+            if exact {
+                if k == combos {
+                    break;
+                }
+                // All joint moves, in order.
+                let mut rest = k;
+                joint.clear();
+                for moves in &legal {
+                    joint.push(moves[rest % moves.len()]);
+                    rest /= moves.len();
+                }
+                k += 1;
+            } else {
+                if found.len() >= wanted || tries >= limit {
+                    break;
+                }
+                if k == remembered.len() && found.is_empty() && limit == MAX_TRIES {
+                    limit = if all_found > 0 {
+                        tries + (4 * all_tries.div_ceil(all_found)).max(EXACT_MAX)
+                    } else {
+                        tries + 2 * EXACT_MAX
+                    };
+                }
+                if k < remembered.len() {
+                    // A joint move that fitted another state, if it is legal here.
+                    let candidate = &remembered[k];
+                    k += 1;
+                    if !candidate.iter().zip(&legal).all(|(m, ms)| ms.contains(m)) {
+                        continue;
+                    }
+                    joint.clone_from(candidate);
                 } else {
-                    rng.random_range(0..moves.len())
-                };
-                joint.push(moves[i]);
+                    joint.clear();
+                    joint.extend(legal.iter().map(|ms| ms[rng.random_range(0..ms.len())]));
+                    if found.contains(&joint) {
+                        tries += 1;
+                        continue;
+                    }
+                }
+            }
+            tries += 1;
+            all_tries += 1;
+            if tries % 16 == 0 && budget.over(!found.is_empty() || !next.states.is_empty()) {
+                break;
             }
             seen.clear();
             machine.percepts_into(state, &joint, role, &mut seen)?;
             if seen.as_slice() != percepts {
                 continue;
             }
-            let successor = machine.next_state_unchecked(state, &joint)?;
-            next.add(successor, each);
+            all_found += 1;
+            next.add(machine.next_state_unchecked(state, &joint)?, each);
+            if !exact {
+                found.insert(joint.clone());
+                if remembered.len() < MAX_TRIES && known.insert(joint.clone()) {
+                    remembered.push(joint.clone());
+                }
+            }
         }
     }
     Ok(resample(next.states, cap, rng))
+}
+
+/// One successor per state, by a random joint move with our move `mv` (or any of ours if it
+/// is not legal there), whatever the percepts: the guess of a lost belief.
+fn blind_step<M: StateMachine>(
+    machine: &mut M,
+    states: &[(M::State, f64)],
+    role: usize,
+    mv: &Term,
+    rng: &mut impl Rng,
+) -> Result<Vec<(M::State, f64)>, BeliefError> {
+    let mut next = Weighted::default();
+    let (mut joint, mut scratch) = (Vec::new(), Vec::new());
+    for (state, weight) in states {
+        if machine.is_terminal(state)? {
+            continue;
+        }
+        if machine
+            .random_joint_move_into(state, rng, &mut joint, &mut scratch)
+            .is_err()
+        {
+            continue;
+        }
+        if let Some(our) = our_move(machine, state, role, mv)? {
+            joint[role] = our;
+        }
+        next.add(machine.next_state_unchecked(state, &joint)?, *weight);
+    }
+    Ok(resample(next.states, usize::MAX, rng))
 }
 
 /// Our legal move in `state` that `mv` names (ignoring case, for referees that change it),
@@ -320,17 +758,43 @@ fn resample<S: Clone + Eq + std::hash::Hash>(
     states
 }
 
-/// A player for games with hidden information: for each of our legal moves, random
-/// playouts from states drawn from the belief (with our move first), and the move with the
-/// best mean goal. Our legal moves are read in a state of the belief: in a GDL-II game they
-/// never depend on what we cannot see.
+/// The exploration constant of the search (goals scaled to 0..1).
+const EXPLORATION: f64 = 0.7;
+/// Most moves of one playout.
+const PLAYOUT_STEPS: usize = 10_000;
+
+/// One node of the search tree: a sequence of our moves from the root (open loop: what we
+/// would see on the way is left to the states drawn, not branched on).
+#[derive(Debug, Default)]
+struct Node<Mv> {
+    /// Per move of ours tried here: the move, its child node, its visits, the sum of its
+    /// results (0..1) and how often it was legal when this node was visited.
+    children: Vec<Edge<Mv>>,
+}
+
+#[derive(Debug)]
+struct Edge<Mv> {
+    mv: Mv,
+    child: Option<usize>,
+    visits: u64,
+    sum: f64,
+    available: u64,
+}
+
+/// A player for games with hidden information: single-observer information-set MCTS. Each
+/// iteration draws a state from the belief (a determinisation), walks a tree of our own
+/// moves by UCB (a move's exploration term counts only the visits in which it was legal),
+/// the other roles moving uniformly at random (nature does; for opponents it is the same
+/// model as the belief's), adds one node, finishes with a random playout and backs up our
+/// goal. The tree is shared by all determinisations, so a move is judged by its value over
+/// the whole belief, never by what it does in one state the search happened to draw.
 pub struct HiddenPlayer {
     rng: Xoshiro256PlusPlus,
     max_iterations: Option<u64>,
 }
 
 impl HiddenPlayer {
-    /// A player seeded with `seed`; `max_iterations` bounds the playouts of one choice.
+    /// A player seeded with `seed`; `max_iterations` bounds the iterations of one choice.
     pub fn new(seed: u64, max_iterations: Option<u64>) -> HiddenPlayer {
         HiddenPlayer {
             rng: Xoshiro256PlusPlus::seed_from_u64(seed),
@@ -355,78 +819,146 @@ impl HiddenPlayer {
     /// Chooses a move by `deadline`.
     ///
     /// # Errors
-    /// We have no legal move, or the engine failed on every playout.
+    /// We have no legal move, or the engine failed on every iteration.
     pub fn choose<M: StateMachine>(
         &mut self,
         machine: &mut M,
         belief: &Belief<M::State>,
         deadline: Instant,
     ) -> Result<Choice<M::Move>, SearchError> {
-        let role = belief.role();
         let moves = Self::legal(machine, belief)?;
         if moves.is_empty() {
             return Err(SearchError::NoMove);
         }
-        let mut sums = vec![0.0f64; moves.len()];
-        let mut counts = vec![0u64; moves.len()];
+        let mut tree: Vec<Node<M::Move>> = vec![Node {
+            children: moves
+                .iter()
+                .map(|&mv| Edge {
+                    mv,
+                    child: None,
+                    visits: 0,
+                    sum: 0.0,
+                    available: 0,
+                })
+                .collect(),
+        }];
         let mut iterations = 0u64;
-        let (mut joint, mut scratch) = (Vec::new(), Vec::new());
-        'search: while Instant::now() < deadline
-            && self.max_iterations.is_none_or(|n| iterations < n)
+        let mut last_error = None;
+        while self.max_iterations.is_none_or(|n| iterations < n)
+            && (iterations == 0 || Instant::now() < deadline)
         {
-            for (i, &mv) in moves.iter().enumerate() {
-                let state = belief.sample(&mut self.rng).clone();
-                let result = (|| -> Result<u8, MachineError> {
-                    machine.random_joint_move_into(
-                        &state,
-                        &mut self.rng,
-                        &mut joint,
-                        &mut scratch,
-                    )?;
-                    joint[role] = mv;
-                    let next = machine.next_state_unchecked(&state, &joint)?;
-                    let mut s = next;
-                    for _ in 0..10_000 {
-                        if machine.is_terminal(&s)? {
-                            break;
-                        }
-                        machine.random_joint_move_into(
-                            &s,
-                            &mut self.rng,
-                            &mut joint,
-                            &mut scratch,
-                        )?;
-                        s = machine.next_state_unchecked(&s, &joint)?;
-                    }
-                    goal_or_zero(machine, &s, role)
-                })();
-                iterations += 1;
-                if let Ok(g) = result {
-                    sums[i] += f64::from(g);
-                    counts[i] += 1;
-                }
-                if Instant::now() >= deadline {
-                    break 'search;
-                }
+            iterations += 1;
+            if let Err(e) = self.iterate(machine, belief, &mut tree) {
+                last_error = Some(e);
             }
         }
-        let mean = |i: usize| {
-            if counts[i] == 0 {
-                -1.0
-            } else {
-                sums[i] / counts[i] as f64
-            }
-        };
-        let best = (0..moves.len())
-            .max_by(|&a, &b| mean(a).total_cmp(&mean(b)))
-            .expect("moves is not empty");
+        // The root's moves are those of the belief's first state; the most visited wins.
+        let root = &tree[0];
+        let best = root
+            .children
+            .iter()
+            .filter(|e| moves.contains(&e.mv))
+            .max_by(|a, b| {
+                a.visits.cmp(&b.visits).then(
+                    (a.sum / a.visits.max(1) as f64).total_cmp(&(b.sum / b.visits.max(1) as f64)),
+                )
+            })
+            .expect("the root has our moves");
+        if best.visits == 0
+            && let Some(e) = last_error
+        {
+            return Err(e.into());
+        }
         Ok(Choice {
-            mv: moves[best],
+            mv: best.mv,
             iterations,
-            value: (counts[best] > 0).then(|| mean(best)),
+            value: (best.visits > 0).then(|| 100.0 * best.sum / best.visits as f64),
             proven: false,
         })
     }
+
+    /// One iteration: draw, descend, expand, play out, back up.
+    fn iterate<M: StateMachine>(
+        &mut self,
+        machine: &mut M,
+        belief: &Belief<M::State>,
+        tree: &mut Vec<Node<M::Move>>,
+    ) -> Result<(), MachineError> {
+        let role = belief.role();
+        let mut state = belief.sample(&mut self.rng).clone();
+        let (mut joint, mut scratch, mut ours) = (Vec::new(), Vec::new(), Vec::new());
+        let mut path: Vec<(usize, usize)> = Vec::new();
+        let mut node = 0;
+        loop {
+            if machine.is_terminal(&state)? {
+                break;
+            }
+            ours.clear();
+            machine.legal_moves_into(&state, role, &mut ours)?;
+            if ours.is_empty() {
+                break;
+            }
+            let children = &mut tree[node].children;
+            for &mv in &ours {
+                match children.iter_mut().find(|e| e.mv == mv) {
+                    Some(e) => e.available += 1,
+                    None => children.push(Edge {
+                        mv,
+                        child: None,
+                        visits: 0,
+                        sum: 0.0,
+                        available: 1,
+                    }),
+                }
+            }
+            // An untried legal move first (at random), else UCB among the legal ones.
+            let untried: Vec<usize> = (0..children.len())
+                .filter(|&i| children[i].visits == 0 && ours.contains(&children[i].mv))
+                .collect();
+            let (pick, expand) = if untried.is_empty() {
+                let pick = (0..children.len())
+                    .filter(|&i| ours.contains(&children[i].mv))
+                    .max_by(|&a, &b| ucb(&children[a]).total_cmp(&ucb(&children[b])))
+                    .expect("ours is not empty");
+                (pick, children[pick].child.is_none())
+            } else {
+                (untried[self.rng.random_range(0..untried.len())], true)
+            };
+            let mv = children[pick].mv;
+            machine.random_joint_move_into(&state, &mut self.rng, &mut joint, &mut scratch)?;
+            joint[role] = mv;
+            state = machine.next_state_unchecked(&state, &joint)?;
+            path.push((node, pick));
+            if expand {
+                break;
+            }
+            node = children[pick].child.expect("not expanding");
+        }
+        let (end, _) = machine.playout(&state, &mut self.rng, PLAYOUT_STEPS)?;
+        let result = f64::from(goal_or_zero(machine, &end, role)?) / 100.0;
+        // The last edge gets a node of its own, so that the next visit goes deeper.
+        if let Some(&(n, i)) = path.last()
+            && tree[n].children[i].child.is_none()
+        {
+            tree.push(Node {
+                children: Vec::new(),
+            });
+            let id = tree.len() - 1;
+            tree[n].children[i].child = Some(id);
+        }
+        for (n, i) in path {
+            let edge = &mut tree[n].children[i];
+            edge.visits += 1;
+            edge.sum += result;
+        }
+        Ok(())
+    }
+}
+
+/// The UCB value of an edge whose move is legal now.
+fn ucb<Mv>(edge: &Edge<Mv>) -> f64 {
+    let visits = edge.visits.max(1) as f64;
+    edge.sum / visits + EXPLORATION * ((edge.available.max(1) as f64).ln() / visits).sqrt()
 }
 
 #[cfg(test)]
@@ -547,5 +1079,46 @@ mod tests {
         }
         // Switching wins two times in three: the player switches nearly always.
         assert!(switches >= 18, "switched {switches} times in 20");
+    }
+
+    /// Dominup dealt at random: 18 steps in which nature has up to 1,260 moves and we see
+    /// only our own tile. A bag of 64 states sampled forward dies out as the deal ends (the
+    /// tile we are dealt has gone to the other hand in every state drawn); the belief must
+    /// still follow, and know our whole hand at the end. Slow in a debug build: run with
+    /// `GGP_SLOW_TESTS=1` (about 2 s in release).
+    #[test]
+    fn follows_a_random_deal() {
+        if std::env::var_os("GGP_SLOW_TESTS").is_none() {
+            return;
+        }
+        let text = std::fs::read_to_string("rules/dominup.kif").unwrap();
+        let mut m = DatalogMachine::new(&Description::from_text(&text).unwrap()).unwrap();
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
+        let mut belief = Belief::new(&m, 0, 64);
+        let mut state = m.initial_state();
+        let (mut joint, mut scratch) = (Vec::new(), Vec::new());
+        for _ in 0..19 {
+            m.random_joint_move_into(&state, &mut rng, &mut joint, &mut scratch)
+                .unwrap();
+            let percepts = m.percepts(&state, &joint, 0).unwrap();
+            let mv = m.move_term(joint[0]);
+            state = m.next_state(&state, &joint).unwrap();
+            belief
+                .update(&mut m, &mv, &percepts, None, &mut rng)
+                .unwrap();
+        }
+        let hand = |facts: Vec<Term>| -> Vec<Term> {
+            facts
+                .into_iter()
+                .filter(|f| f.to_string().starts_with("(hand one"))
+                .collect()
+        };
+        let ours = hand(m.state_terms(&state));
+        // 18 tiles, less the 7|7 if we held it and opened with it.
+        assert!((17..=18).contains(&ours.len()), "{ours:?}");
+        for (s, _) in belief.states() {
+            assert_eq!(hand(m.state_terms(s)), ours);
+        }
+        assert!(!belief.is_lost());
     }
 }
