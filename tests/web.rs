@@ -1,6 +1,7 @@
 //! `ggp web` end to end: the JSON endpoints over HTTP, and a real headless Chromium driven by
 //! playwright-core (`tests/browser/tictactoe.cjs`): a full ticTacToe game against the
-//! computer by clicking, its replay, and a Connect Four disc dropped by clicking a column.
+//! computer by clicking, its replay, and a Connect Four disc dropped by clicking a column;
+//! `tests/browser/boards.cjs`: whole games of chess, Connect Four, Jeson Mor and Dominup.
 //!
 //! The browser test installs what it needs on first use: Debian's `chromium` and
 //! `chromium-driver` with apt-get when `/usr/bin/chromium` is missing, and playwright-core
@@ -432,9 +433,9 @@ fn another_tab_is_answered_while_the_computer_thinks() {
     );
 }
 
-/// Issue 15: whole games of chess, Connect Four, Jeson Mor and Dominup (fixed deal) played by
-/// clicking against the computer at `random` (Dominup by picking tiles from the hand), each
-/// screenshot saved under target/tmp (`web-GAME-{mid,end}-WIDTH.png`, at 1200 and 390 px);
+/// Issue 15: whole games of chess, Connect Four, Jeson Mor and Dominup (fixed and random
+/// deal) played by clicking against the computer at `random` (Dominup by picking tiles from
+/// the hand), each screenshot saved under target/tmp (`web-GAME-{mid,end}-WIDTH.png`, at 1200 and 390 px);
 /// the page must never be wider than the window. `GGP_SKIP_BROWSER=1` skips it.
 #[test]
 fn browser_plays_whole_games_by_clicking_at_desktop_and_phone_width() {
@@ -456,7 +457,15 @@ fn browser_plays_whole_games_by_clicking_at_desktop_and_phone_width() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}\n{stderr}");
-    for game in ["chess", "connectFour", "jesonMor", "dominupFixed"] {
+    // Each game's line: moves clicked, result, time and screenshots (seen with --nocapture).
+    println!("{stdout}");
+    for game in [
+        "chess",
+        "connectFour",
+        "jesonMor",
+        "dominupFixed",
+        "dominup",
+    ] {
         assert!(
             stdout
                 .lines()
