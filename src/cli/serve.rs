@@ -135,8 +135,7 @@ impl SessionFactory for EngineSessions {
         start_deadline: Instant,
     ) -> Result<Session, SessionError> {
         let budget = engine::budget_before(start_deadline);
-        let loaded = engine::load(description, self.engine, &budget)
-            .map_err(|e| SessionError::Build(e.to_string()))?;
+        let loaded = engine::load(description, self.engine, &budget)?;
         if let Some(note) = loaded.fallback_note() {
             tracing::info!("{note}");
         }
