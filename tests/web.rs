@@ -1,6 +1,7 @@
 //! `ggp web` end to end: the JSON endpoints over HTTP, and a real headless Chromium driven by
 //! playwright-core (`tests/browser/tictactoe.cjs`): a full ticTacToe game against the
-//! computer by clicking, its replay, and a Connect Four disc dropped by clicking a column.
+//! computer by clicking, its replay, and a Connect Four disc dropped by clicking a column;
+//! `tests/browser/boards.cjs`: whole games of chess, Connect Four, Jeson Mor and Dominup.
 //!
 //! The browser test installs what it needs on first use: Debian's `chromium` and
 //! `chromium-driver` with apt-get when `/usr/bin/chromium` is missing, and playwright-core
@@ -21,8 +22,14 @@ struct Server {
 
 impl Server {
     fn start() -> Server {
+        Server::start_with(&[])
+    }
+
+    /// A server with more arguments (`--rules DIR`).
+    fn start_with(args: &[&str]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_ggp"))
             .args(["web", "--port", "0", "--seed", "1"])
+            .args(args)
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -447,10 +454,12 @@ fn another_tab_is_answered_while_the_computer_thinks() {
     );
 }
 
-/// Issue 15: whole games of chess, Connect Four, Jeson Mor and Dominup (fixed deal) played by
-/// clicking against the computer at `random` (Dominup by picking tiles from the hand), each
-/// screenshot saved under target/tmp (`web-GAME-{mid,end}-WIDTH.png`, at 1200 and 390 px);
-/// the page must never be wider than the window. `GGP_SKIP_BROWSER=1` skips it.
+/// Issue 15: whole games of chess, Connect Four, Jeson Mor and Dominup (fixed and random
+/// deal) played by clicking against the computer at `random` (Dominup by picking tiles from
+/// the hand), each screenshot saved under target/tmp (`web-GAME-{mid,end}-WIDTH.png`, at
+/// 1200 and 390 px); the page must never be wider than the window. Then 20 computer steps of
+/// the corpus's checkers, reversi and hex (`web-GAME-1200.png`). `GGP_SKIP_BROWSER=1` skips
+/// it.
 #[test]
 fn browser_plays_whole_games_by_clicking_at_desktop_and_phone_width() {
     if std::env::var_os("GGP_SKIP_BROWSER").is_some() {
@@ -460,10 +469,12 @@ fn browser_plays_whole_games_by_clicking_at_desktop_and_phone_width() {
     let chromium = ensure_chromium();
     let modules = ensure_playwright();
     let server = Server::start();
+    let corpus = Server::start_with(&["--rules", "../shared/games/base"]);
     let out = Command::new("node")
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/boards.cjs"))
         .arg(&server.url)
         .arg(env!("CARGO_TARGET_TMPDIR"))
+        .arg(&corpus.url)
         .env("NODE_PATH", &modules)
         .env("CHROMIUM", &chromium)
         .output()
@@ -471,7 +482,15 @@ fn browser_plays_whole_games_by_clicking_at_desktop_and_phone_width() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}\n{stderr}");
-    for game in ["chess", "connectFour", "jesonMor", "dominupFixed"] {
+    // Each game's line: moves clicked, result, time and screenshots (seen with --nocapture).
+    println!("{stdout}");
+    for game in [
+        "chess",
+        "connectFour",
+        "jesonMor",
+        "dominupFixed",
+        "dominup",
+    ] {
         assert!(
             stdout
                 .lines()
@@ -492,6 +511,15 @@ fn browser_plays_whole_games_by_clicking_at_desktop_and_phone_width() {
     }
     assert!(stdout.contains("(checkmate)"), "{stdout}");
     assert!(stdout.contains("(four in a row)"), "{stdout}");
+    // The corpus's checkers, reversi and hex drawn from their built-in descriptions.
+    for game in ["checkers", "reversi", "hex"] {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.starts_with(&format!("{game}: step"))),
+            "{stdout}"
+        );
+    }
 }
 
 /// Issue 13: a sheet whose state term doubles each step ends, after a few moves, in an error

@@ -612,8 +612,8 @@ impl<M: StateMachine + Send + 'static> Game<M> {
             if choosers.is_empty() {
                 // Nobody had a choice (a forced reply): the roles whose move is not the one
                 // they make while another role moves (a `noop`), else every role.
-                for role in 0..joint.len() {
-                    if !self.waits_with(step, role, joint[role])? {
+                for (role, &mv) in joint.iter().enumerate() {
+                    if !self.waits_with(step, role, mv)? {
                         choosers.push(role);
                     }
                 }

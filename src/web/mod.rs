@@ -404,7 +404,20 @@ impl App {
                 };
                 let description = validate(&text)?;
                 let replay = session::replay(&description, &text, &req.record)?;
-                Ok(serde_json::to_value(replay).expect("replays serialize"))
+                let mut value = serde_json::to_value(replay).expect("replays serialize");
+                // The description of the sheet the record holds (not one that names another
+                // board relation: replays keep the detected board).
+                let listed = self.listed().into_iter().find(|name| {
+                    std::fs::read_to_string(self.config.rules.join(format!("{name}.kif")))
+                        .is_ok_and(|t| t == text)
+                });
+                let name = req.game.clone().or(listed).unwrap_or_default();
+                if let Some(display) = self.display(&name, &text)
+                    && display.get("relation").is_none()
+                {
+                    value["display"] = display;
+                }
+                Ok(value)
             }
             _ => Err(Failure(404, format!("no endpoint /api/{path}"))),
         }

@@ -105,9 +105,9 @@ pub struct View {
     pub result: Option<String>,
     /// Whether undo can take anything back (a person has moved).
     pub can_undo: bool,
-    /// Every move so far as people write it (SAN on a chess sheet, squares otherwise):
-    /// `[step, role, text]`.
-    pub history: Vec<(usize, usize, String)>,
+    /// Every move so far as people write it (SAN on a chess sheet, squares otherwise) and as
+    /// its term: `[step, role, text, term]`.
+    pub history: Vec<(usize, usize, String, String)>,
     /// Squares the last move emptied and filled, as `[file, rank]`, for its highlight.
     pub last_from: Vec<[usize; 2]>,
     /// See `last_from`.
@@ -386,10 +386,14 @@ impl<M: StateMachine + Send + 'static> Session for WebGame<M> {
         let roles = game.roles().to_vec();
         let terminal = game.is_terminal()?;
         // The history and the moves first: they may widen the board (see `Game::move_infos`).
+        let terms = game.move_terms();
         let history = game
             .history()?
             .into_iter()
-            .map(|p| (p.step, p.role, p.text))
+            .map(|p| {
+                let term = terms[p.step][p.role].to_string();
+                (p.step, p.role, p.text, term)
+            })
             .collect();
         let humans = self.humans_to_choose()?;
         let game = &mut self.game;

@@ -8,14 +8,18 @@
 // The human's moves are chosen by a fixed rule (below), and the server's random player is
 // seeded (`ggp web --seed 1`), so a run plays the same games every time.
 //
-// Usage: node boards.cjs URL OUTDIR   (run by tests/web.rs, which sets NODE_PATH)
+// With CORPUS_URL (a server on ../shared/games/base), it also lets the computer play 20 steps
+// of checkers, reversi and hex, each drawn from its built-in display description, and saves
+// `web-GAME-1200.png`.
+//
+// Usage: node boards.cjs URL OUTDIR [CORPUS_URL]   (run by tests/web.rs, which sets NODE_PATH)
 "use strict";
 const fs = require("fs");
 const os = require("os");
 const path = require("path");
 const { chromium } = require("playwright-core");
 
-const [url, outdir] = process.argv.slice(2);
+const [url, outdir, corpusUrl] = process.argv.slice(2);
 
 // Waits until the human has a move to make or the game is over.
 async function waitOurs(page) {
@@ -80,12 +84,13 @@ async function clickTile(page, view, role) {
   return t.term;
 }
 
-async function start(page, game, seats) {
-  await page.goto(url);
+async function start(page, game, seats, at = url) {
+  await page.goto(at);
   await page.waitForSelector(`#game option[value="${game}"]`, { state: "attached" });
   await page.selectOption("#game", game);
   await page.waitForSelector(`#seats[data-game="${game}"]`, { state: "attached" });
   for (let i = 0; i < seats.length; i++) await page.selectOption("#seat-" + i, seats[i]);
+  await page.fill("#pause", "0");
   await page.click("#start");
 }
 
@@ -179,6 +184,22 @@ async function main() {
       const [seats, width, mid] = plan[game];
       const view = await play(page, game, seats, width, mid);
       if (!view.result) throw new Error(`${game}: no result shown`);
+    }
+    if (corpusUrl) {
+      // What each description draws: crowned discs, stones, hexagons.
+      const expect = { checkers: "circle", reversi: "circle", hex: "polygon" };
+      for (const game of Object.keys(expect)) {
+        await page.setViewportSize({ width: 1200, height: 900 });
+        await start(page, game, ["random", "random"], corpusUrl);
+        await page.waitForFunction(() => window.currentView && (window.currentView.step >= 20 || window.currentView.terminal), null, { timeout: 60000 });
+        const view = await page.evaluate(() => window.currentView);
+        if (!view.display) throw new Error(`${game}: no built-in display description`);
+        const shapes = await page.$$eval(`#board ${expect[game]}`, (e) => e.length);
+        const file = path.join(outdir, `web-${game}-1200.png`);
+        await page.screenshot({ path: file, fullPage: true });
+        console.log(`${game}: step ${view.step}, ${shapes} ${expect[game]} elements, ${file}`);
+        if (shapes < 10) throw new Error(`${game}: ${shapes} ${expect[game]} elements`);
+      }
     }
     if (errors.length) throw new Error("page errors: " + errors.join("; "));
   } finally {
