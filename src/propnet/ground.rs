@@ -94,7 +94,7 @@ pub enum GroundError {
     Lower(#[from] LowerError),
     /// The game is too large for the budget: what grew too large.
     #[error("{0}")]
-    Budget(String),
+    Budget(Exceeded),
     /// Grounding ran out of time: where.
     #[error("{0}")]
     Time(String),
@@ -108,9 +108,49 @@ impl From<EvalError> for GroundError {
     fn from(e: EvalError) -> Self {
         match e {
             EvalError::Deadline => GroundError::Time("out of time evaluating rules".into()),
-            e => GroundError::Budget(e.to_string()),
+            e => GroundError::Budget(Exceeded::Eval(e)),
         }
     }
+}
+
+/// What a grounding outgrew ([`GroundError::Budget`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Exceeded {
+    /// The evaluation of the rules stopped at one of the engine's limits (rows, terms, one
+    /// term's size or depth).
+    #[error(transparent)]
+    Eval(EvalError),
+    /// The process's resident memory passed [`Budget::max_memory_bytes`] while doing `what`.
+    #[error(
+        "out of memory {what}: {:.1} MB resident, over the limit of {:.1} MB",
+        *.used as f64 / 1e6,
+        *.limit as f64 / 1e6
+    )]
+    Memory {
+        /// What grounding was doing.
+        what: String,
+        /// The resident memory, in bytes.
+        used: u64,
+        /// The limit, in bytes.
+        limit: u64,
+    },
+    /// More ground literals and rules than [`Budget::max_gates`].
+    #[error("more than {0} ground literals")]
+    Literals(usize),
+    /// More network nodes than [`Budget::max_gates`].
+    #[error("more than {0} network nodes")]
+    Nodes(usize),
+    /// More gates than [`Budget::max_gates`].
+    #[error("more than {0} gates")]
+    Gates(usize),
+    /// Both tries failed: the rules as written, then with demand-driven rules.
+    #[error("{first}; then, with demand-driven rules, {second}")]
+    Retried {
+        /// Why the rules as written did not ground.
+        first: Box<GroundError>,
+        /// Why the demand-driven rules did not.
+        second: Box<GroundError>,
+    },
 }
 
 /// A ground atom's number in a [`GroundProgram`].
@@ -289,11 +329,11 @@ impl Clock {
         }
         self.memory_read.set(Some(now));
         match resources::resident_memory() {
-            Some(used) if used > self.max_memory => Err(GroundError::Budget(format!(
-                "out of memory {what}: {:.1} MB resident, over the limit of {:.1} MB",
-                used as f64 / 1e6,
-                self.max_memory as f64 / 1e6
-            ))),
+            Some(used) if used > self.max_memory => Err(GroundError::Budget(Exceeded::Memory {
+                what: what.to_string(),
+                used,
+                limit: self.max_memory,
+            })),
             _ => Ok(()),
         }
     }
@@ -676,10 +716,7 @@ impl Plan {
                     end: prog.lits.len() as u32,
                 });
                 if prog.lits.len() + prog.rules.len() > budget.max_gates {
-                    return Err(GroundError::Budget(format!(
-                        "more than {} ground literals",
-                        budget.max_gates
-                    )));
+                    return Err(GroundError::Budget(Exceeded::Literals(budget.max_gates)));
                 }
             }
             engine.clear(inst);
@@ -1022,6 +1059,7 @@ mod tests {
         };
         match ground(&d, &budget) {
             Err(GroundError::Budget(why)) => {
+                let why = why.to_string();
                 assert!(why.starts_with("out of memory "), "{why}");
                 assert!(
                     why.ends_with(" MB resident, over the limit of 1.0 MB"),

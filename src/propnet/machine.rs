@@ -30,7 +30,7 @@ use crate::gdl::{Description, Term};
 use crate::machine::{EngineFailure, MachineError, PlayoutBatch, StateMachine};
 
 use super::batch::{BatchRunner, LaneRecord, Width};
-use super::ground::{Budget, Clock, GroundError, ground_with_demand};
+use super::ground::{Budget, Clock, Exceeded, GroundError, ground_with_demand};
 use super::net::{MoveId, NO_NODE, Net, TRUE_COUNT};
 
 /// The share of the time budget for grounding the rules as they are, before trying the
@@ -483,12 +483,14 @@ impl PropnetMachine {
         };
         let built = match build(&clock.share(FIRST_TRY_SHARE), Demand::Off) {
             Err(first @ (GroundError::Budget(_) | GroundError::Time(_))) => {
-                build(&clock, Demand::Dynamic).map_err(|second| {
-                    let why = format!("{first}; then, with demand-driven rules, {second}");
-                    match second {
-                        GroundError::Time(_) => GroundError::Time(why),
-                        _ => GroundError::Budget(why),
+                build(&clock, Demand::Dynamic).map_err(|second| match second {
+                    GroundError::Budget(_) | GroundError::Time(_) => {
+                        GroundError::Budget(Exceeded::Retried {
+                            first: Box::new(first),
+                            second: Box::new(second),
+                        })
                     }
+                    other => other,
                 })
             }
             built => built,
@@ -1117,6 +1119,8 @@ mod tests {
         let Err(GroundError::Budget(why)) = PropnetMachine::new(&description, &budget) else {
             panic!("grounded within a byte, or stopped for another reason");
         };
+        assert!(matches!(why, Exceeded::Retried { .. }), "{why}");
+        let why = why.to_string();
         let (first, second) = why
             .split_once("; then, with demand-driven rules, ")
             .unwrap_or_else(|| panic!("one try only: {why}"));

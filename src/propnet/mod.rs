@@ -19,7 +19,8 @@
 //!
 //! Grounding is bounded by a [`Budget`] (time, rows, gates, and the process's resident
 //! memory); if the rules as written exceed it, they are grounded again after the magic-sets
-//! rewrite; a game that still exceeds it gives [`GroundError::Budget`] or
+//! rewrite; a game that still exceeds it gives [`GroundError::Budget`] (what it outgrew, an
+//! [`Exceeded`]; both tries: [`Exceeded::Retried`]) or
 //! [`GroundError::Time`], and the caller falls back to the Datalog engine.
 
 pub mod batch;
@@ -30,8 +31,8 @@ mod optimize;
 
 pub use batch::{BatchRunner, LANES, LaneRecord, Width};
 pub use ground::{
-    AtomId, Budget, DEFAULT_MAX_MEMORY_BYTES, GroundError, GroundLit, GroundProgram, GroundRule,
-    Keywords, default_max_memory, ground,
+    AtomId, Budget, DEFAULT_MAX_MEMORY_BYTES, Exceeded, GroundError, GroundLit, GroundProgram,
+    GroundRule, Keywords, default_max_memory, ground,
 };
 pub use machine::{PropnetMachine, PropnetState};
 pub use net::{MoveId, Net, NetStats};

@@ -31,7 +31,7 @@ use hashbrown::HashMap;
 
 use crate::gdl::{GTerm, Term, TermPool};
 
-use super::ground::{AtomId, Budget, Clock, GroundError, GroundProgram};
+use super::ground::{AtomId, Budget, Clock, Exceeded, GroundError, GroundProgram};
 use super::optimize::{self, Graph, Lit, Node};
 
 /// A move's number: an index into the net's table of move terms.
@@ -593,10 +593,7 @@ fn raw_nodes(prog: &GroundProgram, budget: &Budget) -> Result<(Vec<Node>, Vec<u3
             v.push(conj);
         }
         if nodes.len() > budget.max_gates {
-            return Err(GroundError::Budget(format!(
-                "more than {} network nodes",
-                budget.max_gates
-            )));
+            return Err(GroundError::Budget(Exceeded::Nodes(budget.max_gates)));
         }
     }
     Ok((nodes, atom_node))
@@ -1046,10 +1043,7 @@ impl Numbering {
         let first_lazy = first_last_gate + n_last as u32;
         let n_gates = (first_legal - first_gate) as usize;
         if n_gates > budget.max_gates {
-            return Err(GroundError::Budget(format!(
-                "more than {} gates",
-                budget.max_gates
-            )));
+            return Err(GroundError::Budget(Exceeded::Gates(budget.max_gates)));
         }
         if roots.iter().any(|l| number[l.node()] == NO_NODE) {
             return Err(GroundError::Unsupported(
