@@ -623,13 +623,14 @@ mod tests {
         }
     }
 
-    /// A display description may name the board's relation: Hex's shape alone picks the
-    /// groups' relation `connected` (contents: group numbers); `cell` gives the stones.
+    /// Hex's board by shape alone is `cell`, whose contents name the roles (`red`, `blue`), not
+    /// `connected`, whose contents are group numbers; a display description may still name
+    /// another relation.
     #[test]
-    fn a_named_relation_gives_the_board() {
-        let sheet = "../shared/games/base/hex.kif";
+    fn the_board_whose_contents_name_roles_wins() {
+        let sheet = "rules/hex.kif";
         let seats = vec![Seat::Human, Seat::Human];
-        let mut game = session(sheet, seats.clone(), Some("cell"));
+        let mut game = session(sheet, seats.clone(), None);
         game.choose(0, 0).unwrap();
         let view = game.view(1).unwrap();
         let board = view.board.unwrap();
@@ -646,6 +647,11 @@ mod tests {
             .collect();
         assert_eq!(stones, ["red"]);
         assert!(view.facts.iter().any(|(rel, _)| rel == "connected"));
+        let mut named = session(sheet, seats, Some("connected"));
+        named.choose(0, 0).unwrap();
+        let view = named.view(1).unwrap();
+        assert!(view.facts.iter().any(|(rel, _)| rel == "cell"));
+        assert!(!view.facts.iter().any(|(rel, _)| rel == "connected"));
     }
 
     /// Issue 15: the computer's `noop` was searched with its full budget before its real

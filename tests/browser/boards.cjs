@@ -8,18 +8,17 @@
 // The human's moves are chosen by a fixed rule (below), and the server's random player is
 // seeded (`ggp web --seed 1`), so a run plays the same games every time.
 //
-// With CORPUS_URL (a server on ../shared/games/base), it also lets the computer play 20 steps
-// of checkers, reversi and hex, each drawn from its built-in display description, and saves
-// `web-GAME-1200.png`.
+// Then it lets the computer play 20 steps of checkers, reversi and hex (sheets of rules/, each
+// with its display description), and saves `web-GAME-1200.png`.
 //
-// Usage: node boards.cjs URL OUTDIR [CORPUS_URL]   (run by tests/web.rs, which sets NODE_PATH)
+// Usage: node boards.cjs URL OUTDIR   (run by tests/web.rs, which sets NODE_PATH)
 "use strict";
 const fs = require("fs");
 const os = require("os");
 const path = require("path");
 const { chromium } = require("playwright-core");
 
-const [url, outdir, corpusUrl] = process.argv.slice(2);
+const [url, outdir] = process.argv.slice(2);
 
 // Waits until the human has a move to make or the game is over.
 async function waitOurs(page) {
@@ -84,8 +83,8 @@ async function clickTile(page, view, role) {
   return t.term;
 }
 
-async function start(page, game, seats, at = url) {
-  await page.goto(at);
+async function start(page, game, seats) {
+  await page.goto(url);
   await page.waitForSelector(`#game option[value="${game}"]`, { state: "attached" });
   await page.selectOption("#game", game);
   await page.waitForSelector(`#seats[data-game="${game}"]`, { state: "attached" });
@@ -185,15 +184,15 @@ async function main() {
       const view = await play(page, game, seats, width, mid);
       if (!view.result) throw new Error(`${game}: no result shown`);
     }
-    if (corpusUrl) {
+    if (!process.env.GGP_BOARDS) {
       // What each description draws: crowned discs, stones, hexagons.
       const expect = { checkers: "circle", reversi: "circle", hex: "polygon" };
       for (const game of Object.keys(expect)) {
         await page.setViewportSize({ width: 1200, height: 900 });
-        await start(page, game, ["random", "random"], corpusUrl);
+        await start(page, game, ["random", "random"]);
         await page.waitForFunction(() => window.currentView && (window.currentView.step >= 20 || window.currentView.terminal), null, { timeout: 60000 });
         const view = await page.evaluate(() => window.currentView);
-        if (!view.display) throw new Error(`${game}: no built-in display description`);
+        if (!view.display) throw new Error(`${game}: no display description`);
         const shapes = await page.$$eval(`#board ${expect[game]}`, (e) => e.length);
         const file = path.join(outdir, `web-${game}-1200.png`);
         await page.screenshot({ path: file, fullPage: true });
