@@ -494,6 +494,11 @@ fn browser_plays_whole_games_by_clicking_at_desktop_and_phone_width() {
     }
     assert!(stdout.contains("(checkmate)"), "{stdout}");
     assert!(stdout.contains("(four in a row)"), "{stdout}");
+    assert!(
+        stdout.contains("moved a knight onto the centre and off it)")
+            || stdout.contains("has no pieces left)"),
+        "Jeson Mor's ending unnamed:\n{stdout}"
+    );
     // Checkers, reversi and hex drawn from their display descriptions.
     for game in ["checkers", "reversi", "hex"] {
         assert!(

@@ -510,7 +510,7 @@ impl App {
             }
             _ => None,
         };
-        let view = match fresh {
+        let mut view = match fresh {
             Some(view) => {
                 *lock(&slot.shown) = Some(view.clone());
                 view
@@ -525,6 +525,7 @@ impl App {
         } else {
             0
         };
+        view.name_ending(slot.display.as_ref());
         let mut value = serde_json::to_value(view).expect("views serialize");
         value["thinking"] = json!(thinking);
         value["playouts"] = json!(playouts);
