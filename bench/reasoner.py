@@ -10,7 +10,7 @@ Two reports, both from the release binary (`cargo build --release` first):
 
     bench/reasoner.py speed [--seconds 5] [--threads 1] [GAME ...]
         Runs `ggp bench --engine propnet` on each game (by default the seven of the propnet
-        issues) and prints playouts per second (64 games per pass), per CPU second, the rate
+        issues) and prints playouts per second (64 or 256 games per pass), per CPU second, the rate
         of one game at a time (differential propagation) measured in the same run, their
         ratio, and the target of issue 16 (for the Sancho games, 3x Sancho 1.61c's rate as
         the issue measured it).

@@ -31,7 +31,7 @@ pub enum EngineChoice {
 }
 
 /// Why no engine could be built.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum LoadError {
     /// The Datalog engine could not be built.
     #[error(transparent)]

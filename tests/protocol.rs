@@ -42,7 +42,7 @@ impl SessionFactory for Factory {
         deadline: Instant,
     ) -> Result<Session, SessionError> {
         let machine = PropnetMachine::new(description, &Budget::default())
-            .map_err(|e| SessionError::Build(e.to_string()))?;
+            .map_err(|e| SessionError::Build(e.into()))?;
         let config = SearchConfig::default();
         Ok(match self.0 {
             Behaviour::Random => launch(
@@ -382,12 +382,10 @@ fn the_binary_survives_an_absurd_content_length() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut child = Killed(child);
     let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line).unwrap();
     let addr: SocketAddr = line
         .trim()
         .trim_start_matches("listening on ")
@@ -406,10 +404,8 @@ fn the_binary_survives_an_absurd_content_length() {
     let reply = String::from_utf8_lossy(&reply);
     // The abort, when it happens, may come a little after the connection closes.
     std::thread::sleep(Duration::from_millis(500));
-    let running = matches!(child.try_wait(), Ok(None));
+    let running = matches!(child.0.try_wait(), Ok(None));
     let answered = running && info(addr).contains("available");
-    let _ = child.kill();
-    let _ = child.wait();
     assert!(reply.starts_with("HTTP/1.0 413"), "{reply}");
     assert!(running && answered);
 }
@@ -605,7 +601,7 @@ fn foreign_messages_mid_match_never_disturb_it() {
 }
 
 /// Starts `ggp serve` under `ulimit -n` (a shell runs it); the child and its address.
-fn serve_binary_with_fd_limit(limit: u32) -> (std::process::Child, SocketAddr) {
+fn serve_binary_with_fd_limit(limit: u32) -> (Killed, SocketAddr) {
     let mut child = std::process::Command::new("sh")
         .args([
             "-c",
@@ -618,18 +614,27 @@ fn serve_binary_with_fd_limit(limit: u32) -> (std::process::Child, SocketAddr) {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    // From here on the child is killed however the test ends.
+    let child = Killed(child);
     let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line).unwrap();
     let addr = line
         .trim()
         .trim_start_matches("listening on ")
         .parse()
         .unwrap();
     (child, addr)
+}
+
+/// A child process killed when dropped, so that a failing test leaves no server behind.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 /// The smaller version of `bench/hostile.py`: many more idle, dribbling, huge and garbage
@@ -651,20 +656,18 @@ fn the_binary_keeps_answering_under_more_connections_than_descriptors() {
         };
         hostile.push(stream);
     }
-    // Known limit: about one run in five under load, the first INFO after the flood gets its
-    // connection closed unanswered (the cause is not yet found; see the session note). The
-    // server must still answer one of three tries and then play a whole match.
-    let answered = (0..3).any(|_| {
-        let (head, body) = exchange(addr, &ggp_base_request("( INFO )"));
-        head.starts_with("HTTP/1.0 200 OK") && body == "((name ggp) (status available))"
-    });
-    assert!(answered, "INFO not answered in three tries");
+    // The first INFO after the flood is answered. (It used to be reset about one run in five:
+    // the server duplicated each socket to be able to close it, and with no descriptor left
+    // for the duplicate it dropped the connection unread.)
+    let (head, body) = exchange(addr, &ggp_base_request("( INFO )"));
+    assert!(head.starts_with("HTTP/1.0 200 OK"), "{head}");
+    assert_eq!(body, "((name ggp) (status available))");
     play_a_whole_match(addr, "h.1");
     drop(hostile);
-    let running = matches!(child.try_wait(), Ok(None));
-    let _ = child.kill();
-    let _ = child.wait();
-    assert!(running);
+    assert!(
+        matches!(child.0.try_wait(), Ok(None)),
+        "the server is running"
+    );
 }
 
 /// Plays tic-tac-toe as the referee, the player being x and o always taking its first legal

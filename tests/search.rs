@@ -634,6 +634,47 @@ fn the_compiled_evaluator_matches_the_heuristics_and_mcts_uses_them() {
     assert!(p.choose(&mut m, &state, far()).unwrap().value.is_some());
 }
 
+/// Role `a` may win at once or wait (one of nine ways); waiting goes on forever.
+const WIN_OR_WAIT: &str = "(role a) (role b) (init (control a))
+    (num 1) (num 2) (num 3) (num 4) (num 5) (num 6) (num 7) (num 8) (num 9)
+    (<= (legal a win) (true (control a)))
+    (<= (legal a (wait ?n)) (true (control a)) (num ?n))
+    (<= (legal b noop) (true (control a)))
+    (<= (next won) (does a win))
+    (<= (next (control a)) (does a (wait ?n)))
+    (<= terminal (true won))
+    (<= (goal a 100) (true won)) (<= (goal a 0) (not (true won)))
+    (<= (goal b 0) (true won)) (<= (goal b 100) (not (true won)))";
+
+#[test]
+fn decisive_playouts_take_a_win_in_one() {
+    use ggp::search::mcts::{DecisivePlayout, PlayoutPolicy, UniformPlayout};
+    let mut m = propnet(&Description::from_text(WIN_OR_WAIT).unwrap());
+    let start = m.initial_state();
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
+    let won = |m: &mut PropnetMachine, s: &_| m.is_terminal(s).unwrap();
+    let mut decisive = DecisivePlayout::default();
+    let mut uniform = UniformPlayout::default();
+    let (mut d, mut u) = (0, 0);
+    for _ in 0..50 {
+        let end = decisive
+            .playout(&mut m, &start, &mut rng, far(), 1)
+            .unwrap();
+        d += usize::from(won(&mut m, &end));
+        let end = uniform.playout(&mut m, &start, &mut rng, far(), 1).unwrap();
+        u += usize::from(won(&mut m, &end));
+    }
+    assert_eq!(d, 50);
+    assert!(u < 25, "uniform playouts win one time in ten ({u} of 50)");
+    assert!(
+        "mcts:decisive=on"
+            .parse::<PlayerSpec>()
+            .unwrap()
+            .mcts_settings()
+            .decisive
+    );
+}
+
 // Engine failures.
 
 /// A machine that fails every `period`-th next-state computation.

@@ -7,7 +7,7 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{fake_player, ggp};
+use common::{dying_player, fake_player, ggp};
 
 use ggp::manager::MatchRecord;
 
@@ -220,19 +220,70 @@ fn errors_are_counted_per_player() {
     ];
     let extra = ["--matches", "2", "--cores", "8"];
     let (code, report, err) = tournament(&[&game], &players, &extra, &records);
-    assert_eq!(code, 0, "{report}{err}");
+    // The matches of the player that hangs up are failures, not results.
+    assert_eq!(code, 1, "{report}{err}");
+    assert!(
+        report.contains("12 matches planned, 6 finished (0 from earlier runs), 6 failed"),
+        "{report}"
+    );
+    assert_eq!(
+        report
+            .matches("not counted, a player could not be reached: gone (1 connection errors)")
+            .count(),
+        6,
+        "{report}"
+    );
     let rows = rows(&report, "oneStep");
-    assert_eq!(rows.len(), 12, "{report}");
+    assert_eq!(rows.len(), 6, "{report}");
     for (player, _, [n, ..], errors) in &rows {
         // One step per match: one error per match for the faulty players.
         let expected = match player.as_str() {
             "slow" => [*n, 0, 0],
             "bad" => [0, 0, *n],
-            "gone" => [0, *n, 0],
             _ => [0, 0, 0],
         };
         assert_eq!(errors, &expected, "{player}: {report}");
     }
+    std::fs::remove_dir_all(&out).ok();
+}
+
+#[test]
+fn a_player_that_dies_fails_its_remaining_matches() {
+    let out = out_dir("dies");
+    std::fs::create_dir_all(&out).unwrap();
+    let game = out.join("oneStep.kif");
+    std::fs::write(&game, ONE_STEP).unwrap();
+    let game = game.to_str().unwrap().to_string();
+    let records = out.join("records");
+    // INFO, then one match (START, PLAY, STOP), then the player is gone.
+    let mortal = format!("mortal={}", dying_player("left", 4));
+    let players = [mortal.as_str(), "r=builtin:random"];
+    let extra = ["--matches", "4", "--cores", "1"];
+    let (code, report, err) = tournament(&[&game], &players, &extra, &records);
+    assert_eq!(code, 1, "{report}{err}");
+    assert!(
+        report.contains("4 matches planned, 1 finished (0 from earlier runs), 3 failed"),
+        "{report}"
+    );
+    assert_eq!(
+        report.matches("could not be reached: mortal").count(),
+        1,
+        "{report}"
+    );
+    assert_eq!(
+        report.matches("not played: player mortal").count(),
+        2,
+        "{report}"
+    );
+    let rows = rows(&report, "oneStep");
+    assert!(
+        rows.iter().all(|r| r.2[0] == 1 && r.3 == [0, 0, 0]),
+        "{report}"
+    );
+    // The failed matches are played on a rerun (and fail again: the player is still down).
+    let (code, report, err) = tournament(&[&game], &players, &extra, &records);
+    assert_eq!(code, 2, "{report}{err}");
+    assert!(err.contains("mortal"), "{err}");
     std::fs::remove_dir_all(&out).ok();
 }
 

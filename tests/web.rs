@@ -55,6 +55,21 @@ impl Drop for Server {
     }
 }
 
+impl Server {
+    /// The URL of an endpoint under `/api/`.
+    fn api(&self) -> impl Fn(&str) -> String + '_ {
+        |path| format!("{}api/{path}", self.url)
+    }
+}
+
+/// A client that waits up to a minute for an answer.
+fn client() -> reqwest::blocking::Client {
+    reqwest::blocking::Client::builder()
+        .timeout(std::time::Duration::from_secs(60))
+        .build()
+        .unwrap()
+}
+
 fn post(client: &reqwest::blocking::Client, url: &str, body: &Value) -> (u16, Value) {
     let response = client.post(url).body(body.to_string()).send().unwrap();
     let status = response.status().as_u16();
@@ -515,11 +530,7 @@ fn browser_plays_whole_games_by_clicking_at_desktop_and_phone_width() {
 #[test]
 fn a_sheet_whose_terms_double_ends_in_an_error_and_blocks_no_one() {
     let server = Server::start();
-    let api = |path: &str| format!("{}api/{path}", server.url);
-    let client = reqwest::blocking::Client::builder()
-        .timeout(std::time::Duration::from_secs(60))
-        .build()
-        .unwrap();
+    let (api, client) = (server.api(), client());
     let text = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/fixtures/bombs/doubling.kif"

@@ -28,8 +28,10 @@ pub struct ServeArgs {
     /// Threads for the search (default: the machine's cores).
     #[arg(long, default_value_t = default_threads())]
     threads: usize,
-    /// The player: NAME[:key=value,...] (see the README's player specs).
-    #[arg(long, default_value = "auto")]
+    /// The player: NAME[:key=value,...] (see the README's player specs). The default, `auto`
+    /// with MCTS playouts cut after 2 moves and valued by heuristics learnt at the start clock,
+    /// scored 0.63 against plain `mcts` over 98 matches (see the README).
+    #[arg(long, default_value = "auto:heuristic=on,cutoff=2")]
     player: PlayerSpec,
     /// The engine that runs the games.
     #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
@@ -133,8 +135,7 @@ impl SessionFactory for EngineSessions {
         start_deadline: Instant,
     ) -> Result<Session, SessionError> {
         let budget = engine::budget_before(start_deadline);
-        let loaded = engine::load(description, self.engine, &budget)
-            .map_err(|e| SessionError::Build(e.to_string()))?;
+        let loaded = engine::load(description, self.engine, &budget)?;
         if let Some(note) = loaded.fallback_note() {
             tracing::info!("{note}");
         }

@@ -136,7 +136,7 @@ pub fn run(args: TournamentArgs) -> anyhow::Result<ExitCode> {
     tournament::plan(&games, &players, settings.matches, settings.seed)?;
     if args.report {
         let jobs = tournament::plan(&games, &players, settings.matches, settings.seed)?;
-        let (summary, _) = tournament::collect(&jobs, &games, &args.out);
+        let (summary, _) = tournament::collect(&jobs, &games, &players, &args.out);
         let tables = tournament::tables(&summary.outcomes, &games, &players);
         print!(
             "{} matches planned, {} finished\n\n{tables}",

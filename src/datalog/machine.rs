@@ -28,7 +28,7 @@ impl DatalogState {
 }
 
 /// Why a machine could not be built.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum BuildError {
     /// The rules could not be lowered.
     #[error(transparent)]

@@ -1412,6 +1412,35 @@ mod tests {
             let _ = check_text(&text);
         }
 
+        /// The token soup joined by any Unicode blank or control character, inside up to
+        /// 2,000 levels of brackets; the whole checked path (read, validate, rewrite) never
+        /// panics.
+        #[test]
+        fn token_soup_with_any_blank_and_depth_never_panics(
+            tokens in prop::collection::vec(0..TOKENS.len(), 0..120),
+            seps in prop::collection::vec(prop::sample::select(crate::kif::fuzz::ODD), 1..8),
+            depth in 0usize..2000,
+        ) {
+            let mut text = "(".repeat(depth);
+            for (i, &t) in tokens.iter().enumerate() {
+                text.push_str(TOKENS[t]);
+                text.push(seps[i % seps.len()]);
+            }
+            text.push_str(&")".repeat(depth));
+            let _ = check_text(&text);
+            let _ = crate::gdl::Description::from_text(&text);
+            let balanced = balanced(&tokens).replace(' ', &seps[0].to_string());
+            let _ = check_text(&balanced);
+            let _ = crate::gdl::Description::from_text(&balanced);
+        }
+
+        /// Any text of GDL words, blanks, controls and characters, nested up to 2,000 deep.
+        #[test]
+        fn unicode_sheets_never_panic(text in crate::kif::fuzz::text(TOKENS)) {
+            let _ = check_text(&text);
+            let _ = crate::gdl::Description::from_text(&text);
+        }
+
         #[test]
         fn token_soup_never_panics(tokens in prop::collection::vec(0..TOKENS.len(), 0..120)) {
             let raw: Vec<&str> = tokens.iter().map(|&i| TOKENS[i]).collect();

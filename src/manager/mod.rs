@@ -223,7 +223,11 @@ impl Referee<'_> {
         let replies = self.broadcast(&starts, Duration::from_secs(config.start_clock));
         let start_errors: Vec<String> = replies
             .into_iter()
-            .map(|(reply, _)| reply.err().map_or(String::new(), error_code))
+            .map(|(reply, _)| {
+                reply
+                    .err()
+                    .map_or(String::new(), |e| Fault::from(e).to_string())
+            })
             .collect();
         let mut state = machine.initial_state();
         record.errors.push(start_errors);
@@ -272,11 +276,11 @@ impl Referee<'_> {
                     // Nature: the referee's uniformly random move.
                     _ if self.nature[role] => Ok(defaults[role]),
                     Ok(text) => self.interpret(machine, &text, &legal[role]),
-                    Err(e) => Err(error_code(e)),
+                    Err(e) => Err(Fault::from(e)),
                 };
                 let (mv, error) = match verdict {
                     Ok(mv) => (mv, String::new()),
-                    Err(error) => (defaults[role], error),
+                    Err(fault) => (defaults[role], fault.to_string()),
                 };
                 info!(
                     match_id = %id,
@@ -359,22 +363,22 @@ impl Referee<'_> {
         Ok(())
     }
 
-    /// The legal move a reply names, or the error string to record.
+    /// The legal move a reply names, or the player's fault.
     fn interpret<M: StateMachine>(
         &self,
         machine: &M,
         reply: &str,
         legal: &[M::Move],
-    ) -> Result<M::Move, String> {
+    ) -> Result<M::Move, Fault> {
         let Ok(sexp) = kif::parse_one(reply) else {
-            return Err("IL null".into());
+            return Err(Fault::Unreadable);
         };
         let sexp = match &self.scrambler {
             Some(s) => s.unscramble(&sexp),
             None => sexp,
         };
         let Ok(term) = gdl::term_from_sexp(&sexp) else {
-            return Err("IL null".into());
+            return Err(Fault::Unreadable);
         };
         if let Some(mv) = machine.find_move(&term)
             && legal.contains(&mv)
@@ -393,7 +397,7 @@ impl Referee<'_> {
                 return Ok(mv);
             }
         }
-        Err(format!("IL {}", spaced(&sexp)))
+        Err(Fault::Illegal(spaced(&sexp)))
     }
 
     /// Sends `messages[i]` to player `i`, all at once, and waits for every reply; a player
@@ -432,10 +436,30 @@ impl Referee<'_> {
 }
 
 /// The record's code for a failed exchange.
-fn error_code(e: SendError) -> String {
-    match e {
-        SendError::Timeout => "TO".into(),
-        SendError::Connection(_) => "CE".into(),
+/// What a player did wrong in one round; its default move is played instead. Printed, it is
+/// the code ggp-base's match records hold (`TO`, `CE`, `IL move`, `IL null`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Fault {
+    /// No reply within the clock.
+    #[error("TO")]
+    Timeout,
+    /// The connection failed.
+    #[error("CE")]
+    Connection,
+    /// A reply that is not a move term.
+    #[error("IL null")]
+    Unreadable,
+    /// A move that is not legal (as sent, spaced).
+    #[error("IL {0}")]
+    Illegal(String),
+}
+
+impl From<SendError> for Fault {
+    fn from(e: SendError) -> Fault {
+        match e {
+            SendError::Timeout => Fault::Timeout,
+            SendError::Connection(_) => Fault::Connection,
+        }
     }
 }
 
@@ -460,6 +484,17 @@ fn info_name(reply: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn faults_print_as_ggp_base_records_them() {
+        assert_eq!(Fault::from(SendError::Timeout).to_string(), "TO");
+        assert_eq!(Fault::Connection.to_string(), "CE");
+        assert_eq!(Fault::Unreadable.to_string(), "IL null");
+        assert_eq!(
+            Fault::Illegal("( mark 9 9 )".into()).to_string(),
+            "IL ( mark 9 9 )"
+        );
+    }
 
     #[test]
     fn reads_names_from_info_replies() {

@@ -194,8 +194,8 @@ impl<const W: usize> BatchRunner<W> {
         v ^ 0u64.wrapping_sub(u64::from(l.0 & 1))
     }
 
-    /// Puts every lane in `state` (bits, 64 bases a word), no input set, and evaluates
-    /// every gate from scratch.
+    /// Puts every lane in `state` (bits, 64 bases a word), no input set, and evaluates the
+    /// gates that depend on no input from scratch.
     fn load_all(&mut self, state: &[u64]) {
         let net = Arc::clone(&self.net);
         self.vals.fill([0; W]);
@@ -207,17 +207,10 @@ impl<const W: usize> BatchRunner<W> {
         for on in &mut self.inputs_on {
             on.fill(NO_NODE);
         }
-        let mut x = net.first_gate as usize;
-        while x < net.first_legal as usize {
-            if !net.block_at.is_empty() && net.block_at[x] != NO_NODE {
-                let b = net.block_at[x] as usize;
-                eval_block(&net, &mut self.vals, b);
-                x = net.blocks[b].1 as usize;
-            } else {
-                self.vals[x] = eval_gate(&net, &self.vals, x);
-                x += 1;
-            }
-        }
+        // The other gates are evaluated before they are read: the move gates once the moves
+        // are set, the lazy ones when lanes end.
+        let stream = Arc::clone(&self.state_gates);
+        self.sweep(&stream);
     }
 
     /// Evaluates the lazy gates (those only goals read).

@@ -92,7 +92,8 @@ pub struct Request {
 
 /// Where the reply to one request goes.
 pub struct Reply {
-    stream: TcpStream,
+    /// Shared with the waiting list until the request was read (see [`Pending`]).
+    stream: Arc<TcpStream>,
     /// `"1.0"` or `"1.1"`, as the request said.
     version: &'static str,
 }
@@ -100,7 +101,8 @@ pub struct Reply {
 impl Reply {
     /// Writes the reply as `Content-Type: text/acl` with the CORS headers ggp-base sends, and
     /// closes the connection. A client that has gone away gets nothing.
-    pub fn send(mut self, status: u16, body: &str) {
+    pub fn send(self, status: u16, body: &str) {
+        let mut stream: &TcpStream = &self.stream;
         let reason = match status {
             200 => "OK",
             400 => "Bad Request",
@@ -122,21 +124,18 @@ impl Reply {
             self.version,
             body.len()
         );
-        let _ = self
-            .stream
+        let _ = stream
             .write_all(head.as_bytes())
-            .and_then(|()| self.stream.write_all(body.as_bytes()))
-            .and_then(|()| self.stream.flush());
-        let _ = self.stream.shutdown(Shutdown::Write);
+            .and_then(|()| stream.write_all(body.as_bytes()))
+            .and_then(|()| stream.flush());
+        let _ = stream.shutdown(Shutdown::Write);
         // Unread request bytes make close() send a reset that may overtake the reply; wait
         // briefly for the client to close its side first.
-        let _ = self
-            .stream
-            .set_read_timeout(Some(Duration::from_millis(200)));
+        let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));
         let mut sink = [0u8; 1024];
         let until = Instant::now() + Duration::from_millis(200);
         while Instant::now() < until {
-            match self.stream.read(&mut sink) {
+            match stream.read(&mut sink) {
                 Ok(n) if n > 0 => {}
                 _ => break,
             }
@@ -176,21 +175,26 @@ impl Stopper {
 }
 
 /// Connections still sending their request, oldest first, so that the oldest can be closed.
+///
+/// The list shares each socket with the thread reading it (an `Arc`, not a duplicated
+/// descriptor): a duplicate costs a second descriptor, and when the process had none left
+/// (a flood under a low `ulimit -n`) the new connection was dropped unread, its client reset;
+/// that was the referee's INFO about one run in five in
+/// `tests/protocol.rs`'s descriptor test.
 #[derive(Default)]
 struct Pending {
     next: AtomicU64,
-    open: Mutex<VecDeque<(u64, TcpStream)>>,
+    open: Mutex<VecDeque<(u64, Arc<TcpStream>)>>,
 }
 
 impl Pending {
-    fn lock(&self) -> MutexGuard<'_, VecDeque<(u64, TcpStream)>> {
+    fn lock(&self) -> MutexGuard<'_, VecDeque<(u64, Arc<TcpStream>)>> {
         self.open.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Registers a connection, closing the oldest ones beyond `max`; its number.
-    fn admit(&self, stream: &TcpStream, max: usize) -> io::Result<u64> {
+    fn admit(&self, stream: &Arc<TcpStream>, max: usize) -> u64 {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let clone = stream.try_clone()?;
         let mut open = self.lock();
         while open.len() >= max.max(1) {
             // The oldest connection with nothing unread goes first: a request that has
@@ -204,8 +208,8 @@ impl Pending {
             debug!("too many connections waiting: an idle one is closed");
             let _ = closed.shutdown(Shutdown::Both);
         }
-        open.push_back((id, clone));
-        Ok(id)
+        open.push_back((id, Arc::clone(stream)));
+        id
     }
 
     /// Forgets a connection (its request is complete, or it is closed).
@@ -239,7 +243,8 @@ fn has_unread_bytes(stream: &TcpStream) -> bool {
 const RESERVED_FDS: u64 = 64;
 
 /// How many connections may wait at once given the process's descriptor limit: each costs
-/// two descriptors (its socket and the copy kept to close it).
+/// one descriptor while it waits, and may keep it a while after (its reply being written,
+/// or its thread ending after it was closed), so a third of what is left is theirs.
 fn fd_room() -> usize {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
@@ -361,13 +366,8 @@ impl Listener {
         H: Fn(Request, Reply) + Send + Sync + 'static,
     {
         let accepted = Instant::now();
-        let id = match self.pending.admit(&stream, self.limits.max_pending) {
-            Ok(id) => id,
-            Err(e) => {
-                debug!("connection from {peer} dropped: {e}");
-                return;
-            }
-        };
+        let stream = Arc::new(stream);
+        let id = self.pending.admit(&stream, self.limits.max_pending);
         let pending = Arc::clone(&self.pending);
         let limits = self.limits.clone();
         let handle = Arc::clone(handle);
@@ -657,9 +657,11 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         let pending = Pending::default();
         let clients: Vec<TcpStream> = (0..3).map(|_| TcpStream::connect(addr).unwrap()).collect();
-        let served: Vec<TcpStream> = (0..3).map(|_| listener.accept().unwrap().0).collect();
+        let served: Vec<Arc<TcpStream>> = (0..3)
+            .map(|_| Arc::new(listener.accept().unwrap().0))
+            .collect();
         for s in &served {
-            pending.admit(s, 2).unwrap();
+            pending.admit(s, 2);
         }
         assert_eq!(pending.lock().len(), 2);
         // The first connection was shut down: its client reads the end of the stream.

@@ -566,9 +566,7 @@ impl Current {
         let built = match building.recv_timeout(wait) {
             Ok(built) => built,
             Err(RecvTimeoutError::Timeout) => return Ok(false),
-            Err(RecvTimeoutError::Disconnected) => {
-                Err(SessionError::Build("the engine builder stopped".into()))
-            }
+            Err(RecvTimeoutError::Disconnected) => Err(SessionError::BuilderGone),
         };
         self.building = None;
         let mut session = built?;

@@ -70,19 +70,43 @@ pub enum SessionError {
     NoLegalMove,
     /// No engine could be built for the game.
     #[error("cannot run the game: {0}")]
-    Build(String),
+    Build(#[from] crate::engine::LoadError),
+    /// The thread building the engine for the game stopped without one.
+    #[error("cannot run the game: the engine builder stopped")]
+    BuilderGone,
     /// What we saw in a GDL-II game fits no state of the game.
-    #[error("{0}")]
-    Belief(String),
+    #[error("no state is consistent with our moves and percepts")]
+    Inconsistent,
+    /// A joint move came in a match whose state we do not know (a GDL-II match, where the
+    /// referee sends percepts instead).
+    #[error("a joint move in a match whose state we do not know")]
+    JointMoveInHiddenState,
 }
 
 impl From<BeliefError> for SessionError {
     fn from(e: BeliefError) -> Self {
         match e {
             BeliefError::Machine(e) => SessionError::Machine(e),
-            e => SessionError::Belief(e.to_string()),
+            BeliefError::Inconsistent => SessionError::Inconsistent,
         }
     }
+}
+
+/// Why the search thread gave no answer (the fallback move is played instead).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum WorkerError {
+    /// The search thread has ended.
+    #[error("the search thread is gone")]
+    Gone,
+    /// The player panicked; the thread only reports this from then on.
+    #[error("the player panicked")]
+    Panicked,
+    /// The player failed (its engine did).
+    #[error(transparent)]
+    Search(#[from] crate::search::SearchError),
+    /// The thread could not follow the match, and only reports this from then on.
+    #[error("cannot follow the match: {0}")]
+    Lost(std::sync::Arc<SessionError>),
 }
 
 /// A move we answer, and where it came from.
@@ -169,13 +193,13 @@ impl Session {
     ///
     /// # Errors
     /// The player failed to start (it is still asked for moves; the fallback covers it).
-    pub fn wait_started(&mut self, deadline: Instant) -> Result<bool, String> {
+    pub fn wait_started(&mut self, deadline: Instant) -> Result<bool, WorkerError> {
         let wait = deadline.saturating_duration_since(Instant::now());
         match self.outcomes.recv_timeout(wait) {
             Ok(Outcome::Started(result)) => result.map(|()| true),
             Ok(Outcome::Chose { .. }) => Ok(true),
             Err(RecvTimeoutError::Timeout) => Ok(false),
-            Err(RecvTimeoutError::Disconnected) => Err("the search thread is gone".into()),
+            Err(RecvTimeoutError::Disconnected) => Err(WorkerError::Gone),
         }
     }
 
@@ -306,11 +330,11 @@ enum Job {
 /// What the search thread reports.
 enum Outcome {
     /// The player's start-clock thinking ended.
-    Started(Result<(), String>),
+    Started(Result<(), WorkerError>),
     /// The answer to the `Choose` job `seq`.
     Chose {
         seq: u64,
-        result: Result<Chosen, String>,
+        result: Result<Chosen, WorkerError>,
     },
 }
 
@@ -335,14 +359,14 @@ fn run_worker<M: StateMachine>(
     let mut hidden = HiddenPlayer::new(seed, None);
     let nature = (0..machine.roles().len()).any(|r| machine.is_nature(r));
     // Set when the worker can no longer follow the match; it then only reports the reason.
-    let mut broken: Option<String> = None;
+    let mut broken: Option<WorkerError> = None;
     let started = match catch_unwind(AssertUnwindSafe(|| {
         player.start(&mut machine, role, start_deadline)
     })) {
-        Ok(result) => result.map_err(|e| e.to_string()),
+        Ok(result) => result.map_err(WorkerError::from),
         Err(_) => {
-            broken = Some("the player panicked".into());
-            Err("the player panicked while starting".into())
+            broken = Some(WorkerError::Panicked);
+            Err(WorkerError::Panicked)
         }
     };
     if outcomes.send(Outcome::Started(started)).is_err() {
@@ -365,7 +389,7 @@ fn run_worker<M: StateMachine>(
             && let Some(joint) = joint
             && let Err(e) = follow(&mut machine, &mut belief, &joint, update_by, &mut rng)
         {
-            broken = Some(format!("cannot follow the match: {e}"));
+            broken = Some(WorkerError::Lost(std::sync::Arc::new(e)));
         }
         let Some((seq, deadline)) = choose else {
             continue;
@@ -381,10 +405,10 @@ fn run_worker<M: StateMachine>(
                     iterations: choice.iterations,
                     value: choice.value,
                 }),
-                Ok(Err(e)) => Err(e.to_string()),
+                Ok(Err(e)) => Err(e.into()),
                 Err(_) => {
-                    broken = Some("the player panicked".into());
-                    Err("the player panicked".into())
+                    broken = Some(WorkerError::Panicked);
+                    Err(WorkerError::Panicked)
                 }
             },
         };
@@ -417,7 +441,7 @@ impl<M: StateMachine + Send> Tracked<M> {
             .states()
             .first()
             .map(|(s, _)| s.clone())
-            .ok_or_else(|| SessionError::Belief("no state is consistent with the match".into()))
+            .ok_or(SessionError::Inconsistent)
     }
 }
 
@@ -473,9 +497,7 @@ fn follow<M: StateMachine>(
     match heard {
         Heard::Joint(joint) => {
             let [(state, _)] = belief.states() else {
-                return Err(SessionError::Belief(
-                    "a joint move in a match whose state we do not know".into(),
-                ));
+                return Err(SessionError::JointMoveInHiddenState);
             };
             let mut state = state.clone();
             advance(machine, &mut state, joint)?;
@@ -606,7 +628,7 @@ mod tests {
     fn plays_legal_moves_from_the_search_and_follows_the_match() {
         let player = new_player::<DatalogMachine>(PlayerKind::Legal, &SearchConfig::default());
         let mut session = launch(machine(), player, 0, soon(500), "datalog", 1);
-        assert_eq!(session.wait_started(soon(500)), Ok(true));
+        assert!(matches!(session.wait_started(soon(500)), Ok(true)));
         let first = session.play(None, soon(400), soon(500)).unwrap();
         assert!(first.searched);
         assert!(["(go 1)", "(go 2)"].contains(&first.mv.to_string().as_str()));

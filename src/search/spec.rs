@@ -72,6 +72,10 @@ pub const MCTS_KEYS: &[(&str, &str)] = &[
     ("mast", "MAST playouts (on or off)"),
     ("epsilon", "MAST's chance of a random move (number 0..1)"),
     (
+        "decisive",
+        "playouts take a win in one when the mover has one (on or off)",
+    ),
+    (
         "heuristic",
         "learn a heuristic at the start clock and value cut playouts with it (on or off)",
     ),
@@ -262,6 +266,7 @@ fn set_mcts(s: &mut MctsSettings, player: &str, key: &str, v: &str) -> Result<()
                 return Err(bad_value(player, key, v, keys));
             }
         }
+        "decisive" => s.decisive = switch(player, key, v, keys)?,
         "heuristic" => s.heuristic = switch(player, key, v, keys)?,
         "cutoff" => s.cutoff = value(player, key, v, keys)?,
         "prior" => s.prior = value(player, key, v, keys)?,

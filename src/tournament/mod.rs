@@ -420,21 +420,29 @@ pub fn record_path(out: &Path, job: &Job) -> PathBuf {
 }
 
 /// What a completed record gives the tables; `None` for a record that is missing, cannot be
-/// read, is not completed, or does not fit the match (another number of roles).
-pub fn finished(out: &Path, job: &Job, games: &[Game]) -> Option<Outcome> {
+/// read, is not completed, does not fit the match (another number of roles), or in which a
+/// player could not be reached (see [`outcome`]).
+pub fn finished(out: &Path, job: &Job, games: &[Game], players: &[PlayerSpec]) -> Option<Outcome> {
     let record = MatchRecord::load(&record_path(out, job)).ok()?;
-    outcome(&record, job, games)
+    outcome(&record, job, games, players).ok()
 }
 
-fn outcome(record: &MatchRecord, job: &Job, games: &[Game]) -> Option<Outcome> {
+/// What a record gives the tables, or why it gives nothing. A match in which a player's
+/// connection failed (`CE`: the player died, or never answered) is not a result: its moves
+/// were the referee's random ones, so it is reported as failed and played again on a rerun.
+fn outcome(
+    record: &MatchRecord,
+    job: &Job,
+    games: &[Game],
+    players: &[PlayerSpec],
+) -> Result<Outcome, String> {
     let game = &games[job.game];
     let all = record.goal_values.len();
-    if !record.is_completed
-        || record.is_aborted
-        || game.player_roles.len() != job.seats.len()
-        || game.player_roles.iter().any(|&r| r >= all)
-    {
-        return None;
+    if !record.is_completed || record.is_aborted {
+        return Err("the match did not finish".into());
+    }
+    if game.player_roles.len() != job.seats.len() || game.player_roles.iter().any(|&r| r >= all) {
+        return Err("the record does not fit the game's roles".into());
     }
     let errors = game
         .player_roles
@@ -447,8 +455,20 @@ fn outcome(record: &MatchRecord, job: &Job, games: &[Game]) -> Option<Outcome> {
                     .filter_map(|step| step.get(role).map(String::as_str)),
             )
         })
+        .collect::<Vec<Errors>>();
+    let unreachable: Vec<String> = errors
+        .iter()
+        .zip(&job.seats)
+        .filter(|(e, _)| e.connection > 0)
+        .map(|(e, &p)| format!("{} ({} connection errors)", players[p].name, e.connection))
         .collect();
-    Some(Outcome {
+    if !unreachable.is_empty() {
+        return Err(format!(
+            "not counted, a player could not be reached: {}",
+            unreachable.join(", ")
+        ));
+    }
+    Ok(Outcome {
         game: game.name.clone(),
         seats: job.seats.clone(),
         goals: game
@@ -493,11 +513,16 @@ pub fn check_players(players: &[PlayerSpec]) -> Result<(), TournamentError> {
 }
 
 /// The matches already finished in `out` (as a summary) and the ones still to play.
-pub fn collect<'a>(jobs: &'a [Job], games: &[Game], out: &Path) -> (Summary, VecDeque<&'a Job>) {
+pub fn collect<'a>(
+    jobs: &'a [Job],
+    games: &[Game],
+    players: &[PlayerSpec],
+    out: &Path,
+) -> (Summary, VecDeque<&'a Job>) {
     let mut summary = Summary::default();
     let mut pending = VecDeque::new();
     for job in jobs {
-        match finished(out, job, games) {
+        match finished(out, job, games, players) {
             Some(outcome) => {
                 summary.outcomes.push(outcome);
                 summary.resumed += 1;
@@ -530,7 +555,7 @@ pub fn run<F>(
 where
     F: Fn(&Job, MatchConfig) -> Result<MatchRecord, String> + Sync,
 {
-    let (mut summary, mut pending) = collect(jobs, games, &settings.out);
+    let (mut summary, mut pending) = collect(jobs, games, players, &settings.out);
     let bar = ProgressBar::new(jobs.len() as u64);
     bar.set_style(
         ProgressStyle::with_template(
@@ -581,8 +606,8 @@ where
             running -= 1;
             free += cost(job, players, cores);
             bar.inc(1);
-            match result.map(|record| outcome(&record, job, games)) {
-                Ok(Some(outcome)) => {
+            match result.and_then(|record| outcome(&record, job, games, players)) {
+                Ok(outcome) => {
                     let line: Vec<String> = outcome
                         .seats
                         .iter()
@@ -590,27 +615,27 @@ where
                         .map(|(&p, g)| format!("{} {g}", players[p].name))
                         .collect();
                     say(&bar, format!("{}: {}", job.key, line.join(", ")));
-                    for (role, e) in outcome.errors.iter().enumerate() {
-                        if e.connection > 0 {
-                            say(
-                                &bar,
-                                format!(
-                                    "  {}: {} connection errors",
-                                    players[outcome.seats[role]].name, e.connection
-                                ),
-                            );
-                        }
-                    }
                     summary.outcomes.push(outcome);
-                }
-                Ok(None) => {
-                    let why = "the match did not finish".to_string();
-                    say(&bar, format!("{}: {why}", job.key));
-                    summary.failures.push((job.key.clone(), why));
                 }
                 Err(why) => {
                     say(&bar, format!("{}: failed: {why}", job.key));
                     summary.failures.push((job.key.clone(), why));
+                    // A remote player of this match that is now down fails every match
+                    // still to play with it, at once (they are played on a rerun).
+                    for &p in &job.seats {
+                        let Err(down) = check_players(std::slice::from_ref(&players[p])) else {
+                            continue;
+                        };
+                        let why = format!("not played: {down}");
+                        say(&bar, format!("{why}; its other matches are not played"));
+                        let (gone, kept): (VecDeque<&Job>, VecDeque<&Job>) =
+                            pending.drain(..).partition(|j| j.seats.contains(&p));
+                        pending = kept;
+                        for job in gone {
+                            bar.inc(1);
+                            summary.failures.push((job.key.clone(), why.clone()));
+                        }
+                    }
                 }
             }
         }

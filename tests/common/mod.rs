@@ -33,6 +33,19 @@ pub fn fake_player(play: &'static str, delay: Duration) -> String {
     addr
 }
 
+/// A fake player that answers its first `requests` requests at once (PLAY with `play`), then
+/// dies: its port is closed.
+pub fn dying_player(play: &'static str, requests: usize) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(requests).flatten() {
+            answer(stream, play, Duration::ZERO);
+        }
+    });
+    addr
+}
+
 fn answer(mut stream: TcpStream, play: &str, delay: Duration) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut length = 0;

@@ -71,7 +71,7 @@ const MAX_LEARNING_GAMES: usize = 100_000;
 
 pub use eval::{Evaluation, GoalEvaluation, HeuristicEvaluation};
 use parallel::{Context, MoveSummary, Worker, merge_root, run_all};
-pub use playout::{MastPlayout, PlayoutPolicy, UniformPlayout};
+pub use playout::{DecisivePlayout, MastPlayout, PlayoutPolicy, UniformPlayout};
 pub use select::{MoveView, Selection, Ucb1};
 use tree::{Node, Tree};
 
@@ -89,6 +89,9 @@ pub struct MctsSettings {
     pub mast: bool,
     /// MAST's chance of a uniformly random move.
     pub mast_epsilon: f64,
+    /// Playouts that take a win in one when the mover has one ([`DecisivePlayout`]; MAST,
+    /// when on, comes first).
+    pub decisive: bool,
     /// Learn a heuristic per role at the start clock ([`crate::search::heuristic`]) and value
     /// playouts cut after [`cutoff`](Self::cutoff) moves with it.
     pub heuristic: bool,
@@ -110,6 +113,8 @@ impl MctsSettings {
     pub fn playout<M: StateMachine + 'static>(&self) -> Box<dyn PlayoutPolicy<M>> {
         if self.mast {
             Box::new(MastPlayout::new(self.mast_epsilon))
+        } else if self.decisive {
+            Box::new(DecisivePlayout::default())
         } else {
             Box::new(UniformPlayout::default())
         }
@@ -147,6 +152,7 @@ impl Default for MctsSettings {
             max_playout_steps: 5000,
             mast: false,
             mast_epsilon: 0.4,
+            decisive: false,
             heuristic: false,
             cutoff: 8,
             prior: 0,

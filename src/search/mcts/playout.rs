@@ -45,6 +45,39 @@ pub trait PlayoutPolicy<M: StateMachine>: Send {
     }
 }
 
+/// Whether a playout stops at `state` because it is terminal; an error once the deadline has
+/// passed.
+fn ended<M: StateMachine>(
+    machine: &mut M,
+    state: &M::State,
+    deadline: Instant,
+) -> Result<bool, Halt> {
+    if machine.is_terminal(state)? {
+        return Ok(true);
+    }
+    if crate::search::past(deadline) {
+        return Err(Halt::Deadline);
+    }
+    Ok(false)
+}
+
+/// Role `role`'s legal moves in `state` into `out` (cleared first); an error if it has none.
+fn legal_into<M: StateMachine>(
+    machine: &mut M,
+    state: &M::State,
+    role: usize,
+    out: &mut Vec<M::Move>,
+) -> Result<(), Halt> {
+    out.clear();
+    machine.legal_moves_into(state, role, out)?;
+    if out.is_empty() {
+        return Err(Halt::Engine(crate::machine::MachineError::NoLegalMoves {
+            role: machine.roles()[role].to_string(),
+        }));
+    }
+    Ok(())
+}
+
 /// Uniformly random joint moves.
 pub struct UniformPlayout<Mv> {
     buffers: PlayoutBuffers<Mv>,
@@ -160,21 +193,12 @@ impl<M: StateMachine> PlayoutPolicy<M> for MastPlayout<M::Move> {
         self.played.clear();
         let mut state = state.clone();
         for _ in 0..max_steps {
-            if machine.is_terminal(&state)? {
+            if ended(machine, &state, deadline)? {
                 break;
-            }
-            if crate::search::past(deadline) {
-                return Err(Halt::Deadline);
             }
             self.joint.clear();
             for r in 0..n_roles {
-                self.legal.clear();
-                machine.legal_moves_into(&state, r, &mut self.legal)?;
-                if self.legal.is_empty() {
-                    return Err(Halt::Engine(crate::machine::MachineError::NoLegalMoves {
-                        role: machine.roles()[r].to_string(),
-                    }));
-                }
+                legal_into(machine, &state, r, &mut self.legal)?;
                 let mv = self.pick(r, rng);
                 self.joint.push(mv);
             }
@@ -194,6 +218,81 @@ impl<M: StateMachine> PlayoutPolicy<M> for MastPlayout<M::Move> {
         self.update(&played, n_roles, rewards);
         played.clear();
         self.played = played;
+    }
+}
+
+/// Decisive moves (Teytaud and Teytaud, "On the Huge Benefit of Decisive Moves in Monte-Carlo
+/// Tree Search Algorithms", 2010): where one role alone has a choice, it plays a move that
+/// ends the game with its best goal (100) if it has one; every other move is uniformly
+/// random. Each such step tries all the mover's moves, so a playout costs about the branching
+/// factor times more; in return the playouts stop missing wins in one.
+pub struct DecisivePlayout<Mv> {
+    joint: Vec<Mv>,
+    legal: Vec<Mv>,
+    /// The mover's moves.
+    options: Vec<Mv>,
+}
+
+impl<Mv> Default for DecisivePlayout<Mv> {
+    fn default() -> Self {
+        DecisivePlayout {
+            joint: Vec::new(),
+            legal: Vec::new(),
+            options: Vec::new(),
+        }
+    }
+}
+
+impl<M: StateMachine> PlayoutPolicy<M> for DecisivePlayout<M::Move> {
+    fn playout(
+        &mut self,
+        machine: &mut M,
+        state: &M::State,
+        rng: &mut Xoshiro256PlusPlus,
+        deadline: Instant,
+        max_steps: usize,
+    ) -> Result<M::State, Halt> {
+        use rand::Rng;
+        let n_roles = machine.roles().len();
+        let mut state = state.clone();
+        'steps: for _ in 0..max_steps {
+            if ended(machine, &state, deadline)? {
+                break;
+            }
+            self.joint.clear();
+            let mut mover = None;
+            let mut choosers = 0;
+            for r in 0..n_roles {
+                legal_into(machine, &state, r, &mut self.legal)?;
+                if self.legal.len() > 1 {
+                    choosers += 1;
+                    mover = Some(r);
+                    std::mem::swap(&mut self.options, &mut self.legal);
+                    self.joint
+                        .push(self.options[rng.random_range(0..self.options.len())]);
+                } else {
+                    self.joint.push(self.legal[0]);
+                }
+            }
+            if let (1, Some(m)) = (choosers, mover)
+                && !machine.is_nature(m)
+            {
+                let random = self.joint[m];
+                for i in 0..self.options.len() {
+                    self.joint[m] = self.options[i];
+                    let next = machine.next_state_unchecked(&state, &self.joint)?;
+                    if machine.is_terminal(&next)?
+                        && crate::search::goal_or_zero(machine, &next, m)? == 100
+                    {
+                        state = next;
+                        continue 'steps;
+                    }
+                }
+                self.joint[m] = random;
+            }
+            state = machine.next_state_unchecked(&state, &self.joint)?;
+        }
+        Ok(state)
     }
 }
 
