@@ -108,15 +108,42 @@ async function shoot(page, game, moment, width, other) {
   return shots;
 }
 
+// GDL-II with one person (the random deal of Dominup): the view is that role's, and neither it
+// nor the page ever shows another role's hand or another role's move (nature's deal included).
+async function checkHidden(page, game, view, human) {
+  const me = view.roles[human];
+  const problem = (what) => { throw new Error(`${game}, step ${view.step}: ${what}`); };
+  if (view.viewer !== me) problem(`viewer ${view.viewer}, not ${me}`);
+  const hands = true;
+  for (const [rel, args] of view.facts) {
+    if (hands && rel === "hand" && args.some((a) => a.split(" ")[0] !== me)) problem(`hand facts ${args}`);
+  }
+  if (view.history.some(([, role]) => role !== human)) problem(`history ${JSON.stringify(view.history)}`);
+  if (view.last.some(([role]) => role !== human)) problem(`last ${JSON.stringify(view.last)}`);
+  const text = await page.evaluate(() => ["hands", "history", "last", "facts"]
+    .map((id) => document.getElementById(id).textContent).join("\n"));
+  if (/deal/.test(text)) problem("a deal move shown");
+  for (const other of view.roles) {
+    if (hands && other !== me && text.includes(other + "'s hand")) problem(`${other}'s hand shown`);
+  }
+  return view.percepts.length > 0
+    && (await page.evaluate(() => document.getElementById("seen").textContent)).includes(view.percepts[0]);
+}
+
 // Plays `game` to the end, the human in seat `human`, clicking at `width`.
 async function play(page, game, seats, width, midAfter) {
   const began = Date.now();
   await page.setViewportSize({ width, height: 900 });
   await start(page, game, seats);
   const other = width === 1200 ? 390 : 1200;
-  let moves = 0, view;
+  let moves = 0, view, perceived = false;
+  // GGP_CHECK_HIDDEN=1: check the GDL-II view (needs gdl2's human view; with it merged on
+  // 01:05 the deal's end still leaked the other hand and lost one's own 0|0 tile).
+  const hidden = game === "dominup" && !!process.env.GGP_CHECK_HIDDEN;
+  const human = seats.indexOf("human");
   for (;;) {
     view = await waitOurs(page);
+    if (hidden && await checkHidden(page, game, view, human)) perceived = true;
     if (view.terminal) break;
     if (moves === midAfter) await shoot(page, game, "mid", width, other);
     const role = view.moves.findIndex((m) => m.length > 0);
@@ -148,6 +175,7 @@ async function play(page, game, seats, width, midAfter) {
   }
   // In these turn games one role moves at a time: one history entry per step (a forced
   // reply is not written with the other role's noop beside it).
+  if (hidden && !perceived) throw new Error(`${game}: no percept ever shown`);
   const steps = view.history.map(([step]) => step);
   if (new Set(steps).size !== steps.length) throw new Error(`${game}: history ${JSON.stringify(view.history)}`);
   const shots = await shoot(page, game, "end", width, other);
