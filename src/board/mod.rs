@@ -8,9 +8,11 @@
 //! - **The relation and its coordinate arguments.** Every relation of arity three or more and
 //!   every pair of its arguments is a candidate when the arguments are constants, take at least
 //!   two values each, and never repeat as a pair within one sampled state. The best candidate
-//!   has the most *ordered* axes (see below), then the most distinct squares seen, then the
-//!   most distinct contents, then the earliest argument positions. The other arguments are the
-//!   square's content.
+//!   has the most *ordered* axes (see below), then the most distinct squares seen, then
+//!   contents that name a role (of two relations over the same squares, `(cell a 1 red)` with a
+//!   role `red` beats `(connected 3 a 1)`, whose group numbers are more distinct contents),
+//!   then the most distinct contents, then the earliest argument positions. The other
+//!   arguments are the square's content.
 //! - **Which axis is which.** When exactly one axis is all integers it is the rank (drawn
 //!   bottom to top, the highest at the top); otherwise the first coordinate argument is the
 //!   file (drawn left to right).
@@ -165,10 +167,16 @@ impl Layout {
         allowed: impl Fn(Sym) -> bool,
     ) -> Option<Layout> {
         let statics = StaticFacts::new(rules);
-        // Score: ordered axes, squares seen, distinct contents, earlier argument positions.
-        type Score = (usize, usize, usize, std::cmp::Reverse<usize>);
+        let roles: HashSet<&Term> = rules
+            .iter()
+            .filter(|r| r.head.rel == Sym::ROLE && r.body.is_empty())
+            .filter_map(|r| r.head.args.first())
+            .collect();
+        // Score: ordered axes, squares seen, contents naming a role, distinct contents, earlier
+        // argument positions.
+        type Score = (usize, usize, bool, usize, std::cmp::Reverse<usize>);
         let mut best: Option<(Candidate, Score)> = None;
-        let all = candidates(samples).into_iter().enumerate();
+        let all = candidates(samples, &roles).into_iter().enumerate();
         for (index, candidate) in all.filter(|(_, c)| allowed(c.rel)) {
             let ordered = [&candidate.first, &candidate.second]
                 .iter()
@@ -177,6 +185,7 @@ impl Layout {
             let score = (
                 ordered,
                 candidate.squares,
+                candidate.names_role,
                 candidate.contents,
                 std::cmp::Reverse(index),
             );
@@ -522,9 +531,11 @@ struct Candidate {
     squares: usize,
     /// Distinct contents (the other arguments) seen.
     contents: usize,
+    /// Some content holds a role's name.
+    names_role: bool,
 }
 
-fn candidates(samples: &[Vec<Term>]) -> Vec<Candidate> {
+fn candidates(samples: &[Vec<Term>], roles: &HashSet<&Term>) -> Vec<Candidate> {
     let mut shapes: Vec<(Sym, usize)> = Vec::new();
     for fact in samples.iter().flatten() {
         if let Term::App(rel, args) = fact
@@ -538,7 +549,7 @@ fn candidates(samples: &[Vec<Term>]) -> Vec<Candidate> {
     for (rel, arity) in shapes {
         for i in 0..arity {
             for j in i + 1..arity {
-                if let Some(c) = candidate(samples, rel, arity, i, j) {
+                if let Some(c) = candidate(samples, roles, rel, arity, i, j) {
                     out.push(c);
                 }
             }
@@ -549,6 +560,7 @@ fn candidates(samples: &[Vec<Term>]) -> Vec<Candidate> {
 
 fn candidate(
     samples: &[Vec<Term>],
+    roles: &HashSet<&Term>,
     rel: Sym,
     arity: usize,
     i: usize,
@@ -585,6 +597,9 @@ fn candidate(
             contents.insert(content);
         }
     }
+    let names_role = contents
+        .iter()
+        .any(|content| content.iter().any(|t| roles.contains(t)));
     (first.len() >= 2 && second.len() >= 2).then_some(Candidate {
         rel,
         arity,
@@ -593,6 +608,7 @@ fn candidate(
         second,
         squares: squares.len(),
         contents: contents.len(),
+        names_role,
     })
 }
 

@@ -103,6 +103,24 @@ impl<M: StateMachine> StateMachine for Counted<M> {
         self.inner.state_from_terms(facts)
     }
 
+    fn has_percepts(&self) -> bool {
+        self.inner.has_percepts()
+    }
+
+    fn percepts_into(
+        &mut self,
+        state: &M::State,
+        joint: &[M::Move],
+        role: usize,
+        out: &mut Vec<Term>,
+    ) -> Result<(), MachineError> {
+        self.inner.percepts_into(state, joint, role, out)
+    }
+
+    fn is_nature(&self, role: usize) -> bool {
+        self.inner.is_nature(role)
+    }
+
     fn fork(&self) -> Option<Counted<M>> {
         Some(Counted {
             inner: self.inner.fork()?,
@@ -181,5 +199,27 @@ mod tests {
             fork.is_terminal(&end).unwrap();
             assert_eq!(read(&counter), 3);
         }
+    }
+
+    /// The wrapper passes GDL-II through: percepts and nature (the web page's view of a
+    /// GDL-II game is built from them).
+    #[test]
+    fn passes_percepts_and_nature_through() {
+        let sheet = "(role p) (role random) (init s0) (<= (legal p go) (true s0)) \
+                     (<= (legal random (coin h)) (true s0)) (<= (legal random (coin t)) (true s0)) \
+                     (<= (next s1) (does p go)) (<= (sees p (saw ?c)) (does random (coin ?c))) \
+                     (<= terminal (true s1)) (<= (goal p 100) (true s1)) (<= (goal p 0) (true s0)) \
+                     (<= (goal random 0) (role random))";
+        let description = Description::from_text(sheet).unwrap();
+        let mut machine = Counted::new(DatalogMachine::new(&description).unwrap());
+        assert!(machine.has_percepts() && machine.is_gdl2() && machine.is_nature(1));
+        let start = machine.initial_state();
+        let joint = vec![
+            machine.legal_moves(&start, 0).unwrap()[0],
+            machine.legal_moves(&start, 1).unwrap()[0],
+        ];
+        let seen = machine.percepts(&start, &joint, 0).unwrap();
+        assert_eq!(seen.len(), 1);
+        assert!(seen[0].to_string().starts_with("(saw "), "{seen:?}");
     }
 }

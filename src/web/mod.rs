@@ -147,38 +147,6 @@ struct Slot {
     display: Option<Value>,
 }
 
-/// Display descriptions written for sheets of the game corpus (checkers, reversi...): each
-/// entry names the sheets it was written for by the FNV-1a 64 hash of their text (carriage
-/// returns removed), so that only those exact sheets get it, whatever their file name.
-const BUILTIN_DISPLAYS: &str = include_str!("displays.json");
-
-/// The FNV-1a 64 hash of a sheet's text without carriage returns, in hex.
-pub fn sheet_hash(text: &str) -> String {
-    use std::hash::Hasher;
-    let mut hasher = fnv::FnvHasher::default();
-    for line in text.split('\r') {
-        hasher.write(line.as_bytes());
-    }
-    format!("{:016x}", hasher.finish())
-}
-
-/// The built-in display description written for this exact sheet text, if any.
-fn builtin_display(text: &str) -> Option<Value> {
-    static ENTRIES: std::sync::OnceLock<Vec<Value>> = std::sync::OnceLock::new();
-    let entries = ENTRIES.get_or_init(|| {
-        serde_json::from_str(BUILTIN_DISPLAYS).expect("src/web/displays.json is JSON")
-    });
-    let hash = sheet_hash(text);
-    entries
-        .iter()
-        .find(|e| {
-            e["sheets"]
-                .as_object()
-                .is_some_and(|s| s.values().any(|h| h.as_str() == Some(hash.as_str())))
-        })
-        .map(|e| e["display"].clone())
-}
-
 /// A failed request: HTTP status and message.
 struct Failure(u16, String);
 
@@ -412,7 +380,7 @@ impl App {
                         .is_ok_and(|t| t == text)
                 });
                 let name = req.game.clone().or(listed).unwrap_or_default();
-                if let Some(display) = self.display(&name, &text)
+                if let Some(display) = self.display(&name)
                     && display.get("relation").is_none()
                 {
                     value["display"] = display;
@@ -431,7 +399,7 @@ impl App {
             .map(|s| parse_seat(s))
             .collect::<Result<Vec<_>, _>>()?;
         // Built without any shared lock held: grounding may take seconds.
-        let display = self.display(&req.game, &text);
+        let display = self.display(&req.game);
         let board = display.as_ref().and_then(|d| d["relation"].as_str());
         let (mut game, counter) = session::new_session(
             &req.game,
@@ -542,7 +510,7 @@ impl App {
             }
             _ => None,
         };
-        let view = match fresh {
+        let mut view = match fresh {
             Some(view) => {
                 *lock(&slot.shown) = Some(view.clone());
                 view
@@ -557,6 +525,7 @@ impl App {
         } else {
             0
         };
+        view.name_ending(slot.display.as_ref());
         let mut value = serde_json::to_value(view).expect("views serialize");
         value["thinking"] = json!(thinking);
         value["playouts"] = json!(playouts);
@@ -605,9 +574,9 @@ impl App {
 
     /// The display description of a sheet (piece glyphs and colours, board shape, marked
     /// squares, the roles whose side is drawn at the bottom; see README "Display
-    /// descriptions"): the one kept beside a listed sheet (`NAME.display.json`), else a
-    /// built-in one written for that exact sheet text (see [`builtin_display`]).
-    fn display(&self, name: &str, text: &str) -> Option<Value> {
+    /// descriptions"): the one kept beside a listed sheet (`NAME.display.json`); any other
+    /// sheet has none and is drawn from what the board's shape tells.
+    fn display(&self, name: &str) -> Option<Value> {
         let uploaded = lock(&self.uploads).sheets.contains_key(name);
         if !uploaded && self.listed().iter().any(|g| g == name) {
             let path = self.config.rules.join(format!("{name}.display.json"));
@@ -618,7 +587,7 @@ impl App {
                 }
             }
         }
-        builtin_display(text)
+        None
     }
 
     /// A game's validated rules and text, by its listed name.
@@ -968,31 +937,5 @@ mod fuzz {
             "{statuses:?}"
         );
         std::fs::remove_dir_all(&dir).ok();
-    }
-}
-
-#[cfg(test)]
-mod displays {
-    use super::*;
-
-    /// Each built-in description names its corpus sheets by the hash of their text as it is
-    /// now (`../shared/games/base`), and a sheet changed by one byte gets none.
-    #[test]
-    fn builtin_displays_match_only_their_exact_sheets() {
-        let entries: Vec<Value> = serde_json::from_str(BUILTIN_DISPLAYS).unwrap();
-        let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/games/base");
-        let mut checked = 0;
-        for entry in &entries {
-            for (name, hash) in entry["sheets"].as_object().unwrap() {
-                let text = std::fs::read_to_string(base.join(name)).unwrap();
-                assert_eq!(sheet_hash(&text), hash.as_str().unwrap(), "{name}");
-                assert_eq!(builtin_display(&text).as_ref(), Some(&entry["display"]));
-                let changed = text.replacen("(role", "(role ", 1);
-                assert!(builtin_display(&changed).is_none(), "{name}");
-                checked += 1;
-            }
-        }
-        assert!(checked >= 10, "{checked} sheets");
-        assert_eq!(sheet_hash("a\r\nb"), sheet_hash("a\nb"));
     }
 }

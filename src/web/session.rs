@@ -120,6 +120,56 @@ pub struct View {
     pub check: Option<[usize; 2]>,
 }
 
+impl View {
+    /// Names an ending the game's own detection (chess endings, lines) left unnamed, once the
+    /// game is over: the sentence the display description's `endings` gives for a state
+    /// relation (`{}` stands for the fact's arguments) whose fact the final position holds;
+    /// else, when one role won and no square holds a piece of the others while some holds one
+    /// of the winner, that the others have no pieces left.
+    pub fn name_ending(&mut self, display: Option<&serde_json::Value>) {
+        if !self.terminal || self.ending.is_some() {
+            return;
+        }
+        let endings = display.and_then(|d| d["endings"].as_object());
+        for (relation, sentence) in endings.into_iter().flatten() {
+            let (Some(sentence), Some((_, facts))) = (
+                sentence.as_str(),
+                self.facts.iter().find(|(rel, _)| rel == relation),
+            ) else {
+                continue;
+            };
+            let arguments = facts.first().map(String::as_str).unwrap_or_default();
+            self.ending = Some(sentence.replace("{}", arguments).trim().to_string());
+            return;
+        }
+        let (Some(goals), Some(board)) = (&self.goals, &self.board) else {
+            return;
+        };
+        let best = goals.iter().copied().max().unwrap_or(0);
+        if goals.iter().filter(|&&g| g == best).count() != 1 {
+            return;
+        }
+        let owners: Vec<usize> = board
+            .cells
+            .iter()
+            .flatten()
+            .filter_map(|c| c.role)
+            .collect();
+        let winner = goals.iter().position(|&g| g == best);
+        if owners.is_empty() || owners.iter().any(|&r| Some(r) != winner) {
+            return;
+        }
+        let losers: Vec<&str> = (0..goals.len())
+            .filter(|&r| Some(r) != winner)
+            .filter_map(|r| self.roles.get(r).map(String::as_str))
+            .collect();
+        if !losers.is_empty() {
+            let verb = if losers.len() == 1 { "has" } else { "have" };
+            self.ending = Some(format!("{} {verb} no pieces left", losers.join(" and ")));
+        }
+    }
+}
+
 /// A frame of a replayed record.
 #[derive(Debug, Clone, Serialize)]
 pub struct Frame {
@@ -623,13 +673,14 @@ mod tests {
         }
     }
 
-    /// A display description may name the board's relation: Hex's shape alone picks the
-    /// groups' relation `connected` (contents: group numbers); `cell` gives the stones.
+    /// Hex's board by shape alone is `cell`, whose contents name the roles (`red`, `blue`), not
+    /// `connected`, whose contents are group numbers; a display description may still name
+    /// another relation.
     #[test]
-    fn a_named_relation_gives_the_board() {
-        let sheet = "../shared/games/base/hex.kif";
+    fn the_board_whose_contents_name_roles_wins() {
+        let sheet = "rules/hex.kif";
         let seats = vec![Seat::Human, Seat::Human];
-        let mut game = session(sheet, seats.clone(), Some("cell"));
+        let mut game = session(sheet, seats.clone(), None);
         game.choose(0, 0).unwrap();
         let view = game.view(1).unwrap();
         let board = view.board.unwrap();
@@ -646,6 +697,33 @@ mod tests {
             .collect();
         assert_eq!(stones, ["red"]);
         assert!(view.facts.iter().any(|(rel, _)| rel == "connected"));
+        let mut named = session(sheet, seats, Some("connected"));
+        named.choose(0, 0).unwrap();
+        let view = named.view(1).unwrap();
+        assert!(view.facts.iter().any(|(rel, _)| rel == "cell"));
+        assert!(!view.facts.iter().any(|(rel, _)| rel == "connected"));
+    }
+
+    /// An ending named from the display description's `endings`, else from the pieces left.
+    #[test]
+    fn endings_are_named_from_the_description_or_the_pieces_left() {
+        let mut game = session("rules/hex.kif", vec![Seat::Human, Seat::Human], None);
+        game.choose(0, 0).unwrap();
+        let mut view = game.view(1).unwrap();
+        view.name_ending(None);
+        assert_eq!(view.ending, None, "not over");
+        view.terminal = true;
+        view.goals = Some(vec![100, 0]);
+        let mut pieces = view.clone();
+        pieces.name_ending(None);
+        assert_eq!(pieces.ending.as_deref(), Some("blue has no pieces left"));
+        let mut drawn = view.clone();
+        drawn.goals = Some(vec![50, 50]);
+        drawn.name_ending(None);
+        assert_eq!(drawn.ending, None);
+        let display = serde_json::json!({"endings": {"owner": "{} owns a group"}});
+        view.name_ending(Some(&display));
+        assert_eq!(view.ending.as_deref(), Some("1 red owns a group"));
     }
 
     /// Issue 15: the computer's `noop` was searched with its full budget before its real

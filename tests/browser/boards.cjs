@@ -8,18 +8,17 @@
 // The human's moves are chosen by a fixed rule (below), and the server's random player is
 // seeded (`ggp web --seed 1`), so a run plays the same games every time.
 //
-// With CORPUS_URL (a server on ../shared/games/base), it also lets the computer play 20 steps
-// of checkers, reversi and hex, each drawn from its built-in display description, and saves
-// `web-GAME-1200.png`.
+// Then it lets the computer play 20 steps of checkers, reversi and hex (sheets of rules/, each
+// with its display description), and saves `web-GAME-1200.png`.
 //
-// Usage: node boards.cjs URL OUTDIR [CORPUS_URL]   (run by tests/web.rs, which sets NODE_PATH)
+// Usage: node boards.cjs URL OUTDIR   (run by tests/web.rs, which sets NODE_PATH)
 "use strict";
 const fs = require("fs");
 const os = require("os");
 const path = require("path");
 const { chromium } = require("playwright-core");
 
-const [url, outdir, corpusUrl] = process.argv.slice(2);
+const [url, outdir] = process.argv.slice(2);
 
 // Waits until the human has a move to make or the game is over.
 async function waitOurs(page) {
@@ -84,8 +83,8 @@ async function clickTile(page, view, role) {
   return t.term;
 }
 
-async function start(page, game, seats, at = url) {
-  await page.goto(at);
+async function start(page, game, seats) {
+  await page.goto(url);
   await page.waitForSelector(`#game option[value="${game}"]`, { state: "attached" });
   await page.selectOption("#game", game);
   await page.waitForSelector(`#seats[data-game="${game}"]`, { state: "attached" });
@@ -109,15 +108,42 @@ async function shoot(page, game, moment, width, other) {
   return shots;
 }
 
+// GDL-II with one person (the random deal of Dominup): the view is that role's, and neither it
+// nor the page ever shows another role's hand or another role's move (nature's deal included).
+async function checkHidden(page, game, view, human) {
+  const me = view.roles[human];
+  const problem = (what) => { throw new Error(`${game}, step ${view.step}: ${what}`); };
+  if (view.viewer !== me) problem(`viewer ${view.viewer}, not ${me}`);
+  const hands = true;
+  for (const [rel, args] of view.facts) {
+    if (hands && rel === "hand" && args.some((a) => a.split(" ")[0] !== me)) problem(`hand facts ${args}`);
+  }
+  if (view.history.some(([, role]) => role !== human)) problem(`history ${JSON.stringify(view.history)}`);
+  if (view.last.some(([role]) => role !== human)) problem(`last ${JSON.stringify(view.last)}`);
+  const text = await page.evaluate(() => ["hands", "history", "last", "facts"]
+    .map((id) => document.getElementById(id).textContent).join("\n"));
+  if (/deal/.test(text)) problem("a deal move shown");
+  for (const other of view.roles) {
+    if (hands && other !== me && text.includes(other + "'s hand")) problem(`${other}'s hand shown`);
+  }
+  return view.percepts.length > 0
+    && (await page.evaluate(() => document.getElementById("seen").textContent)).includes(view.percepts[0]);
+}
+
 // Plays `game` to the end, the human in seat `human`, clicking at `width`.
 async function play(page, game, seats, width, midAfter) {
   const began = Date.now();
   await page.setViewportSize({ width, height: 900 });
   await start(page, game, seats);
   const other = width === 1200 ? 390 : 1200;
-  let moves = 0, view;
+  let moves = 0, view, perceived = false;
+  // GGP_CHECK_HIDDEN=1: check the GDL-II view (needs gdl2's human view; with it merged on
+  // 01:05 the deal's end still leaked the other hand and lost one's own 0|0 tile).
+  const hidden = game === "dominup" && !!process.env.GGP_CHECK_HIDDEN;
+  const human = seats.indexOf("human");
   for (;;) {
     view = await waitOurs(page);
+    if (hidden && await checkHidden(page, game, view, human)) perceived = true;
     if (view.terminal) break;
     if (moves === midAfter) await shoot(page, game, "mid", width, other);
     const role = view.moves.findIndex((m) => m.length > 0);
@@ -149,6 +175,7 @@ async function play(page, game, seats, width, midAfter) {
   }
   // In these turn games one role moves at a time: one history entry per step (a forced
   // reply is not written with the other role's noop beside it).
+  if (hidden && !perceived) throw new Error(`${game}: no percept ever shown`);
   const steps = view.history.map(([step]) => step);
   if (new Set(steps).size !== steps.length) throw new Error(`${game}: history ${JSON.stringify(view.history)}`);
   const shots = await shoot(page, game, "end", width, other);
@@ -185,15 +212,15 @@ async function main() {
       const view = await play(page, game, seats, width, mid);
       if (!view.result) throw new Error(`${game}: no result shown`);
     }
-    if (corpusUrl) {
+    if (!process.env.GGP_BOARDS) {
       // What each description draws: crowned discs, stones, hexagons.
       const expect = { checkers: "circle", reversi: "circle", hex: "polygon" };
       for (const game of Object.keys(expect)) {
         await page.setViewportSize({ width: 1200, height: 900 });
-        await start(page, game, ["random", "random"], corpusUrl);
+        await start(page, game, ["random", "random"]);
         await page.waitForFunction(() => window.currentView && (window.currentView.step >= 20 || window.currentView.terminal), null, { timeout: 60000 });
         const view = await page.evaluate(() => window.currentView);
-        if (!view.display) throw new Error(`${game}: no built-in display description`);
+        if (!view.display) throw new Error(`${game}: no display description`);
         const shapes = await page.$$eval(`#board ${expect[game]}`, (e) => e.length);
         const file = path.join(outdir, `web-${game}-1200.png`);
         await page.screenshot({ path: file, fullPage: true });
