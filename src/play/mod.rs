@@ -882,6 +882,7 @@ impl<M: StateMachine + Send + 'static> Game<M> {
             state_times: self.state_times.clone(),
             errors: vec![vec![String::new(); self.roles().len()]; self.states.len()],
             goal_values: goals,
+            goal_faults: Vec::new(),
             game_meta_url: None,
             is_completed: completed,
             is_aborted: false,
