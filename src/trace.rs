@@ -296,12 +296,16 @@ pub fn replay<M: StateMachine>(
             };
             let mut joint = Vec::new();
             for (r, text) in does.iter().enumerate() {
-                let term = crate::gdl::parse_term(text)
-                    .map_err(|e| MachineError::Engine(e.to_string()))?;
+                let role = roles.get(r).map(String::as_str);
+                let term = match crate::gdl::parse_term(text) {
+                    Ok(term) => term,
+                    Err(e) => {
+                        return differ(role, "move", text.clone(), format!("not a term: {e}"));
+                    }
+                };
                 match machine.find_move(&term) {
                     Some(m) => joint.push(m),
                     None => {
-                        let role = roles.get(r).map(String::as_str);
                         return differ(role, "move", text.clone(), "unknown to the engine".into());
                     }
                 }

@@ -365,3 +365,111 @@ fn match_aborts_a_game_without_a_reachable_end_at_its_step_limit() {
     assert_ne!(code, 0, "{out}");
     assert!(err.contains("did not end within 5 steps"), "{out}{err}");
 }
+
+/// The constructs outside GDL's specification that the reference prover plays (issue 13):
+/// `check` warns with file:line:col and accepts the sheet, and a match between built-in players
+/// (each a `serve` in-process) plays it to the end on both engines.
+#[test]
+fn check_warns_about_what_the_reference_plays_and_match_plays_it() {
+    let sheets = [
+        (
+            "not_distinct",
+            "not_distinct.kif:4:1: warning: not applied to (distinct ?r ?c)",
+        ),
+        (
+            "function_arities",
+            "function_arities.kif:4:1: warning: function cell used with arity 3",
+        ),
+        (
+            "old_base_input",
+            "old_base_input.kif:3:1: warning: base used with 2 arguments",
+        ),
+        (
+            "not_function",
+            "not_function.kif:3:1: warning: not used as a function symbol",
+        ),
+    ];
+    for (name, warning) in sheets {
+        let path = format!("tests/fixtures/reference/{name}.kif");
+        let (code, out, err) = ggp(&["check", &path]);
+        assert_eq!(code, 0, "{out}{err}");
+        assert!(out.contains("valid (0 errors"), "{out}");
+        assert!(err.contains(warning), "{name}: {err}");
+        for engine in ["datalog", "propnet"] {
+            let out_dir = std::env::temp_dir().join(format!(
+                "ggp-cli-ref-{name}-{engine}-{}",
+                std::process::id()
+            ));
+            let mut args = vec![
+                "match",
+                &path,
+                "--engine",
+                engine,
+                "--playclock",
+                "1",
+                "--startclock",
+                "2",
+                "--max-steps",
+                "20",
+                "--out",
+                out_dir.to_str().unwrap(),
+            ];
+            let roles: &[&str] = if name == "not_distinct" {
+                &["a=builtin:random", "b=builtin:random"]
+            } else {
+                &["a=builtin:random"]
+            };
+            for role in roles {
+                args.extend(["--player", role]);
+            }
+            let (code, out, err) = ggp(&args);
+            std::fs::remove_dir_all(&out_dir).ok();
+            if name == "function_arities" && code != 0 {
+                // `stay` may be chosen every step: the step limit ends that match.
+                assert!(err.contains("did not end within 20 steps"), "{out}{err}");
+                continue;
+            }
+            assert_eq!(code, 0, "{name} on {engine}: {out}{err}");
+            assert!(out.contains("errors 0"), "{name} on {engine}: {out}");
+        }
+    }
+}
+
+/// Valid sheets whose terms grow without bound (issue 13): every command that plays them ends
+/// at once with the engine's budget named, on both engines, instead of running out of memory.
+#[test]
+fn sheets_whose_terms_grow_each_step_end_in_a_budget_error() {
+    let bombs = [
+        ("doubling", "symbols in one term exceeded 100000"),
+        ("deepening", "nesting depth of one term exceeded 500"),
+    ];
+    for (name, why) in bombs {
+        let path = format!("tests/fixtures/bombs/{name}.kif");
+        let (code, out, err) = ggp(&["check", &path]);
+        assert_eq!(code, 0, "{name} is valid GDL: {out}{err}");
+        for engine in ["datalog", "auto", "propnet"] {
+            for command in ["playout", "bench"] {
+                let (code, _, err) = ggp(&[command, &path, "--engine", engine]);
+                assert_eq!(code, 2, "{command} {name} on {engine}: {err}");
+                assert!(err.contains(why), "{command} {name} on {engine}: {err}");
+            }
+        }
+        let out_dir =
+            std::env::temp_dir().join(format!("ggp-cli-bomb-{name}-{}", std::process::id()));
+        let (code, out, err) = ggp(&[
+            "match",
+            &path,
+            "--player",
+            "p=builtin:random",
+            "--playclock",
+            "1",
+            "--startclock",
+            "1",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ]);
+        std::fs::remove_dir_all(&out_dir).ok();
+        assert_ne!(code, 0, "{out}");
+        assert!(err.contains(why), "match {name}: {out}{err}");
+    }
+}

@@ -22,7 +22,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use ggp::datalog::DatalogMachine;
 use ggp::gdl::{Description, Term};
 use ggp::machine::StateMachine;
-use ggp::propnet::{Budget, GroundError, LaneRecord, PropnetMachine};
+use ggp::propnet::{Budget, GroundError, LaneRecord, PropnetMachine, Width};
 use ggp::trace::{self, Replay};
 
 const BASE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/games/base");
@@ -184,13 +184,14 @@ fn lockstep(
     Ok(steps)
 }
 
-/// Plays `count` random playouts 64 games per pass on the propnet and replays each on
+/// Plays `count` random playouts `width` games per pass on the propnet and replays each on
 /// Datalog: at every step each role's number of legal moves must agree and the move played
 /// must be legal there; the state must not be terminal before the end; the end state,
 /// terminal and goals must agree. Stops early (still agreeing) after `time_limit`.
 fn batch_agrees(
     d: &mut DatalogMachine,
     p: &mut PropnetMachine,
+    width: Width,
     count: u64,
     seed: u64,
     time_limit: Duration,
@@ -201,7 +202,7 @@ fn batch_agrees(
     let p0 = p.initial_state();
     let mut records: Vec<LaneRecord> = Vec::new();
     let batch = p
-        .random_playouts_recorded(&p0, &mut rng, count, MAX_STEPS, &mut records)
+        .random_playouts_recorded(width, &p0, &mut rng, count, MAX_STEPS, &mut records)
         .map_err(|e| format!("batch: {e}"))?;
     if batch.playouts != count || records.len() as u64 != count {
         return Err(format!(
@@ -217,7 +218,7 @@ fn batch_agrees(
         }
         let mut ds = d.initial_state();
         for (step, joint) in rec.joints.chunks(n_roles).enumerate() {
-            let at = |what: &str| format!("batch playout {k} step {step}: {what}");
+            let at = |what: &str| format!("{width:?} batch playout {k} step {step}: {what}");
             if d.is_terminal(&ds).map_err(|e| at(&e.to_string()))? {
                 return Err(at("terminal in Datalog, played on"));
             }
@@ -242,7 +243,7 @@ fn batch_agrees(
                 .map_err(|e| at(&e.to_string()))?;
             steps += 1;
         }
-        let at = |what: &str| format!("batch playout {k} end: {what}");
+        let at = |what: &str| format!("{width:?} batch playout {k} end: {what}");
         let (df, pf) = (facts(d.state_terms(&ds)), facts(p.state_terms(&rec.end)));
         if df != pf {
             return Err(at(&format!("states differ: {df:?} vs {pf:?}")));
@@ -288,8 +289,17 @@ fn compare_file(
     let start = Instant::now();
     let n = lockstep(&mut d, &mut p, playouts, 0x5eed, time_limit)?;
     let left = time_limit.saturating_sub(start.elapsed());
-    let m = batch_agrees(&mut d, &mut p, playouts as u64, 0xba7c, left)?;
-    Ok(Outcome::Agreed(n + m))
+    let m = batch_agrees(
+        &mut d,
+        &mut p,
+        Width::Narrow,
+        playouts as u64,
+        0xba7c,
+        left / 2,
+    )?;
+    let left = time_limit.saturating_sub(start.elapsed());
+    let w = batch_agrees(&mut d, &mut p, Width::Wide, playouts as u64, 0x256, left)?;
+    Ok(Outcome::Agreed(n + m + w))
 }
 
 /// Runs `jobs` on two threads; returns the failures and the over-budget games.
@@ -543,8 +553,8 @@ fn propnet_playouts_agree_with_datalog() {
     }
 }
 
-/// 64 games per pass with more playouts than lanes: lanes that finish start new games, and
-/// every game still agrees with Datalog.
+/// 64 and 256 games per pass with more playouts than lanes: lanes that finish start new
+/// games, and every game still agrees with Datalog.
 #[test]
 fn propnet_batch_playouts_restart_lanes_and_agree() {
     for (name, count) in [("ticTacToe", 150), ("nim1", 70), ("roshambo2", 70)] {
@@ -552,8 +562,11 @@ fn propnet_batch_playouts_restart_lanes_and_agree() {
         let description = Description::from_text(&text).unwrap();
         let mut d = DatalogMachine::new(&description).unwrap();
         let mut p = PropnetMachine::new(&description, &budget()).unwrap();
-        if let Err(e) = batch_agrees(&mut d, &mut p, count, 0x64, Duration::from_secs(600)) {
-            panic!("{name}: {e}");
+        for (width, count) in [(Width::Narrow, count), (Width::Wide, 4 * count)] {
+            let limit = Duration::from_secs(600);
+            if let Err(e) = batch_agrees(&mut d, &mut p, width, count, 0x64, limit) {
+                panic!("{name}: {e}");
+            }
         }
         // Through the trait: the goal sums of the batch agree with the games' goals.
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
@@ -562,4 +575,119 @@ fn propnet_batch_playouts_restart_lanes_and_agree() {
         assert_eq!(batch.playouts, count, "{name}");
         assert_eq!(batch.goal_sums.len(), p.roles().len(), "{name}");
     }
+}
+
+/// Sheets with the constructs outside GDL's specification that the reference prover
+/// (ggp-base) plays: `(not (distinct s t))`, a function symbol with several arities, `base` and
+/// `input` as old ordinary relations, `not` as a function symbol.
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/reference");
+
+/// Plays `moves` (one printed joint move per step, in role order) from the initial state;
+/// each role's legal moves at every state reached (sorted, joined by spaces; roles joined by
+/// `|`, states by ` / `), and the goals if the last state is terminal.
+fn scripted<M: StateMachine>(m: &mut M, moves: &[&[&str]]) -> (String, Option<Vec<u8>>) {
+    let mut state = m.initial_state();
+    let mut seen = Vec::new();
+    for step in 0..=moves.len() {
+        let legal: Vec<String> = (0..m.roles().len())
+            .map(|r| {
+                let mut v: Vec<String> = m
+                    .legal_moves(&state, r)
+                    .unwrap()
+                    .into_iter()
+                    .map(|mv| m.move_term(mv).to_string())
+                    .collect();
+                v.sort();
+                v.join(" ")
+            })
+            .collect();
+        seen.push(legal.join("|"));
+        let Some(joint) = moves.get(step) else { break };
+        let joint: Vec<M::Move> = joint
+            .iter()
+            .map(|t| {
+                m.find_move(&ggp::gdl::parse_term(t).unwrap())
+                    .unwrap_or_else(|| panic!("unknown move {t}"))
+            })
+            .collect();
+        state = m.next_state(&state, &joint).unwrap();
+    }
+    let goals = m
+        .is_terminal(&state)
+        .unwrap()
+        .then(|| m.goals(&state).unwrap());
+    (seen.join(" / "), goals)
+}
+
+#[test]
+fn both_engines_play_what_the_reference_prover_plays() {
+    // (sheet, scripted joint moves, each role's legal moves at each state, goals at the end)
+    type Script = (
+        &'static str,
+        &'static [&'static [&'static str]],
+        &'static str,
+        Option<&'static [u8]>,
+    );
+    let scripts: &[Script] = &[
+        (
+            "not_distinct.kif",
+            &[&["(mark 2)", "noop"], &["noop", "(mark 1)"]],
+            "(mark 1) (mark 2)|noop / noop|(mark 1) (mark 2) / (mark 1) (mark 2)|noop",
+            Some(&[100, 100]),
+        ),
+        ("function_arities.kif", &[&["stay"]], "go stay / stay", None),
+        (
+            "old_base_input.kif",
+            &[&["(go 3)"]],
+            "(go 3) / (go 3)",
+            Some(&[100]),
+        ),
+        (
+            "not_function.kif",
+            &[&["(flip (not x))"], &["(flip x)"]],
+            "(flip (not x)) / (flip x) / ",
+            Some(&[100]),
+        ),
+    ];
+    for &(file, moves, legal, goals) in scripts {
+        let text = std::fs::read_to_string(Path::new(FIXTURES).join(file)).unwrap();
+        let description =
+            Description::from_text(&text).unwrap_or_else(|e| panic!("{file} is refused: {e:?}"));
+        assert!(!description.warnings().is_empty(), "{file} gets a warning");
+        let mut d = DatalogMachine::new(&description).unwrap();
+        let mut p = PropnetMachine::new(&description, &budget()).unwrap();
+        let expected = (legal.to_string(), goals.map(<[u8]>::to_vec));
+        assert_eq!(scripted(&mut d, moves), expected, "{file} on Datalog");
+        assert_eq!(scripted(&mut p, moves), expected, "{file} on the propnet");
+    }
+    // And in lockstep over random playouts, with the corpus's own sheets for two of them.
+    let mut paths: Vec<PathBuf> = [
+        "not_distinct",
+        "function_arities",
+        "old_base_input",
+        "not_function",
+    ]
+    .iter()
+    .map(|n| Path::new(FIXTURES).join(format!("{n}.kif")))
+    .collect();
+    paths.push(Path::new(TEST).join("test_clean_not_distinct.kif"));
+    paths.push(Path::new(TEST).join("test_invalid_function_arities_differ.kif"));
+    for path in paths {
+        match compare_file(&path, 10, Duration::from_secs(5), &budget()) {
+            Ok(Outcome::Agreed(_)) => {}
+            Ok(Outcome::OverBudget(e) | Outcome::Skipped(e)) => {
+                panic!("{}: not played: {e}", path.display())
+            }
+            Err(e) => panic!("{}: engines disagree: {e}", path.display()),
+        }
+    }
+    // The corpus sheet's meaning: `success` holds only with equality read as ggp-base does.
+    let text =
+        std::fs::read_to_string(Path::new(TEST).join("test_clean_not_distinct.kif")).unwrap();
+    let description = Description::from_text(&text).unwrap();
+    let mut d = DatalogMachine::new(&description).unwrap();
+    let mut p = PropnetMachine::new(&description, &budget()).unwrap();
+    let end = (String::from("proceed / proceed"), Some(vec![100]));
+    assert_eq!(scripted(&mut d, &[&["proceed"]]), end);
+    assert_eq!(scripted(&mut p, &[&["proceed"]]), end);
 }

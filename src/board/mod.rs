@@ -154,11 +154,22 @@ impl Layout {
     /// state), using the ground facts of `rules` to widen and order the axes. `None` when no
     /// relation has the shape of a board.
     pub fn detect(samples: &[Vec<Term>], rules: &[Rule]) -> Option<Layout> {
+        Layout::detect_in(samples, rules, |_| true)
+    }
+
+    /// [`Layout::detect`] among the relations `allowed` accepts only (a display description
+    /// may name the board's relation where the shape alone chooses another).
+    pub fn detect_in(
+        samples: &[Vec<Term>],
+        rules: &[Rule],
+        allowed: impl Fn(Sym) -> bool,
+    ) -> Option<Layout> {
         let statics = StaticFacts::new(rules);
         // Score: ordered axes, squares seen, distinct contents, earlier argument positions.
         type Score = (usize, usize, usize, std::cmp::Reverse<usize>);
         let mut best: Option<(Candidate, Score)> = None;
-        for (index, candidate) in candidates(samples).into_iter().enumerate() {
+        let all = candidates(samples).into_iter().enumerate();
+        for (index, candidate) in all.filter(|(_, c)| allowed(c.rel)) {
             let ordered = [&candidate.first, &candidate.second]
                 .iter()
                 .filter(|values| all_integers(values) || statics.chain_covering(values).is_some())

@@ -4,8 +4,8 @@
 //! legal moves, picks a uniformly random joint move and computes the next state; the goals
 //! are read at the end. Building the engine is not timed.
 //!
-//! [`Mode::Batched`] asks the engine for playouts [`BATCH`] at a time
-//! ([`StateMachine::random_playouts`], which the propnet plays 64 games per pass);
+//! [`Mode::Batched`] asks the engine for playouts [`Limit::batch`] at a time
+//! ([`StateMachine::random_playouts`], which the propnet plays 64 or 256 games per pass);
 //! [`Mode::OneByOne`] plays them one after the other ([`StateMachine::playout`]), the
 //! reference the batch is compared with.
 
@@ -75,6 +75,8 @@ pub struct Limit {
     /// Stop after this many playouts, if set (a fixed amount of work, for instruction-count
     /// profiles that compare builds).
     pub playouts: Option<u64>,
+    /// Playouts asked for at once in [`Mode::Batched`].
+    pub batch: u64,
     /// Cut each playout after this many moves (a game without a reachable terminal state
     /// must still end the benchmark).
     pub max_steps: usize,
@@ -83,14 +85,14 @@ pub struct Limit {
 /// How playouts are asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
-    /// [`BATCH`] at a time, through [`StateMachine::random_playouts`].
+    /// [`Limit::batch`] at a time, through [`StateMachine::random_playouts`].
     Batched,
     /// One at a time, through [`StateMachine::playout`] and the goals of its last state.
     OneByOne,
 }
 
-/// Playouts asked for at once in [`Mode::Batched`].
-pub const BATCH: u64 = 256;
+/// Playouts asked for at once in [`Mode::Batched`] by default.
+pub const BATCH: u64 = 1024;
 
 /// Runs playouts until `limit` (at least one playout).
 ///
@@ -125,7 +127,9 @@ pub fn run<M: StateMachine>(
             Mode::Batched => {
                 // A batch does not say which playouts reached the cap; the count of cut
                 // playouts comes from the one-by-one mode.
-                let count = limit.playouts.map_or(BATCH, |n| BATCH.min(n - playouts));
+                let count = limit
+                    .playouts
+                    .map_or(limit.batch, |n| limit.batch.min(n - playouts));
                 let batch = machine.random_playouts(&initial, &mut rng, count, limit.max_steps)?;
                 goal_sum += batch.goal_sums.iter().sum::<u64>();
                 playouts += batch.playouts;

@@ -82,6 +82,10 @@ enum Command {
         /// first: a fixed amount of work for instruction-count profiles.
         #[arg(long)]
         playouts: Option<u64>,
+        /// Playouts asked for at once (the propnet plays 16 or more 64 games per pass, 1024 or
+        /// more 256 games per pass).
+        #[arg(long, default_value_t = bench::BATCH)]
+        batch: u64,
         /// Cut a playout after this many moves (a game with no reachable end still returns).
         #[arg(long, default_value_t = 1000)]
         max_steps: usize,
@@ -250,6 +254,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             game,
             seconds,
             playouts,
+            batch,
             max_steps,
             seed,
             profile,
@@ -270,6 +275,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let limit = bench::Limit {
                 seconds,
                 playouts,
+                batch: batch.max(1),
                 max_steps,
             };
             struct Bench {

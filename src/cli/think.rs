@@ -2,7 +2,7 @@
 //! players outside a match.
 //!
 //! The position is the initial state, or the state after `--random-moves` random joint moves
-//! from it (seeded). The player gets `--start-seconds` to start and `--seconds` to choose; the
+//! from it (seeded; an error if the game ends on the way). The player gets `--start-seconds` to start and `--seconds` to choose; the
 //! line printed gives the move, its value, whether it is proven, the iterations (playouts for
 //! MCTS, nodes for alpha-beta) and their rate.
 
@@ -55,6 +55,7 @@ pub struct ThinkArgs {
 /// # Errors
 /// The game cannot be loaded, or the engine or the search failed.
 pub fn run(args: &ThinkArgs) -> anyhow::Result<ExitCode> {
+    super::serve::init_logging();
     let mut loaded = load_engine(&args.game, args.engine)?;
     println!("engine: {}", loaded.engine.name());
     loaded.engine.run_mut(Think(args))
@@ -81,12 +82,20 @@ fn think<M: StateMachine + Send + 'static>(
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(args.seed);
     let mut state = machine.initial_state();
     let (mut joint, mut scratch) = (Vec::new(), Vec::new());
-    for _ in 0..args.random_moves {
-        if machine.is_terminal(&state)? {
-            break;
-        }
+    for played in 0..args.random_moves {
         machine.random_joint_move_into(&state, &mut rng, &mut joint, &mut scratch)?;
         state = machine.next_state_unchecked(&state, &joint)?;
+        if machine.is_terminal(&state)? {
+            let goals = machine
+                .goals(&state)
+                .map_or_else(|e| e.to_string(), |g| format!("goals {g:?}"));
+            anyhow::bail!(
+                "the game ended after {} of the {} random moves ({goals}); \
+                 ask for fewer --random-moves or another --seed",
+                played + 1,
+                args.random_moves
+            );
+        }
     }
     let config = SearchConfig {
         threads: args.threads,

@@ -64,14 +64,14 @@ pub struct Stratum {
 /// Why an evaluation stopped.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EvalError {
-    /// A relation or the term store outgrew its limit: the program likely builds ever-larger
-    /// terms through recursion.
+    /// A relation, the term store or one term outgrew its limit ([`Limits`]): the program
+    /// likely builds ever more or ever larger terms, through recursion or from step to step.
     #[error("evaluation stopped: {what} exceeded {limit}")]
     Budget {
         /// What grew too large.
-        what: String,
+        what: Budgeted,
         /// The limit.
-        limit: usize,
+        limit: u64,
     },
     /// The deadline set by [`Engine::set_stop`] passed.
     #[error("evaluation stopped: out of time")]
@@ -142,20 +142,63 @@ impl Stop {
     }
 }
 
-/// Limits that keep a runaway program from exhausting memory.
+/// What outgrew its limit in an [`EvalError::Budget`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Budgeted {
+    /// [`Limits::max_rows`], by the rows one round derived.
+    #[error("rows derived in one round")]
+    RoundRows,
+    /// [`Limits::max_rows`].
+    #[error("rows in one relation")]
+    RelationRows,
+    /// [`Limits::max_total_rows`].
+    #[error("rows in all relations")]
+    TotalRows,
+    /// [`Limits::max_terms`].
+    #[error("distinct ground terms")]
+    Terms,
+    /// [`Limits::max_term_size`].
+    #[error("symbols in one term")]
+    TermSize,
+    /// [`Limits::max_term_depth`].
+    #[error("nesting depth of one term")]
+    TermDepth,
+}
+
+/// Limits that keep a runaway program from exhausting memory: a memory budget counted in rows
+/// and terms, and a budget on the size of one term (a term twice as large each step costs
+/// the term store one entry, but printing it or building it as a tree doubles every time).
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
     /// Most rows in one relation.
     pub max_rows: usize,
+    /// Most rows in all relations together.
+    pub max_total_rows: usize,
     /// Most distinct ground terms.
     pub max_terms: usize,
+    /// Most symbols in one term written out ([`TermPool::size`]).
+    pub max_term_size: u32,
+    /// Deepest nesting of one term ([`TermPool::depth`]).
+    pub max_term_depth: u32,
 }
+
+/// The default [`Limits::max_term_size`]: a term of 100,000 symbols prints to about half a
+/// megabyte; the published games' largest have a few dozen.
+pub const MAX_TERM_SIZE: u32 = 100_000;
+
+/// The default [`Limits::max_term_depth`]: well within what the KIF reader accepts
+/// ([`crate::kif::MAX_DEPTH`]), so that every term an engine builds can be sent in a message
+/// and read back.
+pub const MAX_TERM_DEPTH: u32 = crate::kif::MAX_DEPTH as u32 / 2;
 
 impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_rows: 20_000_000,
+            max_total_rows: 50_000_000,
             max_terms: 20_000_000,
+            max_term_size: MAX_TERM_SIZE,
+            max_term_depth: MAX_TERM_DEPTH,
         }
     }
 }
@@ -237,6 +280,8 @@ pub struct Engine {
     stopped: Option<EvalError>,
     /// Rows tried while a stop condition was set (wrapping).
     work: u32,
+    /// Rows in all relations together.
+    total_rows: usize,
 }
 
 impl Engine {
@@ -263,6 +308,7 @@ impl Engine {
             stop: Stop::default(),
             stopped: None,
             work: 0,
+            total_rows: 0,
             binds: Vec::new(),
             trail: Vec::new(),
             key_scratch: Vec::new(),
@@ -318,12 +364,16 @@ impl Engine {
 
     /// Empties `rel`.
     pub fn clear(&mut self, rel: RelId) {
-        self.relations[rel.0 as usize].clear();
+        let relation = &mut self.relations[rel.0 as usize];
+        self.total_rows -= relation.len();
+        relation.clear();
     }
 
     /// Adds a row to `rel`; returns whether it was new.
     pub fn insert(&mut self, rel: RelId, row: &[GTerm]) -> bool {
-        self.relations[rel.0 as usize].insert(row, &self.pool)
+        let new = self.relations[rel.0 as usize].insert(row, &self.pool);
+        self.total_rows += usize::from(new);
+        new
     }
 
     /// Orders a rule body into a plan. With `delta = Some(i)`, body literal `i` goes first and
@@ -492,36 +542,55 @@ impl Engine {
             self.pending_terms.clear();
             return Err(why.clone());
         }
+        let over = |what, limit: usize| EvalError::Budget {
+            what,
+            limit: limit as u64,
+        };
         if self.pending.len() > self.limits.max_rows {
             self.pending.clear();
             self.pending_terms.clear();
-            return Err(EvalError::Budget {
-                what: "rows derived in one round".into(),
-                limit: self.limits.max_rows,
-            });
+            return Err(over(Budgeted::RoundRows, self.limits.max_rows));
+        }
+        // Terms are checked before they are stored in relations, so that no caller is ever
+        // handed one past the limits.
+        if let Some(e) = self.term_budget() {
+            self.pending.clear();
+            self.pending_terms.clear();
+            return Err(e);
         }
         let mut at = 0;
         for &(rel, width) in &self.pending {
             let row = &self.pending_terms[at..at + width];
             at += width;
             let relation = &mut self.relations[rel.0 as usize];
-            relation.insert(row, &self.pool);
+            if relation.insert(row, &self.pool) {
+                self.total_rows += 1;
+            }
             if relation.len() > self.limits.max_rows {
-                return Err(EvalError::Budget {
-                    what: "rows in one relation".into(),
-                    limit: self.limits.max_rows,
-                });
+                return Err(over(Budgeted::RelationRows, self.limits.max_rows));
+            }
+            if self.total_rows > self.limits.max_total_rows {
+                return Err(over(Budgeted::TotalRows, self.limits.max_total_rows));
             }
         }
         self.pending.clear();
         self.pending_terms.clear();
-        if self.pool.len() > self.limits.max_terms {
-            return Err(EvalError::Budget {
-                what: "distinct ground terms".into(),
-                limit: self.limits.max_terms,
-            });
-        }
         Ok(())
+    }
+
+    /// Which limit on terms the term store is past, if any.
+    fn term_budget(&self) -> Option<EvalError> {
+        let over = |what, limit: u64| Some(EvalError::Budget { what, limit });
+        if self.pool.len() > self.limits.max_terms {
+            return over(Budgeted::Terms, self.limits.max_terms as u64);
+        }
+        if self.pool.largest_size() > self.limits.max_term_size {
+            return over(Budgeted::TermSize, self.limits.max_term_size.into());
+        }
+        if self.pool.greatest_depth() > self.limits.max_term_depth {
+            return over(Budgeted::TermDepth, self.limits.max_term_depth.into());
+        }
+        None
     }
 
     /// Starts timing each rule (a little overhead per rule evaluation).

@@ -95,7 +95,9 @@ impl DatalogMachine {
         // outgrow that, they are computed on demand too.
         let probe = Limits {
             max_rows: limits.max_rows / 10,
+            max_total_rows: limits.max_total_rows / 10,
             max_terms: limits.max_terms / 10,
+            ..limits
         };
         match Self::build(description, limits, Demand::Dynamic, Some(probe)) {
             Err(BuildError::Eval(_)) => Self::build(description, limits, Demand::All, None),
@@ -322,7 +324,7 @@ impl DatalogMachine {
 }
 
 fn engine_error(e: EvalError) -> MachineError {
-    MachineError::Engine(e.to_string())
+    MachineError::Engine(e.into())
 }
 
 impl StateMachine for DatalogMachine {
@@ -513,6 +515,7 @@ fn depends_on(rules: &[RuleSpec], rel: RelId) -> Vec<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::machine::EngineFailure;
 
     const TICTACTOE: &str = include_str!("../../rules/ticTacToe.kif");
 
@@ -556,9 +559,10 @@ mod tests {
 
     #[test]
     fn recursion_a_top_down_prover_loops_on() {
-        // From the corpus's nim-recursive1.kif: a self-recursive rule over a cyclic relation.
+        // As in the corpus's nim-recursive1.kif: a self-recursive rule over a cyclic relation
+        // (in the form the recursion restriction allows).
         let text = "(role a) (init (p 1)) (succ 1 2) (succ 2 1)
-            (<= (reach ?x ?y) (succ ?x ?y)) (<= (reach ?x ?z) (reach ?x ?y) (reach ?y ?z))
+            (<= (reach ?x ?y) (succ ?x ?y)) (<= (reach ?x ?z) (reach ?x ?y) (succ ?y ?z))
             (<= (legal a (go ?y)) (true (p ?x)) (reach ?x ?y))
             (<= (next (p ?y)) (does a (go ?y)))
             (<= terminal (true (p 2))) (goal a 100)";
@@ -569,20 +573,102 @@ mod tests {
     }
 
     #[test]
-    fn runaway_recursion_stops_at_the_limit() {
-        let text = "(role a) (num 0) (<= (num (s ?x)) (num ?x)) (init p)
-            (<= (legal a go) (true p)) (<= (next p) (does a go)) (<= terminal (not (true p))) (goal a 0)";
+    fn a_relation_past_its_row_limit_stops_the_build() {
+        let text = "(role a) (num 0) (num 1) (num 2) (num 3) (num 4) (num 5) (num 6) (num 7)
+            (num 8) (num 9) (num 10) (num 11) (<= (pair ?x ?y) (num ?x) (num ?y)) (init p)
+            (<= (legal a go) (true p) (pair ?x ?y)) (<= (next p) (does a go))
+            (<= terminal (not (true p))) (goal a 0)";
         let description = Description::from_text(text).unwrap();
         let limits = Limits {
-            max_rows: 1000,
+            max_rows: 100,
             max_terms: 100_000,
+            ..Limits::default()
         };
         let err = DatalogMachine::with_limits(&description, limits)
             .err()
             .unwrap();
         assert_eq!(
             err.to_string(),
-            "evaluation stopped: rows in one relation exceeded 1000"
+            "evaluation stopped: rows derived in one round exceeded 100"
         );
+    }
+
+    /// Plays `go` from the initial state until the machine fails; the error and the steps.
+    fn run_until_failure(machine: &mut DatalogMachine) -> (MachineError, usize) {
+        let mut state = machine.initial_state();
+        for step in 0..2000 {
+            let go = match machine.legal_moves(&state, 0) {
+                Ok(moves) => moves,
+                Err(e) => return (e, step),
+            };
+            match machine.next_state(&state, &go) {
+                Ok(next) => state = next,
+                Err(e) => return (e, step),
+            }
+        }
+        panic!("the game did not stop the machine");
+    }
+
+    fn bomb(name: &str) -> Description {
+        let path = format!(
+            "{}/tests/fixtures/bombs/{name}.kif",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        Description::from_text(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn a_term_that_doubles_each_step_stops_at_the_term_size_budget() {
+        let mut machine = DatalogMachine::new(&bomb("doubling")).unwrap();
+        let (e, steps) = run_until_failure(&mut machine);
+        assert_eq!(
+            e,
+            MachineError::Engine(EngineFailure::Eval(EvalError::Budget {
+                what: super::super::Budgeted::TermSize,
+                limit: super::super::MAX_TERM_SIZE.into()
+            }))
+        );
+        // Step k's term has 2^(k+2) - 1 symbols: 131,071 at step 15.
+        assert_eq!(steps, 15);
+        // The machine keeps failing the same way, and nothing it hands out is over budget.
+        assert!(machine.legal_moves(&machine.initial_state(), 0).is_err());
+    }
+
+    #[test]
+    fn a_term_one_level_deeper_each_step_stops_at_the_depth_budget() {
+        let mut machine = DatalogMachine::new(&bomb("deepening")).unwrap();
+        let (e, _) = run_until_failure(&mut machine);
+        assert_eq!(
+            e,
+            MachineError::Engine(EngineFailure::Eval(EvalError::Budget {
+                what: super::super::Budgeted::TermDepth,
+                limit: super::super::MAX_TERM_DEPTH.into()
+            }))
+        );
+    }
+
+    #[test]
+    fn facts_that_square_each_step_stop_at_the_row_budget() {
+        let limits = Limits {
+            max_rows: 50_000,
+            max_total_rows: 100_000,
+            ..Limits::default()
+        };
+        let mut machine = DatalogMachine::with_limits(&bomb("squaring"), limits).unwrap();
+        let (e, steps) = run_until_failure(&mut machine);
+        assert!(
+            matches!(
+                e,
+                MachineError::Engine(EngineFailure::Eval(EvalError::Budget {
+                    what: super::super::Budgeted::RoundRows
+                        | super::super::Budgeted::RelationRows
+                        | super::super::Budgeted::TotalRows,
+                    ..
+                }))
+            ),
+            "{e}"
+        );
+        // The 1,806 facts of step 3 make 3 million pairs.
+        assert_eq!(steps, 3);
     }
 }

@@ -5,6 +5,7 @@
 //! every problem at once; [`Description::new`] is the one checked step from rules to a game.
 
 mod deps;
+pub mod normalize;
 mod pool;
 mod symbol;
 pub mod validate;
@@ -422,7 +423,8 @@ pub struct Description {
 }
 
 impl Description {
-    /// Validates `rules` as a game.
+    /// Validates `rules` as a game, then rewrites what the reference prover plays outside the
+    /// specification into plain GDL ([`normalize`]), so that every engine plays it alike.
     ///
     /// # Errors
     /// Every error-level diagnostic the validator finds; warnings are kept on success.
@@ -436,6 +438,7 @@ impl Description {
             .filter(|r| r.head.rel == Sym::ROLE && r.body.is_empty() && r.head.args.len() == 1)
             .map(|r| r.head.args[0].clone())
             .collect();
+        let rules = normalize::equalities(rules);
         Ok(Description {
             rules,
             roles,
@@ -452,7 +455,7 @@ impl Description {
         Description::new(rules)
     }
 
-    /// The rules, in sheet order.
+    /// The rules, in sheet order (`(not (distinct s t))` solved: [`normalize`]).
     pub fn rules(&self) -> &[Rule] {
         &self.rules
     }

@@ -33,6 +33,15 @@ pub struct TermPool {
     /// Start of each term's arguments in `args`; the end is the next term's start.
     starts: Vec<u32>,
     args: Vec<GTerm>,
+    /// Each term's size: how many symbols it has written out as a tree (saturating), so that
+    /// callers can bound what printing or converting it would cost; hash-consing lets a term
+    /// twice the size of its argument cost one entry here.
+    sizes: Vec<u32>,
+    /// Each term's depth: 1 for a constant, one more than its deepest argument otherwise.
+    depths: Vec<u32>,
+    /// The largest size and the greatest depth of any stored term.
+    largest: u32,
+    deepest: u32,
     /// Each term with its 32-bit hash ([`TermPool::hash_of`]), so that growing the table
     /// rehashes from the entries alone: recomputing hashes from the terms' parts reads three
     /// arrays at random and took seconds on pools of millions of terms.
@@ -90,6 +99,16 @@ impl TermPool {
         }
         let hash = self.hash_of(functor, args, nullary);
         let t = GTerm(self.functors.len() as u32);
+        let (mut size, mut depth) = (1u32, 0u32);
+        for &a in args {
+            size = size.saturating_add(self.sizes[a.index()]);
+            depth = depth.max(self.depths[a.index()]);
+        }
+        let depth = depth + 1;
+        self.sizes.push(size);
+        self.depths.push(depth);
+        self.largest = self.largest.max(size);
+        self.deepest = self.deepest.max(depth);
         self.functors.push(functor);
         self.nullary.push(nullary);
         self.starts.push(self.args.len() as u32);
@@ -97,6 +116,26 @@ impl TermPool {
         self.table
             .insert_unique(table_hash(hash), (t, hash), |&(_, h)| table_hash(h));
         t
+    }
+
+    /// How many symbols `t` has written out as a tree (saturating at `u32::MAX`).
+    pub fn size(&self, t: GTerm) -> u32 {
+        self.sizes[t.index()]
+    }
+
+    /// The depth of `t`: 1 for a constant, one more than its deepest argument otherwise.
+    pub fn depth(&self, t: GTerm) -> u32 {
+        self.depths[t.index()]
+    }
+
+    /// The largest [`size`](Self::size) of any stored term (0 when empty).
+    pub fn largest_size(&self) -> u32 {
+        self.largest
+    }
+
+    /// The greatest [`depth`](Self::depth) of any stored term (0 when empty).
+    pub fn greatest_depth(&self) -> u32 {
+        self.deepest
     }
 
     /// The constant `sym`, interning it.
@@ -257,6 +296,10 @@ mod tests {
         let paren_f = pool.intern(&parse_term("(f)").unwrap()).unwrap();
         assert_ne!(f, paren_f);
         assert_eq!(pool.display(paren_f).to_string(), "(f)");
+        assert_eq!((pool.size(a), pool.depth(a)), (5, 3));
+        assert_eq!((pool.size(f), pool.depth(f)), (1, 1));
+        assert_eq!((pool.size(paren_f), pool.depth(paren_f)), (1, 1));
+        assert_eq!((pool.largest_size(), pool.greatest_depth()), (5, 3));
         assert_eq!(pool.find(&parse_term("(f)").unwrap()), Some(paren_f));
     }
 }

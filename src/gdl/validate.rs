@@ -371,32 +371,50 @@ fn subterms<'a>(term: &'a Term, visit: &mut impl FnMut(&'a Term)) {
     }
 }
 
-/// Check 1: each relation and each function symbol is used with a single arity, and each keyword
-/// relation with its fixed arity. Constants are not compared with functions, nor relations with
-/// functions: real sheets reuse names across those.
+/// Check 1: each relation is used with a single arity, and each keyword relation with its fixed
+/// arity. Constants are not compared with functions, nor relations with functions: real sheets
+/// reuse names across those.
+///
+/// Two uses the reference prover (ggp-base) plays are only warned about: a function symbol used
+/// with several arities (`(cell 1 2)` and `(cell 1 2 x)`, two different functions to it, as to
+/// our engines, which key terms by functor and arguments), and `base` or `input` with another
+/// arity than the keyword's, as in sheets written before those keywords existed (an ordinary
+/// relation then: engines key relations by name and arity).
 fn check_arities(rules: &[Rule], out: &mut Vec<Diagnostic>) {
     let mut relations = HashMap::new();
     let mut functions = HashMap::new();
     for rule in rules {
-        let mut messages = Vec::new();
+        let mut errors = Vec::new();
+        let mut warnings = Vec::new();
         for atom in rule_atoms(rule) {
-            messages.extend(relation_arity_problem(atom, rule.pos, &mut relations));
+            match relation_arity_problem(atom, rule.pos, &mut relations) {
+                Some(Problem::Error(m)) => errors.push(m),
+                Some(Problem::Warning(m)) => warnings.push(m),
+                None => {}
+            }
         }
         for term in rule_terms(rule) {
             subterms(term, &mut |t| {
                 if let Term::App(f, args) = t {
-                    messages.extend(arity_conflict(
-                        "function",
-                        *f,
-                        args.len(),
-                        rule.pos,
-                        &mut functions,
-                    ));
+                    warnings.extend(
+                        arity_conflict("function", *f, args.len(), rule.pos, &mut functions).map(
+                            |m| format!("{m}: read as two functions, as the reference prover does"),
+                        ),
+                    );
                 }
             });
         }
-        report_each(out, (Severity::Error, Check::Arity), rule, messages);
+        report_each(out, (Severity::Error, Check::Arity), rule, errors);
+        report_each(out, (Severity::Warning, Check::Arity), rule, warnings);
     }
+}
+
+/// A problem found in one place, with its severity.
+enum Problem {
+    /// The game cannot be played as written.
+    Error(String),
+    /// The reference prover plays it; so do we.
+    Warning(String),
 }
 
 /// What is wrong with the arity of `atom`, given the arities of relations seen so far.
@@ -404,27 +422,44 @@ fn relation_arity_problem(
     atom: &Atom,
     pos: Pos,
     seen: &mut HashMap<Sym, (usize, Pos)>,
-) -> Option<String> {
+) -> Option<Problem> {
     let arity = atom.args.len();
     if CONNECTIVES.contains(&atom.rel) {
         // Misplaced connectives are check 2's business.
         return None;
     }
     match keyword_arity(atom.rel) {
+        Some(expected) if expected != arity && LEGACY_KEYWORDS.contains(&atom.rel) => {
+            Some(Problem::Warning(format!(
+                "{} used with {arity} arguments, read as an ordinary relation (as in sheets \
+                 older than the {} keyword)",
+                atom.rel, atom.rel
+            )))
+        }
         Some(expected) if expected != arity => {
             let noun = if expected == 1 {
                 "argument"
             } else {
                 "arguments"
             };
-            Some(format!(
+            Some(Problem::Error(format!(
                 "{} takes {expected} {noun}, found {arity}",
                 atom.rel
-            ))
+            )))
         }
         Some(_) => None,
-        None => arity_conflict("relation", atom.rel, arity, pos, seen),
+        None => arity_conflict("relation", atom.rel, arity, pos, seen).map(Problem::Error),
     }
+}
+
+/// Keyword relations added to GDL after sheets had used their names as ordinary relations of
+/// other arities: `(base 1 2)` in such a sheet is a relation of its own.
+const LEGACY_KEYWORDS: [Sym; 2] = [Sym::BASE, Sym::INPUT];
+
+/// Whether `atom` is a keyword relation with its keyword meaning (`(base x)`, not an old
+/// sheet's `(base x y)`).
+fn is_keyword_use(atom: &Atom) -> bool {
+    keyword_arity(atom.rel) == Some(atom.args.len())
 }
 
 /// Records that `name` is used with `arity` at `pos`, and says so if it was first used with
@@ -444,7 +479,9 @@ fn arity_conflict(
 
 /// Check 2: reserved words where they may not stand. `distinct`, `not`, `or` and `<=` never name
 /// a sentence, a fact or a term; `true` and `does` are never concluded; `not` negates only a
-/// sentence, though negating an `or` is merely warned about.
+/// sentence. Three uses are merely warned about: negating an `or`; `(not (distinct s t))`, which
+/// the reference prover (ggp-base) reads as s = t (and so do we: [`super::normalize`]); and
+/// `not` applied to arguments inside a term, a function symbol to it.
 fn check_keywords(rules: &[Rule], out: &mut Vec<Diagnostic>) {
     for rule in rules {
         let mut errors = Vec::new();
@@ -454,11 +491,18 @@ fn check_keywords(rules: &[Rule], out: &mut Vec<Diagnostic>) {
             literal_keyword_problems(literal, &mut errors, &mut warnings);
         }
         for term in rule_terms(rule) {
-            subterms(term, &mut |t| {
-                if let Some((f, _)) = t.functor()
-                    && CONNECTIVES.contains(&f)
-                {
-                    errors.push(format!("{f} used in a term"));
+            subterms(term, &mut |t| match t {
+                // The reference prover reads `(not x)` in a term as a function term.
+                Term::App(f, args) if *f == Sym::NOT && !args.is_empty() => warnings.push(
+                    "not used as a function symbol in a term, read as an ordinary function"
+                        .to_string(),
+                ),
+                _ => {
+                    if let Some((f, _)) = t.functor()
+                        && CONNECTIVES.contains(&f)
+                    {
+                        errors.push(format!("{f} used in a term"));
+                    }
                 }
             });
         }
@@ -513,7 +557,10 @@ fn literal_keyword_problems(
             match **inner {
                 Literal::Atom(_) => {}
                 Literal::Or(_) => warnings.push(format!("not applied to a disjunction {inner}")),
-                Literal::Not(_) | Literal::Distinct(..) => {
+                Literal::Distinct(..) => warnings.push(format!(
+                    "not applied to {inner}, read as equality, as the reference prover does"
+                )),
+                Literal::Not(_) => {
                     errors.push(format!("not applied to {inner}, which is not a sentence"));
                 }
             }
@@ -662,9 +709,13 @@ fn check_stratification(rules: &[Rule], graph: &DependencyGraph, out: &mut Vec<D
     }
 }
 
-/// Check 6 (a warning): GDL's recursion restriction. Each variable of a positive body sentence
-/// whose relation is recursive with the head must appear in the head or in a positive sentence
-/// whose relation is not.
+/// Check 6: GDL's recursion restriction (the specification's: Love et al., 2008). In a rule
+/// whose head relation is recursive with a positive body sentence's, each argument of that
+/// sentence must be ground, or one of the head's arguments as a whole, or have all its
+/// variables bound by a positive sentence outside the recursion. A rule that breaks it may
+/// build ever-deeper terms, as `(<= (num (s ?x)) (num ?x))` does.
+///
+/// Reported with [`RECURSION_SEVERITY`].
 fn check_recursion(rules: &[Rule], graph: &DependencyGraph, out: &mut Vec<Diagnostic>) {
     let stratum_of = graph.stratum_of();
     for rule in rules.iter().filter(|r| !r.body.is_empty()) {
@@ -683,31 +734,50 @@ fn check_recursion(rules: &[Rule], graph: &DependencyGraph, out: &mut Vec<Diagno
         if recursive_atoms.is_empty() {
             continue;
         }
-        let mut allowed = Vec::new();
-        rule.head.vars_into(&mut allowed);
+        let mut outside = Vec::new();
         for literal in &rule.body {
-            bound_by(literal, &|rel| !recursive(rel), &mut allowed);
+            bound_by(literal, &|rel| !recursive(rel), &mut outside);
         }
-        let mut bad = Vec::new();
+        let mut messages = Vec::new();
         for atom in recursive_atoms {
-            let mut vars = Vec::new();
-            atom.vars_into(&mut vars);
-            add_missing(&vars, &allowed, &mut bad);
+            for arg in &atom.args {
+                let mut vars = Vec::new();
+                arg.vars_into(&mut vars);
+                if vars.is_empty()
+                    || rule.head.args.contains(arg)
+                    || vars.iter().all(|v| outside.contains(v))
+                {
+                    continue;
+                }
+                messages.push(format!(
+                    "recursion restriction: the argument {arg} of the recursive {atom} is not \
+                     ground, not an argument of the head, and not bound outside the recursion \
+                     (the rule may build ever-deeper terms)"
+                ));
+            }
         }
-        if !bad.is_empty() {
-            let message = format!(
-                "recursion restriction: {} of a recursive literal not in the head or a non-recursive positive literal",
-                var_list(&bad)
-            );
-            out.push(at_rule(Severity::Warning, Check::Recursion, rule, message));
-        }
+        report_each(out, (RECURSION_SEVERITY, Check::Recursion), rule, messages);
     }
 }
+
+/// How a break of the recursion restriction is reported: an error, since no published sheet
+/// breaks it (none of the 314 sheets of the corpus's `base/`, its GDL-II sheets, the test
+/// sheets it calls valid, or ours: counted for issue 13). A sheet that builds ever-deeper terms
+/// from step to step (through `next` and `true`, which the restriction does not cover) is
+/// stopped by the engines' term budgets ([`crate::datalog::Limits`]).
+pub const RECURSION_SEVERITY: Severity = Severity::Error;
 
 /// Check 7: `base`, `init` and `role` do not depend on `true` or `does`; `legal`, `goal` and
 /// `terminal` do not depend on `does`; `role` is given by facts only.
 fn check_dependencies(rules: &[Rule], graph: &DependencyGraph, out: &mut Vec<Diagnostic>) {
+    // An old sheet's `base` of another arity is an ordinary relation.
+    let base_is_keyword = rules
+        .iter()
+        .any(|r| r.head.rel == Sym::BASE && is_keyword_use(&r.head));
     for rel in [Sym::BASE, Sym::INIT, Sym::ROLE] {
+        if rel == Sym::BASE && !base_is_keyword {
+            continue;
+        }
         out.extend(forbidden_dependency(
             rules,
             graph,
@@ -902,17 +972,53 @@ mod tests {
     }
 
     #[test]
-    fn functions_keep_one_arity_at_any_depth() {
+    fn a_function_with_several_arities_is_only_warned_about() {
+        // The reference prover plays it as two functions, and so do the engines.
+        assert_eq!(errors("(p (f a)) (p (g (h (f a b))))"), []);
         assert_eq!(
-            errors("(p (f a)) (p (g (h (f a b))))"),
+            warnings("(p (f a)) (p (g (h (f a b))))"),
             [(
                 Check::Arity,
-                "function f used with arity 2, but with arity 1 at 2:1".to_string()
+                "function f used with arity 2, but with arity 1 at 2:1: read as two functions, \
+                 as the reference prover does"
+                    .to_string()
             )]
         );
         assert_eq!(
-            error_checks("(p (f a)) (<= q (p ?x) (distinct ?x (f a b)))"),
+            warnings("(p (f a)) (<= q (p ?x) (distinct ?x (f a b)))")
+                .into_iter()
+                .map(|(c, _)| c)
+                .collect::<Vec<_>>(),
             [Check::Arity]
+        );
+    }
+
+    #[test]
+    fn old_base_and_input_relations_are_only_warned_about() {
+        let extra = "(base 1 2) (input 1 2 3) (<= (q ?x) (base ?x ?y) (input ?x ?y ?z))";
+        assert_eq!(errors(extra), []);
+        let found = warnings(extra);
+        assert!(
+            found.contains(&(
+                Check::Arity,
+                "base used with 2 arguments, read as an ordinary relation (as in sheets older \
+                 than the base keyword)"
+                    .to_string()
+            )),
+            "{found:?}"
+        );
+        assert!(
+            found
+                .iter()
+                .any(|(_, m)| m.starts_with("input used with 3"))
+        );
+        // Not a keyword `base`, so it may depend on the state.
+        assert_eq!(errors("(<= (base ?x 1) (true ?x))"), []);
+        // The keyword itself still has its arity elsewhere, and its rules.
+        assert_eq!(error_checks("(legal r m n)"), [Check::Arity]);
+        assert_eq!(
+            error_checks("(<= (base t) (true s))"),
+            [Check::BadDependency]
         );
     }
 
@@ -944,7 +1050,6 @@ mod tests {
         assert!(misplaced("(<= (not p) (true s))"));
         assert!(misplaced("(<= (or p) (true s))"));
         assert!(misplaced("(foo not bar)"));
-        assert!(misplaced("(foo (not bar))"));
         assert!(misplaced("(foo (or a b))"));
         assert!(misplaced("(foo (<= a b))"));
         assert!(misplaced("(foo (bar (distinct a b)))"));
@@ -952,8 +1057,17 @@ mod tests {
         assert!(misplaced("(<= p (true s) (distinct a b c))"));
         assert!(misplaced("(<= p (true s) or)"));
         assert_eq!(
-            errors("(foo (not bar))"),
+            errors("(foo not)"),
             [(Check::MisplacedKeyword, "not used in a term".to_string())]
+        );
+        // A function `not` is played by the reference prover: only a warning.
+        assert_eq!(errors("(foo (not bar)) (<= (q ?x) (foo (not ?x)))"), []);
+        assert_eq!(
+            warnings("(foo (not bar))"),
+            [(
+                Check::MisplacedKeyword,
+                "not used as a function symbol in a term, read as an ordinary function".to_string()
+            )]
         );
     }
 
@@ -974,11 +1088,14 @@ mod tests {
 
     #[test]
     fn not_negates_only_a_sentence() {
+        // `(not (distinct a b))` is equality to the reference prover: only a warning.
+        assert_eq!(errors("(<= p (true s) (not (distinct a b)))"), []);
         assert_eq!(
-            errors("(<= p (true s) (not (distinct a b)))"),
+            warnings("(<= p (true s) (not (distinct a b)))"),
             [(
                 Check::MisplacedKeyword,
-                "not applied to (distinct a b), which is not a sentence".to_string()
+                "not applied to (distinct a b), read as equality, as the reference prover does"
+                    .to_string()
             )]
         );
         assert_eq!(
@@ -1082,21 +1199,32 @@ mod tests {
     }
 
     #[test]
-    fn the_recursion_restriction_is_a_warning() {
+    fn the_recursion_restriction_is_an_error() {
         let extra = "(<= (p ?x) (true ?x)) (<= (p ?x) (p ?y) (true ?x))";
-        assert_eq!(errors(extra), []);
         assert_eq!(
-            warnings(extra),
+            errors(extra),
             [(
                 Check::Recursion,
-                "recursion restriction: variable ?y of a recursive literal not in the head \
-                 or a non-recursive positive literal"
+                "recursion restriction: the argument ?y of the recursive (p ?y) is not ground, \
+                 not an argument of the head, and not bound outside the recursion (the rule may \
+                 build ever-deeper terms)"
                     .to_string()
             )]
         );
-        // Bound by a non-recursive sentence, or appearing in the head: fine.
+        // A rule that builds ever-deeper terms: the argument is inside a head argument.
+        let deeper = "(num 0) (<= (num (s ?x)) (num ?x))";
+        assert_eq!(error_checks(deeper), [Check::Recursion]);
+        assert_eq!(check_text(&format!("{GAME}{deeper}")).0, Verdict::Invalid);
+        // Through another relation of the same cycle too.
+        assert_eq!(
+            error_checks("(q 0) (<= (p (f ?x)) (q ?x)) (<= (q ?x) (p ?x))"),
+            [Check::Recursion]
+        );
+        // Ground, a whole head argument, or bound by a non-recursive sentence: fine.
         let ok = "(<= (p ?x) (true ?x)) (<= (p ?x) (succ ?y ?x) (p ?y)) (succ 1 2) \
-                  (<= (p ?x) (p ?x) (true s))";
+                  (<= (p ?x) (p ?x) (true s)) (<= (p (f ?x)) (p a) (true ?x)) \
+                  (<= (p (g ?x)) (succ ?x ?y) (p ?x))";
+        assert_eq!(errors(ok), []);
         assert_eq!(warnings(ok), []);
     }
 
@@ -1198,13 +1326,13 @@ mod tests {
         assert_eq!(
             summary,
             [
+                (Severity::Error, Check::Recursion, "1:10".to_string()),
                 (Severity::Error, Check::VariableInFact, "3:1".to_string()),
                 (Severity::Error, Check::Unsafe, "4:57".to_string()),
-                (Severity::Warning, Check::Recursion, "1:10".to_string()),
                 (Severity::Warning, Check::Incomplete, "4:13".to_string()),
             ]
         );
-        assert_eq!(diags[0].rule.as_deref(), Some("(q ?z)"));
+        assert_eq!(diags[1].rule.as_deref(), Some("(q ?z)"));
     }
 
     #[test]

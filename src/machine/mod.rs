@@ -52,7 +52,7 @@ pub enum MachineError {
     },
     /// The engine gave up (for example a runaway recursion hit a size limit).
     #[error("engine failure: {0}")]
-    Engine(String),
+    Engine(#[from] EngineFailure),
     /// A fact given for a state that the engine cannot hold: not ground, or (for a grounded
     /// engine) not a base proposition of the game.
     #[error("{fact} cannot be part of a state of this game")]
@@ -60,6 +60,22 @@ pub enum MachineError {
         /// The fact, printed.
         fact: String,
     },
+}
+
+/// Why an engine gave up on a game ([`MachineError::Engine`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EngineFailure {
+    /// An evaluation stopped: a budget on rows, terms or one term's size or depth was
+    /// exceeded ([`crate::datalog::Budgeted`]), or its deadline or memory limit was reached.
+    /// The game builds ever more or ever larger terms; the machine keeps failing this way.
+    #[error(transparent)]
+    Eval(#[from] crate::datalog::EvalError),
+    /// A state made by another machine than the one asked.
+    #[error("a state from another machine")]
+    ForeignState,
+    /// A move the engine that computes percepts does not know.
+    #[error("the percept engine does not know the move {0}")]
+    UnknownMove(String),
 }
 
 /// Whether `role` is the GDL-II nature role `random` (matched ignoring case, as keywords are).

@@ -314,6 +314,26 @@ impl<M: StateMachine + Send + 'static> Game<M> {
         Ok(game)
     }
 
+    /// Draws the board from relation `name` (as a display description may ask), when the
+    /// sampled states show a board of that relation; true when they do. The board is
+    /// otherwise kept.
+    ///
+    /// # Errors
+    /// The engine failed while sampling states.
+    pub fn use_board_relation(&mut self, rules: &[Rule], name: &str) -> Result<bool, PlayError> {
+        let samples = sample_states(&mut self.machine, self.seed)?;
+        let Some(mut layout) = Layout::detect_in(&samples, rules, |rel| rel.name() == name) else {
+            return Ok(false);
+        };
+        for state in &self.states {
+            layout.include(&self.machine.state_terms(state));
+        }
+        self.layout = Some(layout);
+        self.infos = None;
+        self.plies.clear();
+        Ok(true)
+    }
+
     /// Changes who plays each role (new computer players start fresh).
     ///
     /// # Errors
@@ -588,26 +608,45 @@ impl<M: StateMachine + Send + 'static> Game<M> {
             others.push(self.machine.legal_moves(&state, r)?.first().copied());
         }
         let before_facts = self.machine.state_terms(&state);
-        let before = self.layout.as_ref().map(|l| l.cells(&before_facts));
         let chess_before = self.chess.as_ref().and_then(|c| c.snapshot(&before_facts));
         let position = match chess_before {
             Some(_) => self.position_at(step)?,
             None => None,
         };
-        let mut infos = Vec::new();
-        for mv in legal {
-            let mut change = Change::default();
-            let mut shape = None;
+        // The facts after each move, when the board or chess needs them.
+        let mut nexts = Vec::with_capacity(legal.len());
+        for &mv in &legal {
             let joint: Option<Vec<M::Move>> = others
                 .iter()
                 .enumerate()
                 .map(|(r, m)| if r == role { Some(mv) } else { *m })
                 .collect();
-            if let Some(joint) = joint
-                && (self.layout.is_some() || chess_before.is_some())
-            {
-                let next = self.machine.next_state_unchecked(&state, &joint)?;
-                let next = self.machine.state_terms(&next);
+            let next = match joint {
+                Some(joint) if self.layout.is_some() || chess_before.is_some() => {
+                    let next = self.machine.next_state_unchecked(&state, &joint)?;
+                    Some(self.machine.state_terms(&next))
+                }
+                _ => None,
+            };
+            nexts.push(next);
+        }
+        // Every square a legal move fills is on the board, seen before or not; a widened
+        // board renumbers squares, so the moves cached for it are dropped.
+        if let Some(layout) = &mut self.layout {
+            let mut widened = false;
+            for next in nexts.iter().flatten() {
+                widened |= layout.include(next);
+            }
+            if widened {
+                self.infos = None;
+            }
+        }
+        let before = self.layout.as_ref().map(|l| l.cells(&before_facts));
+        let mut infos = Vec::new();
+        for (mv, next) in legal.into_iter().zip(nexts) {
+            let mut change = Change::default();
+            let mut shape = None;
+            if let Some(next) = next {
                 if let (Some(layout), Some(before)) = (&self.layout, &before) {
                     change = layout.change(before, &layout.cells(&next));
                 }
@@ -681,7 +720,16 @@ impl<M: StateMachine + Send + 'static> Game<M> {
                 }
             }
             if choosers.is_empty() {
-                choosers = (0..joint.len()).collect();
+                // Nobody had a choice (a forced reply): the roles whose move is not the one
+                // they make while another role moves (a `noop`), else every role.
+                for role in 0..joint.len() {
+                    if !self.waits_with(step, role, joint[role])? {
+                        choosers.push(role);
+                    }
+                }
+                if choosers.is_empty() {
+                    choosers = (0..joint.len()).collect();
+                }
             }
             if let Some(viewer) = self.viewer() {
                 choosers = vec![viewer];
@@ -700,6 +748,29 @@ impl<M: StateMachine + Send + 'static> Game<M> {
             self.plies.push(plies);
         }
         Ok(self.plies.concat())
+    }
+
+    /// Whether `mv` is what `role` plays while another role chooses, at a step up to four
+    /// before or after `step`: its only legal move there while another role has several.
+    fn waits_with(&mut self, step: usize, role: usize, mv: M::Move) -> Result<bool, PlayError> {
+        let near = (1..=4).flat_map(|d| [step.checked_sub(d), Some(step + d)]);
+        for near in near.flatten() {
+            let Some(state) = self.states.get(near).cloned() else {
+                continue;
+            };
+            if self.machine.is_terminal(&state)? {
+                continue;
+            }
+            if self.machine.legal_moves(&state, role)? != [mv] {
+                continue;
+            }
+            for other in 0..self.roles().len() {
+                if other != role && self.machine.legal_moves(&state, other)?.len() > 1 {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
     }
 
     /// What ended the game, in words, when it is over and that can be known: checkmate,

@@ -552,6 +552,7 @@ impl Plan {
         let limits = Limits {
             max_rows: budget.max_atoms,
             max_terms: budget.max_atoms.saturating_mul(4),
+            ..Limits::default()
         };
         let mut engine = Engine::new(
             pool,

@@ -27,9 +27,9 @@ use rand::Rng;
 
 use crate::datalog::{DatalogMachine, Demand};
 use crate::gdl::{Description, Term};
-use crate::machine::{MachineError, PlayoutBatch, StateMachine};
+use crate::machine::{EngineFailure, MachineError, PlayoutBatch, StateMachine};
 
-use super::batch::{BatchRunner, LaneRecord};
+use super::batch::{BatchRunner, LaneRecord, Width};
 use super::ground::{Budget, Clock, GroundError, ground_with_demand};
 use super::net::{MoveId, NO_NODE, Net, TRUE_COUNT};
 
@@ -67,7 +67,9 @@ pub struct PropnetMachine {
     /// The state the last playout started from.
     last_start: Option<PropnetState>,
     /// The words of batch playouts (64 games per pass), made on first use.
-    batch: Option<Box<BatchRunner>>,
+    batch: Option<Box<BatchRunner<1>>>,
+    /// The words of wide batch playouts (256 games per pass), made on first use.
+    wide: Option<Box<BatchRunner<4>>>,
     /// The Datalog engine that answers percepts, in a game with `sees` rules, and the last
     /// state it was asked about with its own form of that state.
     seer: Option<Box<DatalogMachine>>,
@@ -243,9 +245,7 @@ impl Runtime {
     /// Loads a state: flips the bases that differ and propagates.
     fn load(&mut self, net: &Net, state: &[u64]) -> Result<(), MachineError> {
         if state.len() != self.cur.len() {
-            return Err(MachineError::Engine(
-                "a state from another propnet machine".into(),
-            ));
+            return Err(MachineError::Engine(EngineFailure::ForeignState));
         }
         self.move_bases(net, Some(state));
         Ok(())
@@ -511,6 +511,7 @@ impl PropnetMachine {
             snapshot: None,
             last_start: None,
             batch: None,
+            wide: None,
             seer: None,
             seer_state: None,
         }
@@ -679,9 +680,11 @@ impl StateMachine for PropnetMachine {
         let state = seen_state;
         let mut joint = Vec::with_capacity(moves.len());
         for mv in &moves {
-            joint.push(seer.intern_move(mv).ok_or_else(|| {
-                MachineError::Engine(format!("the percept engine does not know the move {mv}"))
-            })?);
+            joint.push(
+                seer.intern_move(mv).ok_or_else(|| {
+                    MachineError::Engine(EngineFailure::UnknownMove(mv.to_string()))
+                })?,
+            );
         }
         seer.percepts_into(&state, &joint, role, out)
     }
@@ -749,8 +752,9 @@ impl StateMachine for PropnetMachine {
         self.run_playout(state, rng, max_steps, None)
     }
 
-    /// From [`BATCH_THRESHOLD`] playouts on, 64 games per pass ([`BatchRunner`]); fewer,
-    /// one after the other by differential propagation.
+    /// From [`BATCH_THRESHOLD`] playouts on, 64 games per pass, and from
+    /// [`WIDE_THRESHOLD`] on 256 ([`BatchRunner`]); fewer, one after the other by
+    /// differential propagation.
     fn random_playouts(
         &mut self,
         state: &PropnetState,
@@ -761,12 +765,22 @@ impl StateMachine for PropnetMachine {
         if count < BATCH_THRESHOLD {
             return self.playouts_one_by_one(state, rng, count, max_steps);
         }
-        self.batch_runner().run(state, rng, count, max_steps, None)
+        let width = if count < WIDE_THRESHOLD {
+            Width::Narrow
+        } else {
+            Width::Wide
+        };
+        self.batch_run(width, state, rng, count, max_steps, None)
     }
 }
 
 /// The fewest playouts [`StateMachine::random_playouts`] plays side by side.
 pub const BATCH_THRESHOLD: u64 = 16;
+
+/// The fewest playouts [`StateMachine::random_playouts`] plays 256 games per pass: lanes
+/// left idle at the end of a batch, while the longest games finish, cost more on wide
+/// words, so the wide runner waits for enough playouts to restart lanes a few times.
+pub const WIDE_THRESHOLD: u64 = 1024;
 
 impl PropnetMachine {
     /// As [`StateMachine::playout`], also appending each joint move played to `joints`
@@ -812,27 +826,44 @@ impl PropnetMachine {
         Ok(batch)
     }
 
-    /// As [`StateMachine::random_playouts`] played 64 games per pass whatever `count`,
+    /// As [`StateMachine::random_playouts`] played `width` games per pass whatever `count`,
     /// appending each finished playout to `records`.
     ///
     /// # Errors
     /// As [`StateMachine::playout`].
     pub fn random_playouts_recorded(
         &mut self,
+        width: Width,
         state: &PropnetState,
         rng: &mut impl Rng,
         count: u64,
         max_steps: usize,
         records: &mut Vec<LaneRecord>,
     ) -> Result<PlayoutBatch, MachineError> {
-        self.batch_runner()
-            .run(state, rng, count, max_steps, Some(records))
+        self.batch_run(width, state, rng, count, max_steps, Some(records))
     }
 
-    fn batch_runner(&mut self) -> &mut BatchRunner {
+    /// Batch playouts on the runner of `width`, made on first use.
+    fn batch_run(
+        &mut self,
+        width: Width,
+        state: &PropnetState,
+        rng: &mut impl Rng,
+        count: u64,
+        max_steps: usize,
+        records: Option<&mut Vec<LaneRecord>>,
+    ) -> Result<PlayoutBatch, MachineError> {
         let net = &self.net;
-        self.batch
-            .get_or_insert_with(|| Box::new(BatchRunner::new(Arc::clone(net))))
+        match width {
+            Width::Narrow => self
+                .batch
+                .get_or_insert_with(|| Box::new(BatchRunner::new(Arc::clone(net))))
+                .run(state, rng, count, max_steps, records),
+            Width::Wide => self
+                .wide
+                .get_or_insert_with(|| Box::new(BatchRunner::new(Arc::clone(net))))
+                .run(state, rng, count, max_steps, records),
+        }
     }
 
     fn run_playout(
@@ -1020,11 +1051,12 @@ mod tests {
     #[test]
     fn recursion_reaches_its_fixpoint() {
         // From the corpus's nim-recursive1.kif: a self-recursive rule over a cyclic relation,
-        // here depending on the state so that the cycle is evaluated per state.
+        // here depending on the state so that the cycle is evaluated per state (in the form the
+        // recursion restriction allows).
         let text = "(role a) (init (p 1)) (init (e 1 2)) (init (e 2 3)) (init (e 3 1))
             (<= (next (e ?x ?y)) (true (e ?x ?y)))
             (<= (reach ?x ?y) (true (e ?x ?y)))
-            (<= (reach ?x ?z) (reach ?x ?y) (reach ?y ?z))
+            (<= (reach ?x ?z) (reach ?x ?y) (true (e ?y ?z)))
             (<= (legal a (go ?y)) (true (p ?x)) (reach ?x ?y))
             (<= (legal a (cut ?x ?y)) (true (e ?x ?y)))
             (<= (next (p ?y)) (does a (go ?y)))

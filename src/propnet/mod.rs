@@ -28,7 +28,7 @@ pub mod machine;
 pub mod net;
 mod optimize;
 
-pub use batch::{BatchRunner, LANES, LaneRecord};
+pub use batch::{BatchRunner, LANES, LaneRecord, Width};
 pub use ground::{
     AtomId, Budget, DEFAULT_MAX_MEMORY_BYTES, GroundError, GroundLit, GroundProgram, GroundRule,
     Keywords, default_max_memory, ground,

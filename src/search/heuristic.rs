@@ -8,12 +8,17 @@
 //!
 //! **Keeping.** Random games are played from the initial state (until the time given or a
 //! game count); every state met is sampled with the game's final goal value for our role.
-//! A candidate is kept when its Pearson correlation with that goal over the samples is at
-//! least [`MIN_CORRELATION`] in size and it varies; the rest are dropped. With no kept
-//! feature, or too few samples, there is no heuristic.
+//! A candidate is kept when it varies and its Pearson correlation `r` with that goal over the
+//! samples, within plies (see [`Moments`]), is significant: `|r| · sqrt(games) ≥` [`MIN_SIGMAS`] (states of one game are not
+//! independent, so the games count, not the states). Random play hardly cares for material,
+//! so the correlations are small (about 0.05 for the piece counts of breakthrough over 4,000
+//! games) but their signs are right. With no kept feature, or too few samples, there is no
+//! heuristic.
 //!
-//! **Value.** `50 + 50 · tanh(Σ r_i · z_i / k)` on the 0..100 goal scale, where `z_i` is
-//! the feature's standardised count, `r_i` its correlation and `k` the number kept.
+//! **Value.** `50 + 50 · tanh(Σ r_i · z_i / Σ |r_i|)` on the 0..100 goal scale, where `z_i`
+//! is the feature's standardised count and `r_i` its correlation: a weighted mean of the
+//! standardised counts, so that being one standard deviation ahead on every kept feature is
+//! worth about 88.
 
 use std::time::Instant;
 
@@ -24,8 +29,9 @@ use crate::machine::{MachineError, StateMachine};
 
 use super::{goal_or_zero, past};
 
-/// The least correlation (in size) for a feature to be kept.
-pub const MIN_CORRELATION: f64 = 0.1;
+/// The least significance of a kept feature's correlation, in standard errors
+/// (`|r| · sqrt(games)`).
+pub const MIN_SIGMAS: f64 = 3.0;
 /// The fewest sampled states (and games) to learn from.
 const MIN_SAMPLES: usize = 50;
 const MIN_GAMES: usize = 10;
@@ -67,6 +73,15 @@ impl Heuristic {
         &self.features
     }
 
+    /// The sum of the kept correlations' sizes (the divisor inside the `tanh`).
+    fn weight(&self) -> f64 {
+        self.features
+            .iter()
+            .map(|f| f.correlation.abs())
+            .sum::<f64>()
+            .max(1e-9)
+    }
+
     /// The estimated goal value of `state` for the role, 0 to 100.
     pub fn value<M: StateMachine>(&self, machine: &M, state: &M::State) -> f64 {
         let counts = count(&machine.state_terms(state));
@@ -78,25 +93,127 @@ impl Heuristic {
                 f.correlation * (x - f.mean) / f.sd
             })
             .sum();
-        50.0 + 50.0 * (sum / self.features.len().max(1) as f64).tanh()
+        50.0 + 50.0 * (sum / self.weight()).tanh()
+    }
+}
+
+/// The group a fact counts towards.
+fn key_of(fact: &Term) -> Option<Key> {
+    match fact {
+        Term::Const(s) => Some((*s, None)),
+        Term::App(f, args) => match args.last() {
+            Some(Term::Const(c)) => Some((*f, Some(*c))),
+            _ => Some((*f, None)),
+        },
+        Term::Var(_) => None,
     }
 }
 
 /// Counts a state's facts per group.
 fn count(facts: &[Term]) -> hashbrown::HashMap<Key, u32> {
     let mut counts = hashbrown::HashMap::new();
-    for fact in facts {
-        let key = match fact {
-            Term::Const(s) => (*s, None),
-            Term::App(f, args) => match args.last() {
-                Some(Term::Const(c)) => (*f, Some(*c)),
-                _ => (*f, None),
-            },
-            Term::Var(_) => continue,
-        };
+    for key in facts.iter().filter_map(key_of) {
         *counts.entry(key).or_insert(0) += 1;
     }
     counts
+}
+
+/// Every role's heuristic compiled into one weight per fact, for evaluating many states fast.
+///
+/// A heuristic's value is `50 + 50 · tanh(Σ r_i (x_i − mean_i) / (sd_i · R))`, linear inside
+/// the `tanh` in the counts `x_i`; so each fact adds a fixed weight per role and the means
+/// make a constant. The weight of a fact is found the first time a state holds it (from the
+/// engine's fact ids, [`StateMachine::fact_ids_into`], and one call to `state_terms`), then
+/// remembered. Engines without fact ids are evaluated with [`Heuristic::value`].
+pub struct Evaluator {
+    heuristics: Vec<Option<Heuristic>>,
+    /// Per group, one weight per role.
+    by_key: hashbrown::HashMap<Key, Box<[f64]>>,
+    /// Per role, the constant inside the `tanh`.
+    bias: Box<[f64]>,
+    /// Per fact id, one weight per role, once known (empty: the fact counts for nothing).
+    by_fact: Vec<Option<Box<[f64]>>>,
+    ids: Vec<u32>,
+    sums: Vec<f64>,
+}
+
+impl Evaluator {
+    /// The evaluator of one heuristic per role (`None`: that role's value is always 50).
+    pub fn new(heuristics: Vec<Option<Heuristic>>) -> Evaluator {
+        let n = heuristics.len();
+        let mut by_key: hashbrown::HashMap<Key, Box<[f64]>> = hashbrown::HashMap::new();
+        let mut bias = vec![0.0; n].into_boxed_slice();
+        for (r, h) in heuristics.iter().enumerate() {
+            let Some(h) = h else { continue };
+            let k = h.weight();
+            for f in &h.features {
+                let w = f.correlation / (f.sd * k);
+                by_key
+                    .entry(f.key)
+                    .or_insert_with(|| vec![0.0; n].into_boxed_slice())[r] += w;
+                bias[r] -= w * f.mean;
+            }
+        }
+        Evaluator {
+            heuristics,
+            by_key,
+            bias,
+            by_fact: Vec::new(),
+            ids: Vec::new(),
+            sums: Vec::new(),
+        }
+    }
+
+    /// Whether any role has a heuristic.
+    pub fn any(&self) -> bool {
+        self.heuristics.iter().any(Option::is_some)
+    }
+
+    /// Writes every role's estimated goal value of `state`, 0..1, into `out` (cleared first).
+    pub fn values<M: StateMachine>(&mut self, machine: &M, state: &M::State, out: &mut Vec<f64>) {
+        out.clear();
+        if !machine.fact_ids_into(state, &mut self.ids) {
+            out.extend(
+                self.heuristics
+                    .iter()
+                    .map(|h| h.as_ref().map_or(0.5, |h| h.value(machine, state) / 100.0)),
+            );
+            return;
+        }
+        let unknown = self
+            .ids
+            .iter()
+            .any(|&id| self.by_fact.get(id as usize).is_none_or(Option::is_none));
+        if unknown {
+            let terms = machine.state_terms(state);
+            for (&id, term) in self.ids.iter().zip(&terms) {
+                let i = id as usize;
+                if self.by_fact.len() <= i {
+                    self.by_fact.resize(i + 1, None);
+                }
+                let w = key_of(term)
+                    .and_then(|k| self.by_key.get(&k).cloned())
+                    .unwrap_or_default();
+                self.by_fact[i] = Some(w);
+            }
+        }
+        self.sums.clear();
+        self.sums.extend_from_slice(&self.bias);
+        for &id in &self.ids {
+            if let Some(Some(w)) = self.by_fact.get(id as usize) {
+                for (s, w) in self.sums.iter_mut().zip(w.iter()) {
+                    *s += w;
+                }
+            }
+        }
+        for (r, h) in self.heuristics.iter().enumerate() {
+            out.push(if h.is_some() {
+                0.5 + 0.5 * self.sums[r].tanh()
+            } else {
+                0.5
+            });
+        }
+    }
 }
 
 /// Learns a heuristic for `role` from random games until `deadline` or `max_games` games.
@@ -111,81 +228,224 @@ pub fn learn<M: StateMachine>(
     deadline: Instant,
     max_games: usize,
 ) -> Result<Option<Heuristic>, MachineError> {
-    let mut samples: Vec<(hashbrown::HashMap<Key, u32>, f64)> = Vec::new();
+    let mut all = learn_roles(machine, rng, deadline, max_games)?;
+    Ok(if role < all.len() {
+        all.swap_remove(role)
+    } else {
+        None
+    })
+}
+
+/// Learns one heuristic per role (each from its own final goal) from the same random games,
+/// until `deadline` or `max_games` games.
+///
+/// # Errors
+/// The engine failed.
+pub fn learn_roles<M: StateMachine>(
+    machine: &mut M,
+    rng: &mut impl Rng,
+    deadline: Instant,
+    max_games: usize,
+) -> Result<Vec<Option<Heuristic>>, MachineError> {
+    let n_roles = machine.roles().len();
+    let mut moments = Moments::new(n_roles);
     let (mut joint, mut scratch) = (Vec::new(), Vec::new());
-    let mut games = 0;
-    'games: while games < max_games && !past(deadline) {
+    let (mut ids, mut counts) = (Vec::new(), Vec::new());
+    // Per fact id, its group's index in `moments` (`None`: not a group), once known.
+    let mut group_of: Vec<Option<Option<usize>>> = Vec::new();
+    'games: while moments.games < max_games && !past(deadline) {
         let mut state = machine.initial_state();
-        let mut seen = Vec::new();
         for _ in 0..MAX_GAME {
             if machine.is_terminal(&state)? {
-                let goal = f64::from(goal_or_zero(machine, &state, role)?);
-                samples.extend(seen.into_iter().map(|c| (c, goal)));
-                games += 1;
+                let goals = (0..n_roles)
+                    .map(|r| goal_or_zero(machine, &state, r).map(f64::from))
+                    .collect::<Result<Vec<f64>, _>>()?;
+                moments.end_game(Some(&goals));
                 continue 'games;
             }
             if past(deadline) {
                 break 'games;
             }
-            seen.push(count(&machine.state_terms(&state)));
+            counts.clear();
+            if machine.fact_ids_into(&state, &mut ids) {
+                let unknown = ids
+                    .iter()
+                    .any(|&id| group_of.get(id as usize).is_none_or(Option::is_none));
+                if unknown {
+                    for (&id, term) in ids.iter().zip(&machine.state_terms(&state)) {
+                        let i = id as usize;
+                        if group_of.len() <= i {
+                            group_of.resize(i + 1, None);
+                        }
+                        group_of[i] = Some(key_of(term).map(|k| moments.index(k)));
+                    }
+                }
+                counts.extend(ids.iter().filter_map(|&id| group_of[id as usize].flatten()));
+            } else {
+                for key in machine.state_terms(&state).iter().filter_map(key_of) {
+                    counts.push(moments.index(key));
+                }
+            }
+            moments.add_state(&counts);
             machine.random_joint_move_into(&state, rng, &mut joint, &mut scratch)?;
             state = machine.next_state_unchecked(&state, &joint)?;
         }
-        games += 1;
+        // Too long: not sampled.
+        moments.end_game(None);
     }
-    Ok(from_samples(&samples, games))
+    Ok((0..n_roles).map(|r| moments.heuristic(r)).collect())
 }
 
-/// The heuristic the samples support (see the module documentation).
-fn from_samples(
-    samples: &[(hashbrown::HashMap<Key, u32>, f64)],
+/// Running sums, per ply, over the sampled states of every group's count and every role's
+/// final goal, from which the correlations come; nothing per state is kept.
+///
+/// The correlations are *within plies* (of the count's and the goal's deviations from their
+/// means at the same ply): a count that only tells how far the game has gone (pieces dropped
+/// so far in connect four, whose turn it is) then correlates with nothing, while material
+/// won or lost, which varies between games at the same ply, keeps its correlation.
+struct Moments {
+    n_roles: usize,
+    keys: Vec<Key>,
+    index: hashbrown::HashMap<Key, usize>,
+    /// Games played (sampled or not).
     games: usize,
-) -> Option<Heuristic> {
-    if samples.len() < MIN_SAMPLES || games < MIN_GAMES {
-        return None;
-    }
-    let n = samples.len() as f64;
-    let mut keys: Vec<Key> = samples
-        .iter()
-        .flat_map(|(c, _)| c.keys().copied())
-        .collect();
-    keys.sort_unstable();
-    keys.dedup();
-    let goal_mean = samples.iter().map(|s| s.1).sum::<f64>() / n;
-    let goal_sd = (samples
-        .iter()
-        .map(|s| (s.1 - goal_mean).powi(2))
-        .sum::<f64>()
-        / n)
-        .sqrt();
-    if goal_sd == 0.0 {
-        return None;
-    }
-    let mut features = Vec::new();
-    for key in keys {
-        let x =
-            |s: &(hashbrown::HashMap<Key, u32>, f64)| s.0.get(&key).copied().unwrap_or(0) as f64;
-        let mean = samples.iter().map(x).sum::<f64>() / n;
-        let sd = (samples.iter().map(|s| (x(s) - mean).powi(2)).sum::<f64>() / n).sqrt();
-        if sd < 1e-9 {
-            continue;
+    /// Per ply.
+    plies: Vec<PlySums>,
+    /// Per group: the current game's count at each of its plies.
+    game: Vec<Vec<u32>>,
+    /// The current game's length so far.
+    game_len: usize,
+    /// Scratch: one state's count per group.
+    state_x: Vec<u32>,
+}
+
+/// The sums of one ply.
+#[derive(Clone, Default)]
+struct PlySums {
+    n: f64,
+    /// Per group: Σx and Σx².
+    sx: Vec<f64>,
+    sxx: Vec<f64>,
+    /// Per group and role (`group * n_roles + role`): Σx·y.
+    sxy: Vec<f64>,
+    /// Per role: Σy and Σy².
+    sy: Vec<f64>,
+    syy: Vec<f64>,
+}
+
+impl Moments {
+    fn new(n_roles: usize) -> Moments {
+        Moments {
+            n_roles,
+            keys: Vec::new(),
+            index: hashbrown::HashMap::new(),
+            games: 0,
+            plies: Vec::new(),
+            game: Vec::new(),
+            game_len: 0,
+            state_x: Vec::new(),
         }
-        let cov = samples
+    }
+
+    /// The index of a group (a new one counts 0 in every state before).
+    fn index(&mut self, key: Key) -> usize {
+        if let Some(&i) = self.index.get(&key) {
+            return i;
+        }
+        let i = self.keys.len();
+        self.keys.push(key);
+        self.index.insert(key, i);
+        self.game.push(vec![0; self.game_len]);
+        self.state_x.push(0);
+        i
+    }
+
+    /// The next state of the current game: the group index of each of its facts.
+    fn add_state(&mut self, groups: &[usize]) {
+        for &g in groups {
+            self.state_x[g] += 1;
+        }
+        for (g, counts) in self.game.iter_mut().enumerate() {
+            counts.push(std::mem::take(&mut self.state_x[g]));
+        }
+        self.game_len += 1;
+    }
+
+    /// The current game ended with these goals per role (`None`: not sampled).
+    fn end_game(&mut self, goals: Option<&[f64]>) {
+        let (n_roles, n_groups) = (self.n_roles, self.keys.len());
+        if let Some(goals) = goals {
+            if self.plies.len() < self.game_len {
+                self.plies.resize(self.game_len, PlySums::default());
+            }
+            for (t, ply) in self.plies.iter_mut().enumerate().take(self.game_len) {
+                ply.sx.resize(n_groups, 0.0);
+                ply.sxx.resize(n_groups, 0.0);
+                ply.sxy.resize(n_groups * n_roles, 0.0);
+                ply.sy.resize(n_roles, 0.0);
+                ply.syy.resize(n_roles, 0.0);
+                ply.n += 1.0;
+                for (r, &y) in goals.iter().enumerate() {
+                    ply.sy[r] += y;
+                    ply.syy[r] += y * y;
+                }
+                for (g, counts) in self.game.iter().enumerate() {
+                    let x = f64::from(counts[t]);
+                    if x != 0.0 {
+                        ply.sx[g] += x;
+                        ply.sxx[g] += x * x;
+                        for (r, &y) in goals.iter().enumerate() {
+                            ply.sxy[g * n_roles + r] += x * y;
+                        }
+                    }
+                }
+            }
+        }
+        self.games += 1;
+        self.game_len = 0;
+        self.game.iter_mut().for_each(Vec::clear);
+    }
+
+    /// The heuristic the samples support for `role` (see the module documentation).
+    fn heuristic(&self, role: usize) -> Option<Heuristic> {
+        let n: f64 = self.plies.iter().map(|p| p.n).sum();
+        if n < MIN_SAMPLES as f64 || self.games < MIN_GAMES {
+            return None;
+        }
+        // Within-ply sums of squares: Σ over plies of (Σy² − (Σy)²/n_p), likewise for x and x·y.
+        let at = |v: &Vec<f64>, i: usize| v.get(i).copied().unwrap_or(0.0);
+        let yy: f64 = self
+            .plies
             .iter()
-            .map(|s| (x(s) - mean) * (s.1 - goal_mean))
-            .sum::<f64>()
-            / n;
-        let correlation = cov / (sd * goal_sd);
-        if correlation.abs() >= MIN_CORRELATION {
-            features.push(Feature {
-                key,
-                mean,
-                sd,
-                correlation,
-            });
+            .map(|p| at(&p.syy, role) - at(&p.sy, role).powi(2) / p.n.max(1.0))
+            .sum();
+        if yy <= 1e-9 * n {
+            return None;
         }
+        let mut features = Vec::new();
+        for (g, &key) in self.keys.iter().enumerate() {
+            let (mut sx, mut xx, mut xy) = (0.0, 0.0, 0.0);
+            for p in &self.plies {
+                let m = p.n.max(1.0);
+                sx += at(&p.sx, g);
+                xx += at(&p.sxx, g) - at(&p.sx, g).powi(2) / m;
+                xy += at(&p.sxy, g * self.n_roles + role) - at(&p.sx, g) * at(&p.sy, role) / m;
+            }
+            if xx <= 1e-9 * n {
+                continue;
+            }
+            let correlation = xy / (xx * yy).sqrt();
+            if correlation.abs() * (self.games as f64).sqrt() >= MIN_SIGMAS {
+                features.push(Feature {
+                    key,
+                    mean: sx / n,
+                    sd: (xx / n).sqrt(),
+                    correlation,
+                });
+            }
+        }
+        (!features.is_empty()).then_some(Heuristic { features })
     }
-    (!features.is_empty()).then_some(Heuristic { features })
 }
 
 #[cfg(test)]
@@ -206,21 +466,39 @@ mod tests {
     #[test]
     fn a_feature_that_does_not_correlate_is_dropped() {
         let (pieces, noise) = ((sym(1), Some(sym(2))), (sym(3), None));
-        let samples: Vec<_> = (0..400)
-            .map(|i| {
-                // Our pieces decide the goal; the other count varies independently of it.
-                let ours = (i % 5) as u32;
-                let goal = if ours >= 3 { 100.0 } else { 0.0 };
-                let counts =
-                    hashbrown::HashMap::from([(pieces, ours), (noise, (i / 5 % 5) as u32)]);
-                (counts, goal)
-            })
-            .collect();
-        let h = from_samples(&samples, 40).expect("the piece count correlates");
+        // One role; 100 games of 4 states each.
+        let mut m = Moments::new(1);
+        let (p, q) = (m.index(pieces), m.index(noise));
+        for i in 0..100 {
+            if i == 3 {
+                // Too few games yet: nothing learnt.
+                assert!(m.heuristic(0).is_none());
+            }
+            // Our pieces decide the goal; the other count varies independently of it.
+            let ours = i % 5;
+            let goal = if ours >= 3 { 100.0 } else { 0.0 };
+            for s in 0..4 {
+                let mut groups = vec![p; ours];
+                groups.extend(std::iter::repeat_n(q, (i / 5 + s) % 5));
+                m.add_state(&groups);
+            }
+            m.end_game(Some(&[goal]));
+        }
+        let h = m.heuristic(0).expect("the piece count correlates");
         assert_eq!(h.features().len(), 1);
         assert_eq!(h.features()[0].key, pieces);
         assert!(h.features()[0].correlation > 0.5);
-        // Too few games: nothing learnt.
-        assert!(from_samples(&samples, 3).is_none());
+        assert!((h.features()[0].mean - 2.0).abs() < 1e-9);
+        // A count that only follows the ply (one more each ply) is dropped.
+        let mut m = Moments::new(1);
+        let clock = m.index(pieces);
+        for i in 0..100 {
+            let len = 2 + i % 7;
+            for t in 0..len {
+                m.add_state(&vec![clock; t]);
+            }
+            m.end_game(Some(&[if len > 4 { 100.0 } else { 0.0 }]));
+        }
+        assert!(m.heuristic(0).is_none());
     }
 }

@@ -71,6 +71,18 @@ pub const MCTS_KEYS: &[(&str, &str)] = &[
     ("steps", "playout length cap in joint moves (integer)"),
     ("mast", "MAST playouts (on or off)"),
     ("epsilon", "MAST's chance of a random move (number 0..1)"),
+    (
+        "heuristic",
+        "learn a heuristic at the start clock and value cut playouts with it (on or off)",
+    ),
+    (
+        "cutoff",
+        "with a heuristic: moves per playout before the heuristic values it (integer)",
+    ),
+    (
+        "prior",
+        "with a heuristic: visits a new node's heuristic value counts as (integer)",
+    ),
 ];
 
 /// The options of `alphabeta`: key and meaning.
@@ -250,6 +262,9 @@ fn set_mcts(s: &mut MctsSettings, player: &str, key: &str, v: &str) -> Result<()
                 return Err(bad_value(player, key, v, keys));
             }
         }
+        "heuristic" => s.heuristic = switch(player, key, v, keys)?,
+        "cutoff" => s.cutoff = value(player, key, v, keys)?,
+        "prior" => s.prior = value(player, key, v, keys)?,
         _ => return Err(unknown(player, key, keys)),
     }
     Ok(())

@@ -10,8 +10,8 @@
 //! | `POST /api/upload {name, text}` | validates a sheet and adds it, or its diagnostics |
 //! | `POST /api/roles {game}` | the game's roles |
 //! | `POST /api/new {game, seats}` | a new session (`seats`: `"human"` or a level per role) |
-//! | `POST /api/view {id}` | the position (while the computer thinks: the last one, `thinking` and its `playouts`) |
-//! | `POST /api/move {id, role, index, step}` | a person's move, then the position (the computer starts thinking when its turn comes) |
+//! | `POST /api/view {id, wait}` | the position (while the computer thinks: the last one, `thinking` and its `playouts`, after waiting up to `wait` ms, at most 1 s, for its move) |
+//! | `POST /api/move {id, role, index, step, wait}` | a person's move, then the position (the computer starts thinking when its turn comes; the answer waits up to `wait` ms, at most 1 s, for its reply) |
 //! | `POST /api/step {id}` | the computers start thinking when no person has a choice |
 //! | `POST /api/hint {id, role}` | the move the computer would suggest (index in the legal list) |
 //! | `POST /api/undo {id}` | take back to the last human choice |
@@ -68,6 +68,8 @@ pub const MAX_SESSIONS: usize = 64;
 pub const SESSION_IDLE: Duration = Duration::from_secs(2 * 3600);
 /// Connections served at once; more are answered 503 at once.
 pub const MAX_CONNECTIONS: usize = 128;
+/// Longest a `view` or `move` request waits for the computer's move.
+const MAX_VIEW_WAIT: Duration = Duration::from_secs(1);
 /// Computers thinking at once, over all sessions.
 pub const MAX_SEARCHES: usize = 8;
 /// Longest think time a web seat may ask for, in seconds.
@@ -143,6 +145,38 @@ struct Slot {
     used: Mutex<Instant>,
     /// The sheet's display description (`rules/NAME.display.json`), if it has one.
     display: Option<Value>,
+}
+
+/// Display descriptions written for sheets of the game corpus (checkers, reversi...): each
+/// entry names the sheets it was written for by the FNV-1a 64 hash of their text (carriage
+/// returns removed), so that only those exact sheets get it, whatever their file name.
+const BUILTIN_DISPLAYS: &str = include_str!("displays.json");
+
+/// The FNV-1a 64 hash of a sheet's text without carriage returns, in hex.
+pub fn sheet_hash(text: &str) -> String {
+    use std::hash::Hasher;
+    let mut hasher = fnv::FnvHasher::default();
+    for line in text.split('\r') {
+        hasher.write(line.as_bytes());
+    }
+    format!("{:016x}", hasher.finish())
+}
+
+/// The built-in display description written for this exact sheet text, if any.
+fn builtin_display(text: &str) -> Option<Value> {
+    static ENTRIES: std::sync::OnceLock<Vec<Value>> = std::sync::OnceLock::new();
+    let entries = ENTRIES.get_or_init(|| {
+        serde_json::from_str(BUILTIN_DISPLAYS).expect("src/web/displays.json is JSON")
+    });
+    let hash = sheet_hash(text);
+    entries
+        .iter()
+        .find(|e| {
+            e["sheets"]
+                .as_object()
+                .is_some_and(|s| s.values().any(|h| h.as_str() == Some(hash.as_str())))
+        })
+        .map(|e| e["display"].clone())
 }
 
 /// A failed request: HTTP status and message.
@@ -294,8 +328,11 @@ impl App {
                 self.new_session(req)
             }
             "view" => {
-                let req: Id = parse(body)?;
+                let req: ViewReq = parse(body)?;
                 let slot = self.slot(req.id)?;
+                // While the computer thinks, the answer may wait (up to `wait` ms, at most
+                // MAX_VIEW_WAIT) for its move, so that the page shows it as soon as it is made.
+                await_computer(&slot, req.wait);
                 self.shown(&slot)
             }
             "step" => {
@@ -331,6 +368,7 @@ impl App {
                         self.think(&slot, game)?;
                     }
                 }
+                await_computer(&slot, req.wait);
                 self.shown(&slot)
             }
             "hint" => {
@@ -380,8 +418,16 @@ impl App {
             .map(|s| parse_seat(s))
             .collect::<Result<Vec<_>, _>>()?;
         // Built without any shared lock held: grounding may take seconds.
-        let (mut game, counter) =
-            session::new_session(&req.game, &description, &text, seats, self.config.seed)?;
+        let display = self.display(&req.game, &text);
+        let board = display.as_ref().and_then(|d| d["relation"].as_str());
+        let (mut game, counter) = session::new_session(
+            &req.game,
+            &description,
+            &text,
+            seats,
+            self.config.seed,
+            board,
+        )?;
         let id = {
             let mut sessions = lock(&self.sessions);
             let id = sessions.next_id;
@@ -398,7 +444,7 @@ impl App {
             shown: Mutex::new(Some(view)),
             failure: Mutex::new(None),
             used: Mutex::new(Instant::now()),
-            display: self.display(&req.game),
+            display,
         });
         {
             let mut sessions = lock(&self.sessions);
@@ -544,22 +590,22 @@ impl App {
         names
     }
 
-    /// The display description kept beside a listed sheet (`NAME.display.json`: piece
-    /// glyphs and colours, board shape, marked squares, the roles whose side is drawn at the
-    /// bottom; see README "Display descriptions"), when there is one and it is JSON.
-    fn display(&self, name: &str) -> Option<Value> {
-        if !self.listed().iter().any(|g| g == name) {
-            return None;
-        }
-        let path = self.config.rules.join(format!("{name}.display.json"));
-        let text = std::fs::read_to_string(&path).ok()?;
-        match serde_json::from_str(&text) {
-            Ok(value) => Some(value),
-            Err(e) => {
-                tracing::warn!("{}: {e}", path.display());
-                None
+    /// The display description of a sheet (piece glyphs and colours, board shape, marked
+    /// squares, the roles whose side is drawn at the bottom; see README "Display
+    /// descriptions"): the one kept beside a listed sheet (`NAME.display.json`), else a
+    /// built-in one written for that exact sheet text (see [`builtin_display`]).
+    fn display(&self, name: &str, text: &str) -> Option<Value> {
+        let uploaded = lock(&self.uploads).sheets.contains_key(name);
+        if !uploaded && self.listed().iter().any(|g| g == name) {
+            let path = self.config.rules.join(format!("{name}.display.json"));
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                match serde_json::from_str(&text) {
+                    Ok(value) => return Some(value),
+                    Err(e) => tracing::warn!("{}: {e}", path.display()),
+                }
             }
         }
+        builtin_display(text)
     }
 
     /// A game's validated rules and text, by its listed name.
@@ -636,6 +682,16 @@ impl App {
     }
 }
 
+/// Waits while the computer thinks, for at most `wait` ms (capped at [`MAX_VIEW_WAIT`]), so
+/// that an answer can carry its move as soon as it is made.
+fn await_computer(slot: &Slot, wait: Option<u64>) {
+    let wait = Duration::from_millis(wait.unwrap_or(0)).min(MAX_VIEW_WAIT);
+    let start = Instant::now();
+    while slot.thinking.load(Ordering::SeqCst) && start.elapsed() < wait {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// The game, unless the computer is thinking about it (a click then is refused, not queued).
 fn try_game(slot: &Slot) -> Result<MutexGuard<'_, Box<dyn Session>>, Failure> {
     let busy = || Failure(409, "the computer is thinking; wait for its move".into());
@@ -696,12 +752,21 @@ struct Id {
 }
 
 #[derive(Deserialize)]
+struct ViewReq {
+    id: u64,
+    /// Milliseconds the answer may wait for the computer's move.
+    wait: Option<u64>,
+}
+
+#[derive(Deserialize)]
 struct Move {
     id: u64,
     role: usize,
     index: usize,
     /// The step of the position the click was made on; a click on an older one is refused.
     step: Option<usize>,
+    /// Milliseconds the answer may wait for the computer's reply (see [`await_computer`]).
+    wait: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -890,5 +955,31 @@ mod fuzz {
             "{statuses:?}"
         );
         std::fs::remove_dir_all(&dir).ok();
+    }
+}
+
+#[cfg(test)]
+mod displays {
+    use super::*;
+
+    /// Each built-in description names its corpus sheets by the hash of their text as it is
+    /// now (`../shared/games/base`), and a sheet changed by one byte gets none.
+    #[test]
+    fn builtin_displays_match_only_their_exact_sheets() {
+        let entries: Vec<Value> = serde_json::from_str(BUILTIN_DISPLAYS).unwrap();
+        let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/games/base");
+        let mut checked = 0;
+        for entry in &entries {
+            for (name, hash) in entry["sheets"].as_object().unwrap() {
+                let text = std::fs::read_to_string(base.join(name)).unwrap();
+                assert_eq!(sheet_hash(&text), hash.as_str().unwrap(), "{name}");
+                assert_eq!(builtin_display(&text).as_ref(), Some(&entry["display"]));
+                let changed = text.replacen("(role", "(role ", 1);
+                assert!(builtin_display(&changed).is_none(), "{name}");
+                checked += 1;
+            }
+        }
+        assert!(checked >= 10, "{checked} sheets");
+        assert_eq!(sheet_hash("a\r\nb"), sheet_hash("a\nb"));
     }
 }

@@ -46,6 +46,10 @@ pub struct BoardView {
     pub files: Vec<String>,
     /// Rank labels, bottom to top.
     pub ranks: Vec<String>,
+    /// The coordinate values of the files, as the rules write them.
+    pub file_values: Vec<String>,
+    /// The coordinate values of the ranks, as the rules write them.
+    pub rank_values: Vec<String>,
     /// Square contents, rank by rank from the bottom (`null` when empty).
     pub cells: Vec<Option<CellView>>,
 }
@@ -117,6 +121,8 @@ pub struct View {
     pub viewer: Option<String>,
     /// What the viewer saw after the last joint move (its percepts); empty without a viewer.
     pub percepts: Vec<String>,
+    /// The square of the king in check, on a chess sheet.
+    pub check: Option<[usize; 2]>,
 }
 
 /// A frame of a replayed record.
@@ -204,7 +210,8 @@ pub struct WebGame<M: StateMachine> {
 }
 
 /// A new session for `description` (on the propnet when it grounds quickly), with the
-/// counter of its computers' playouts (see [`crate::play::progress`]).
+/// counter of its computers' playouts (see [`crate::play::progress`]). `board` names the
+/// board's relation when a display description says which it is.
 ///
 /// # Errors
 /// The engine cannot be built, or the seats do not fit.
@@ -214,6 +221,7 @@ pub fn new_session(
     text: &str,
     seats: Vec<Seat>,
     seed: u64,
+    board: Option<&str>,
 ) -> Result<(Box<dyn Session>, Arc<AtomicU64>), SessionError> {
     struct New<'a> {
         name: &'a str,
@@ -221,13 +229,18 @@ pub fn new_session(
         text: &'a str,
         seats: Vec<Seat>,
         seed: u64,
+        board: Option<&'a str>,
     }
     impl UseMachine for New<'_> {
         type Output = Result<(Box<dyn Session>, Arc<AtomicU64>), SessionError>;
         fn with<M: Machine>(self, m: M) -> Self::Output {
             let m = Counted::new(m);
             let counter = m.counter();
-            let game = WebGame::new(m, self.name, self.rules, self.text, self.seats, self.seed)?;
+            let mut game =
+                WebGame::new(m, self.name, self.rules, self.text, self.seats, self.seed)?;
+            if let Some(relation) = self.board {
+                game.game.use_board_relation(self.rules, relation)?;
+            }
             Ok((Box::new(game), counter))
         }
     }
@@ -237,6 +250,7 @@ pub fn new_session(
         text,
         seats,
         seed,
+        board,
     })
 }
 
@@ -374,9 +388,14 @@ impl<M: StateMachine + Send + 'static> Session for WebGame<M> {
     fn view(&mut self, id: u64) -> Result<View, SessionError> {
         let game = &mut self.game;
         let facts = game.facts();
-        let layout = game.layout().cloned();
         let roles = game.roles().to_vec();
         let terminal = game.is_terminal()?;
+        // The history and the moves first: they may widen the board (see `Game::move_infos`).
+        let history = game
+            .history()?
+            .into_iter()
+            .map(|p| (p.step, p.role, p.text))
+            .collect();
         let humans = self.humans_to_choose()?;
         let game = &mut self.game;
         let mut moves = vec![Vec::new(); roles.len()];
@@ -397,6 +416,7 @@ impl<M: StateMachine + Send + 'static> Session for WebGame<M> {
                 })
                 .collect();
         }
+        let layout = game.layout().cloned();
         let (goals, result) = if terminal {
             let goals = game.goals()?;
             let result = result_text(&roles, &goals);
@@ -404,11 +424,6 @@ impl<M: StateMachine + Send + 'static> Session for WebGame<M> {
         } else {
             (None, None)
         };
-        let history = game
-            .history()?
-            .into_iter()
-            .map(|p| (p.step, p.role, p.text))
-            .collect();
         let (last_from, last_to) = match (&layout, game.step()) {
             (Some(l), step) if step > 0 => {
                 let change = l.change(&l.cells(&game.facts_at(step - 1)), &l.cells(&facts));
@@ -426,6 +441,18 @@ impl<M: StateMachine + Send + 'static> Session for WebGame<M> {
             .iter()
             .map(pair)
             .collect();
+        let check = match (&layout, game.chess_position()?) {
+            (Some(l), Some(position)) if shakmaty::Position::is_check(&position) => {
+                use shakmaty::Position;
+                let king = position.board().king_of(position.turn());
+                king.and_then(|k| {
+                    let name = k.to_string();
+                    l.squares().find(|&s| l.square_name(s) == name)
+                })
+                .map(|s| pair(&s))
+            }
+            _ => None,
+        };
         Ok(View {
             id,
             game: self.name.clone(),
@@ -463,6 +490,7 @@ impl<M: StateMachine + Send + 'static> Session for WebGame<M> {
                 .iter()
                 .map(ToString::to_string)
                 .collect(),
+            check,
         })
     }
 
@@ -542,9 +570,12 @@ fn board_view(layout: &Layout, facts: &[Term], roles: &[Term]) -> BoardView {
             })
         })
         .collect();
+    let values = |axis: &crate::board::Axis| axis.values.iter().map(|v| v.to_string()).collect();
     BoardView {
         files: layout.files().labels.clone(),
         ranks: layout.ranks().labels.clone(),
+        file_values: values(layout.files()),
+        rank_values: values(layout.ranks()),
         cells,
     }
 }
@@ -564,6 +595,67 @@ mod tests {
     use super::*;
     use crate::play::progress;
 
+    fn session(sheet: &str, seats: Vec<Seat>, board: Option<&str>) -> Box<dyn Session> {
+        let path = format!("{}/{sheet}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(path).unwrap();
+        let description = Description::from_text(&text).unwrap();
+        new_session(sheet, &description, &text, seats, 1, board)
+            .unwrap()
+            .0
+    }
+
+    /// Issue 15: the board covers every square a legal move fills, seen before or not, so
+    /// that every Dominup placement can be clicked (before, the board covered only the
+    /// squares of the sampled states).
+    #[test]
+    fn the_board_covers_every_legal_placement() {
+        let seats = vec![Seat::Computer(Level::Random), Seat::Human];
+        let mut game = session("rules/dominupFixed.kif", seats, None);
+        let view = game.view(1).unwrap();
+        let board = view.board.unwrap();
+        assert!(view.moves[1].len() > 100, "{}", view.moves[1].len());
+        for m in &view.moves[1] {
+            // (place A B ROW COL DIRECTION): both halves' squares are on the board.
+            let words: Vec<&str> = m.term.trim_matches(['(', ')']).split(' ').collect();
+            let (row, col): (i64, i64) = (words[3].parse().unwrap(), words[4].parse().unwrap());
+            let (r2, c2) = match words[5] {
+                "n" => (row - 1, col),
+                "s" => (row + 1, col),
+                "e" => (row, col + 1),
+                _ => (row, col - 1),
+            };
+            for (r, c) in [(row, col), (r2, c2)] {
+                assert!(board.file_values.contains(&r.to_string()), "{} {r}", m.term);
+                assert!(board.rank_values.contains(&c.to_string()), "{} {c}", m.term);
+            }
+        }
+    }
+
+    /// A display description may name the board's relation: Hex's shape alone picks the
+    /// groups' relation `connected` (contents: group numbers); `cell` gives the stones.
+    #[test]
+    fn a_named_relation_gives_the_board() {
+        let sheet = "../shared/games/base/hex.kif";
+        let seats = vec![Seat::Human, Seat::Human];
+        let mut game = session(sheet, seats.clone(), Some("cell"));
+        game.choose(0, 0).unwrap();
+        let view = game.view(1).unwrap();
+        let board = view.board.unwrap();
+        assert_eq!(
+            board.file_values,
+            ["a", "b", "c", "d", "e", "f", "g", "h", "i"]
+        );
+        assert_eq!(board.rank_values.len(), 9);
+        let stones: Vec<&str> = board
+            .cells
+            .iter()
+            .flatten()
+            .map(|c| c.text.as_str())
+            .collect();
+        assert_eq!(stones, ["red"]);
+        assert!(view.facts.iter().any(|(rel, _)| rel == "connected"));
+    }
+
     /// Issue 15: the computer's `noop` was searched with its full budget before its real
     /// move; a forced move is now played without a single playout.
     #[test]
@@ -572,7 +664,8 @@ mod tests {
         let text = std::fs::read_to_string(path).unwrap();
         let description = Description::from_text(&text).unwrap();
         let seats = vec![Seat::Human, Seat::Computer(Level::Seconds(30.0))];
-        let (mut game, counter) = new_session("ticTacToe", &description, &text, seats, 1).unwrap();
+        let (mut game, counter) =
+            new_session("ticTacToe", &description, &text, seats, 1, None).unwrap();
         let before = progress::read(&counter);
         let start = std::time::Instant::now();
         game.choose(0, 0).unwrap();

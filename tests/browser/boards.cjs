@@ -1,6 +1,12 @@
-// Starts chess, Connect Four and Jeson Mor on the `ggp web` page in headless Chromium, plays
-// a few moves by clicking (the computer answers at `random`), and saves a screenshot of each
-// at desktop width and at 390 px.
+// Plays whole games of chess, Connect Four, Jeson Mor and Dominup (the fixed deal) on the
+// `ggp web` page in headless Chromium, every human move made by clicking the board (and, in
+// Dominup, a tile of the hand), against the computer at `random`. Saves a screenshot of each
+// game mid-way and at the end, at desktop width (1200 px) and at 390 px:
+// `web-GAME-{mid,end}-{1200,390}.png` in OUTDIR. Half of the games are clicked at 1200 px and
+// half at 390 px; the window is resized for the other width's screenshots.
+//
+// The human's moves are chosen by a fixed rule (below), and the server's random player is
+// seeded (`ggp web --seed 1`), so a run plays the same games every time.
 //
 // Usage: node boards.cjs URL OUTDIR   (run by tests/web.rs, which sets NODE_PATH)
 "use strict";
@@ -11,44 +17,141 @@ const { chromium } = require("playwright-core");
 
 const [url, outdir] = process.argv.slice(2);
 
+// Waits until the human has a move to make or the game is over.
 async function waitOurs(page) {
   await page.waitForFunction(() => {
     const v = window.currentView;
     return v && !v.thinking && (v.terminal || v.moves.some((m) => m.length > 0));
-  });
+  }, null, { timeout: 60000 });
   return page.evaluate(() => window.currentView);
 }
 
-// Clicks the squares of the human's first legal move (from, then to).
-async function clickMove(page, view) {
-  const role = view.moves.findIndex((m) => m.length > 0);
-  const m = view.moves[role][Math.floor(view.moves[role].length / 2)];
-  const name = ([f, r]) => view.board.files[f] + view.board.ranks[r];
-  if (m.from.length) await page.click(`[data-square="${name(m.from[0])}"]`);
-  await page.click(`[data-square="${name(m.to[0])}"]`);
-  await page.waitForFunction((step) => window.currentView.step > step, view.step);
+const squareName = (view, [f, r]) => view.board.files[f] + view.board.ranks[r];
+const holds = (view, sq) => view.board.cells[sq[1] * view.board.files.length + sq[0]];
+
+// The rule the test plays by: a mate (chess) or a move that wins at once if the notation or
+// the marked square tells one, else the capture of the most valuable piece, else a check,
+// else a promotion, a check or a pawn move (to end before the 50-move rule), else the first.
+// Only moves that can be made by clicking the board are considered.
+const VALUE = { q: 9, r: 5, b: 3, n: 3, p: 1 };
+function choose(view, role) {
+  const moves = view.moves[role].filter((m) => m.from.length + m.to.length > 0);
+  const marks = ((view.display || {}).marks || []);
+  const onMark = (sq) => marks.includes(squareName(view, sq));
+  const taken = (m) => m.from.length ? Math.max(0, ...m.to.map((s) => holds(view, s))
+    .filter((c) => c).map((c) => VALUE[c.label.slice(-1)] || 1)) : 0;
+  const best = moves.reduce((b, m) => (taken(m) > (b ? taken(b) : 0) ? m : b), null);
+  return moves.find((m) => (m.notation || "").endsWith("#"))
+    || moves.find((m) => m.from.some(onMark))
+    || moves.find((m) => m.to.some(onMark))
+    || best
+    || moves.find((m) => (m.notation || "").includes("=Q"))
+    || moves.find((m) => (m.notation || "").endsWith("+"))
+    || moves.find((m) => /^[a-h]/.test(m.notation || ""))
+    || moves[0];
 }
 
-async function play(page, game, width, plies) {
-  await page.setViewportSize({ width, height: 900 });
+async function clickSquare(page, view, sq) {
+  await page.click(`#board [data-square="${squareName(view, sq)}"]`);
+}
+
+// Makes move `m` by clicking: from then to, or the square it fills.
+async function clickMove(page, view, m) {
+  if (m.from.length) await clickSquare(page, view, m.from[0]);
+  await clickSquare(page, view, m.to[0]);
+}
+
+// A Dominup placement: the tile in the hand, then its two squares, the hand's first half
+// first. Returns the move's term.
+async function clickTile(page, view, role) {
+  const tiles = await page.evaluate((role) => tileMoves(currentView, currentView.moves[role])
+    .map((t) => ({ term: t.m.term, halves: t.halves, squares: t.squares })), role);
+  if (!tiles.length) return null;
+  // Prefer a climb (both squares covered), else the first placement.
+  const t = tiles.find((t) => t.squares.every((s) => holds(view, s))) || tiles[0];
+  const button = await page.$(`#hands button[data-tile="${t.halves.join("-")}"]`)
+    || await page.$(`#hands button[data-tile="${[...t.halves].reverse().join("-")}"]`);
+  if (!button) throw new Error(`no hand tile for ${t.term}`);
+  const shown = (await button.getAttribute("data-tile")).split("-");
+  await button.click();
+  const [first, second] = shown[0] === t.halves[0] ? t.squares : [t.squares[1], t.squares[0]];
+  await clickSquare(page, view, first);
+  await clickSquare(page, view, second);
+  return t.term;
+}
+
+async function start(page, game, seats) {
   await page.goto(url);
   await page.waitForSelector(`#game option[value="${game}"]`, { state: "attached" });
   await page.selectOption("#game", game);
-  await page.waitForSelector("#seat-1");
-  await page.selectOption("#seat-0", "human");
-  await page.selectOption("#seat-1", "random");
+  await page.waitForSelector(`#seats[data-game="${game}"]`, { state: "attached" });
+  for (let i = 0; i < seats.length; i++) await page.selectOption("#seat-" + i, seats[i]);
   await page.click("#start");
-  for (let i = 0; i < plies; i++) {
-    const view = await waitOurs(page);
-    if (view.terminal) break;
-    await clickMove(page, view);
+}
+
+async function shoot(page, game, moment, width, other) {
+  const shots = [];
+  for (const w of [width, other]) {
+    await page.setViewportSize({ width: w, height: 900 });
+    await page.waitForTimeout(150);
+    const file = path.join(outdir, `web-${game}-${moment}-${w}.png`);
+    await page.screenshot({ path: file, fullPage: true });
+    const wide = await page.evaluate(() => document.documentElement.scrollWidth);
+    if (wide > w + 1) throw new Error(`${game}: the page is ${wide}px wide at ${w}px`);
+    shots.push(file);
   }
-  const view = await waitOurs(page);
-  const file = path.join(outdir, `web-${game}-${width}.png`);
-  await page.screenshot({ path: file, fullPage: true });
-  const wide = await page.evaluate(() => document.documentElement.scrollWidth);
-  console.log(`${game} at ${width}px: step ${view.step}, page ${wide}px wide, history ${JSON.stringify(view.history.slice(0, 4))}, ${file}`);
-  if (wide > width + 1) throw new Error(`${game}: the page is ${wide}px wide at ${width}px`);
+  await page.setViewportSize({ width, height: 900 });
+  return shots;
+}
+
+// Plays `game` to the end, the human in seat `human`, clicking at `width`.
+async function play(page, game, seats, width, midAfter) {
+  const began = Date.now();
+  await page.setViewportSize({ width, height: 900 });
+  await start(page, game, seats);
+  const other = width === 1200 ? 390 : 1200;
+  let moves = 0, view;
+  for (;;) {
+    view = await waitOurs(page);
+    if (view.terminal) break;
+    if (moves === midAfter) await shoot(page, game, "mid", width, other);
+    const role = view.moves.findIndex((m) => m.length > 0);
+    let term;
+    if (view.display && view.display.place) {
+      term = await clickTile(page, view, role);
+      if (!term) {
+        // Nothing to place: the one move left (a pass) is a button.
+        const m = view.moves[role][0];
+        await page.click(`#moves button[data-index="${m.index}"]`);
+        term = m.term;
+      }
+    } else {
+      const m = choose(view, role);
+      await clickMove(page, view, m);
+      // Several moves on the same squares (a promotion): the page asks which one.
+      await page.waitForFunction((step) => window.currentView.step > step
+        || document.querySelector("#moves button[data-offer]"), view.step);
+      const offered = await page.$(`#moves button[data-offer][data-index="${m.index}"]`);
+      if (offered) await offered.click();
+      term = m.term;
+    }
+    await page.waitForFunction((step) => window.currentView.step > step, view.step);
+    const last = await page.evaluate(() => window.currentView.history);
+    const mine = last.filter(([step]) => step === view.step);
+    if (!mine.length) throw new Error(`${game}: move ${term} left no history`);
+    moves++;
+    if (moves > 300) throw new Error(`${game}: not over after 300 moves`);
+  }
+  // In these turn games one role moves at a time: one history entry per step (a forced
+  // reply is not written with the other role's noop beside it).
+  const steps = view.history.map(([step]) => step);
+  if (new Set(steps).size !== steps.length) throw new Error(`${game}: history ${JSON.stringify(view.history)}`);
+  const shots = await shoot(page, game, "end", width, other);
+  const text = await page.evaluate(() => [document.getElementById("result").textContent,
+                                           document.getElementById("ending").textContent].join(" "));
+  console.log(`${game}: ${moves} moves clicked at ${width}px, step ${view.step}, ${text.trim()}, `
+    + `${((Date.now() - began) / 1000).toFixed(1)} s; ${shots.join(" ")}`);
+  return view;
 }
 
 async function main() {
@@ -64,10 +167,18 @@ async function main() {
     page.setDefaultTimeout(30000);
     const errors = [];
     page.on("pageerror", (e) => errors.push(String(e)));
-    for (const width of [1200, 390]) {
-      await play(page, "chess", width, 4);
-      await play(page, "connectFour", width, 5);
-      await play(page, "jesonMor", width, 3);
+    const games = (process.env.GGP_BOARDS || "chess,connectFour,jesonMor,dominupFixed,dominup").split(",");
+    const plan = {
+      chess: [["human", "random"], 1200, 6],
+      connectFour: [["human", "random"], 390, 2],
+      jesonMor: [["human", "random"], 390, 4],
+      dominupFixed: [["random", "human"], 1200, 4],
+      dominup: [["human", "random", "random"], 390, 3],
+    };
+    for (const game of games) {
+      const [seats, width, mid] = plan[game];
+      const view = await play(page, game, seats, width, mid);
+      if (!view.result) throw new Error(`${game}: no result shown`);
     }
     if (errors.length) throw new Error("page errors: " + errors.join("; "));
   } finally {
@@ -76,5 +187,5 @@ async function main() {
   }
 }
 
-const timer = setTimeout(() => { console.error("timed out"); process.exit(3); }, 150000);
+const timer = setTimeout(() => { console.error("timed out"); process.exit(3); }, 240000);
 main().then(() => { clearTimeout(timer); }, (e) => { console.error(e); process.exit(1); });

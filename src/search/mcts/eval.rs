@@ -6,9 +6,15 @@
 //! terminal (a playout cut off early by a heuristic). Each search thread has its own. To try
 //! another, implement the trait and return it from [`super::MctsSettings::evaluation`].
 //! Terminal tree nodes are always valued by their goals (the solver needs exact values).
+//!
+//! [`HeuristicEvaluation`] values a terminal state by its goals and any other state (a
+//! playout cut after [`super::MctsSettings::cutoff`] moves) by the heuristics learnt at the
+//! start clock ([`crate::search::heuristic`]); it also gives the estimate a new tree node
+//! starts with ([`super::MctsSettings::prior`]).
 
 use crate::machine::{MachineError, StateMachine};
 use crate::search::goal_or_zero;
+use crate::search::heuristic::{Evaluator, Heuristic};
 
 /// Scores the last state of a playout.
 pub trait Evaluation<M: StateMachine>: Send {
@@ -22,6 +28,13 @@ pub trait Evaluation<M: StateMachine>: Send {
         state: &M::State,
         out: &mut Vec<f64>,
     ) -> Result<(), MachineError>;
+
+    /// Writes an estimate of every role's reward in a state that is not terminal, 0..1, into
+    /// `out`, for a new tree node to start with; `false` (the default) when there is none.
+    fn estimate(&mut self, machine: &mut M, state: &M::State, out: &mut Vec<f64>) -> bool {
+        let _ = (machine, state, out);
+        false
+    }
 }
 
 /// Every role's goal value, 0..1.
@@ -40,5 +53,39 @@ impl<M: StateMachine> Evaluation<M> for GoalEvaluation {
             out.push(f64::from(goal_or_zero(machine, state, r)?) / 100.0);
         }
         Ok(())
+    }
+}
+
+/// Goals in a terminal state, the learnt heuristics elsewhere.
+pub struct HeuristicEvaluation {
+    evaluator: Evaluator,
+}
+
+impl HeuristicEvaluation {
+    /// The evaluation by one heuristic per role (`None`: 50 for that role).
+    pub fn new(heuristics: Vec<Option<Heuristic>>) -> HeuristicEvaluation {
+        HeuristicEvaluation {
+            evaluator: Evaluator::new(heuristics),
+        }
+    }
+}
+
+impl<M: StateMachine> Evaluation<M> for HeuristicEvaluation {
+    fn evaluate(
+        &mut self,
+        machine: &mut M,
+        state: &M::State,
+        out: &mut Vec<f64>,
+    ) -> Result<(), MachineError> {
+        if machine.is_terminal(state)? {
+            return GoalEvaluation.evaluate(machine, state, out);
+        }
+        self.evaluator.values(machine, state, out);
+        Ok(())
+    }
+
+    fn estimate(&mut self, machine: &mut M, state: &M::State, out: &mut Vec<f64>) -> bool {
+        self.evaluator.values(machine, state, out);
+        true
     }
 }

@@ -61,9 +61,15 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::machine::{MachineError, StateMachine};
 
+use super::heuristic::{self, Heuristic};
 use super::{Choice, Player, SearchConfig, SearchError};
 
-pub use eval::{Evaluation, GoalEvaluation};
+/// The longest time spent learning heuristics at the start clock (at most a quarter of it).
+const MAX_LEARNING: std::time::Duration = std::time::Duration::from_secs(8);
+/// The most random games learnt from.
+const MAX_LEARNING_GAMES: usize = 100_000;
+
+pub use eval::{Evaluation, GoalEvaluation, HeuristicEvaluation};
 use parallel::{Context, MoveSummary, Worker, merge_root, run_all};
 pub use playout::{MastPlayout, PlayoutPolicy, UniformPlayout};
 pub use select::{MoveView, Selection, Ucb1};
@@ -83,6 +89,13 @@ pub struct MctsSettings {
     pub mast: bool,
     /// MAST's chance of a uniformly random move.
     pub mast_epsilon: f64,
+    /// Learn a heuristic per role at the start clock ([`crate::search::heuristic`]) and value
+    /// playouts cut after [`cutoff`](Self::cutoff) moves with it.
+    pub heuristic: bool,
+    /// With a heuristic: moves a playout makes before its state is valued by the heuristic.
+    pub cutoff: usize,
+    /// With a heuristic: a new node's estimate counts as this many visits of its move.
+    pub prior: u32,
 }
 
 impl MctsSettings {
@@ -102,9 +115,17 @@ impl MctsSettings {
         }
     }
 
-    /// An evaluation for one search thread.
-    pub fn evaluation<M: StateMachine + 'static>(&self) -> Box<dyn Evaluation<M>> {
-        Box::new(GoalEvaluation)
+    /// An evaluation for one search thread: by the learnt heuristics when there are some.
+    pub fn evaluation<M: StateMachine + 'static>(
+        &self,
+        heuristics: Option<&[Option<Heuristic>]>,
+    ) -> Box<dyn Evaluation<M>> {
+        match heuristics {
+            Some(h) if self.heuristic && h.iter().any(Option::is_some) => {
+                Box::new(HeuristicEvaluation::new(h.to_vec()))
+            }
+            _ => Box::new(GoalEvaluation),
+        }
     }
 }
 
@@ -126,6 +147,9 @@ impl Default for MctsSettings {
             max_playout_steps: 5000,
             mast: false,
             mast_epsilon: 0.4,
+            heuristic: false,
+            cutoff: 8,
+            prior: 0,
         }
     }
 }
@@ -162,6 +186,8 @@ pub struct MctsPlayer<M: StateMachine> {
     trees: Vec<Tree<M::State, M::Move>>,
     rngs: Vec<Xoshiro256PlusPlus>,
     policies: Vec<Policies<M>>,
+    /// One heuristic per role, learnt at the start clock when asked for.
+    heuristics: Option<Vec<Option<Heuristic>>>,
     stats: MctsStats,
 }
 
@@ -182,6 +208,7 @@ impl<M: StateMachine> MctsPlayer<M> {
             trees: Vec::new(),
             rngs: Vec::new(),
             policies: Vec::new(),
+            heuristics: None,
             stats: MctsStats::default(),
         }
     }
@@ -189,6 +216,11 @@ impl<M: StateMachine> MctsPlayer<M> {
     /// What the last search did.
     pub fn stats(&self) -> &MctsStats {
         &self.stats
+    }
+
+    /// The heuristics learnt at the start clock (one per role), if any.
+    pub fn heuristics(&self) -> Option<&[Option<Heuristic>]> {
+        self.heuristics.as_deref()
     }
 
     /// Nodes in the trees now.
@@ -224,7 +256,7 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
             .map(|_| Policies {
                 select: self.settings.selection(),
                 playout: self.settings.playout(),
-                eval: self.settings.evaluation(),
+                eval: self.settings.evaluation(self.heuristics.as_deref()),
             })
             .collect();
     }
@@ -248,10 +280,20 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
                 tree.reset(root);
             }
         }
+        let heuristic = self.settings.heuristic
+            && self
+                .heuristics
+                .as_ref()
+                .is_some_and(|h| h.iter().any(Option::is_some));
         let ctx = Context {
             deadline,
             stop: AtomicBool::new(false),
-            max_steps: self.settings.max_playout_steps,
+            max_steps: if heuristic {
+                self.settings.cutoff.min(self.settings.max_playout_steps)
+            } else {
+                self.settings.max_playout_steps
+            },
+            prior: if heuristic { self.settings.prior } else { 0 },
             progress: self.config.progress.clone(),
         };
         let threads = self.trees.len();
@@ -352,9 +394,34 @@ impl<M: StateMachine + Send + 'static> Player<M> for MctsPlayer<M> {
         self.forked = false;
         self.forks.clear();
         self.trees.clear();
+        self.heuristics = None;
         let initial = machine.initial_state();
         if machine.is_terminal(&initial)? {
             return Ok(());
+        }
+        if self.settings.heuristic {
+            let now = Instant::now();
+            let until = now + (deadline.saturating_duration_since(now) / 4).min(MAX_LEARNING);
+            let mut rng = Xoshiro256PlusPlus::seed_from_u64(self.config.seed ^ 0x4845_5552);
+            self.heuristics = Some(heuristic::learn_roles(
+                machine,
+                &mut rng,
+                until,
+                MAX_LEARNING_GAMES,
+            )?);
+            for (r, h) in self.heuristics.iter().flatten().enumerate() {
+                let features = h.as_ref().map_or_else(
+                    || "none".to_string(),
+                    |h| {
+                        h.features()
+                            .iter()
+                            .map(|f| format!("{} {:+.3}", f.group(), f.correlation))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    },
+                );
+                tracing::info!("heuristic of {}: {features}", machine.roles()[r]);
+            }
         }
         self.search(machine, &initial, deadline)
     }

@@ -22,6 +22,8 @@ pub(super) struct Context {
     /// Set when a tree settles its root.
     pub(super) stop: AtomicBool,
     pub(super) max_steps: usize,
+    /// Pseudo-visits a new node's estimate counts as (0: none).
+    pub(super) prior: u32,
     /// Where finished playouts are counted as they happen (see
     /// [`SearchConfig::progress`](crate::search::SearchConfig::progress)).
     pub(super) progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,

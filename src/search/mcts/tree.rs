@@ -173,6 +173,8 @@ pub(super) struct Scratch<Mv> {
     rewards: Vec<f64>,
     /// The joint moves chosen in the tree, for the playout policy to learn from.
     tree_moves: Vec<Mv>,
+    /// A new node's estimated rewards.
+    estimate: Vec<f64>,
 }
 
 impl<Mv> Default for Scratch<Mv> {
@@ -183,6 +185,7 @@ impl<Mv> Default for Scratch<Mv> {
             joint: Vec::new(),
             rewards: Vec::new(),
             tree_moves: Vec::new(),
+            estimate: Vec::new(),
         }
     }
 }
@@ -403,6 +406,21 @@ impl<S: Clone + Eq, Mv: Copy> Tree<S, Mv> {
             let settled = child.value().map(<[f64]>::to_vec);
             if let Some(c) = self.add_child(id, key, child) {
                 scratch.path.push(c);
+                if settled.is_none()
+                    && ctx.prior > 0
+                    && policies
+                        .eval
+                        .estimate(machine, &state, &mut scratch.estimate)
+                {
+                    // The new node's estimate counts as `prior` visits of the moves to it.
+                    let w = f64::from(ctx.prior);
+                    let node = &mut self.nodes[id as usize];
+                    for r in 0..n_roles {
+                        let s = &mut node.stats[r][scratch.choices[start + r] as usize];
+                        s.visits = s.visits.saturating_add(ctx.prior);
+                        s.sum += w * scratch.estimate[r];
+                    }
+                }
             }
             if let Some(v) = settled {
                 break v;
