@@ -446,7 +446,15 @@ impl<M: StateMachine + Send> Tracker for Tracked<M> {
     }
 
     fn legal(&mut self) -> Result<Vec<Term>, SessionError> {
-        let state = self.state()?;
+        // A state of the belief that is not over: the referee asks for a move, so the true
+        // one is not (a sampled belief may hold states where the game has ended).
+        let mut state = self.state()?;
+        for (s, _) in self.belief.states() {
+            if !self.machine.is_terminal(s)? {
+                state = s.clone();
+                break;
+            }
+        }
         if self.machine.is_terminal(&state)? {
             return Ok(Vec::new());
         }
