@@ -300,3 +300,39 @@ fn late_illegal_and_unreachable_players_get_random_legal_moves() {
         assert!(mv == "left" || mv == "right", "{mv}");
     }
 }
+
+/// A sheet whose final state gives a role two goal values (as kriegTTT does when both make a
+/// line at once) and another none: the match still ends cleanly, and the record says whose
+/// goal is the sheet's fault.
+#[test]
+fn ill_defined_goals_are_recorded_as_the_sheets_fault() {
+    let out = out_dir("badgoal");
+    std::fs::create_dir_all(&out).unwrap();
+    let game = out.join("badgoal.kif");
+    std::fs::write(
+        &game,
+        "(role a) (role b) (init s) (<= (legal a go) (true s)) (<= (legal b go) (true s))
+         (<= (next t) (true s)) (<= terminal (true t))
+         (<= (goal a 100) (true t)) (<= (goal a 0) (true t)) (<= (goal b 50) (true s))",
+    )
+    .unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_ggp"))
+        .args(["match", game.to_str().unwrap(), "--startclock", "2"])
+        .args(["--playclock", "1", "--out", out.to_str().unwrap()])
+        .args(["--player", "a=builtin:legal", "--player", "b=builtin:legal"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(stdout.contains("goal fault"), "{stdout}");
+    let path = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("record: "))
+        .expect("the record is named");
+    let record = MatchRecord::load(Path::new(path)).unwrap();
+    assert!(record.is_completed && !record.is_aborted);
+    assert_eq!(record.goal_values, [0, 0]);
+    assert!(record.goal_faults[0].contains("several goal values in the final state (0, 100;"));
+    assert!(record.goal_faults[1].contains("no goal value"));
+    std::fs::remove_dir_all(&out).unwrap();
+}

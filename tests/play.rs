@@ -559,3 +559,70 @@ fn save_replaces_the_file_whole() {
     std::fs::remove_file(&path).ok();
     std::fs::remove_file(&link).ok();
 }
+
+/// GDL-II: a person playing one role is shown only what that role knows. In Monty Hall the
+/// car stays hidden until the end; in Dominup dealt at random the person sees its own tiles
+/// and never the other player's hand; a game without a person shows everything.
+#[test]
+fn a_person_sees_only_what_its_role_knows() {
+    use ggp::play::{Game, Level, Seat};
+    use rand::SeedableRng;
+    use rand::seq::IndexedRandom;
+    fn game(path: &str, seats: Vec<Seat>) -> Game<DatalogMachine> {
+        let text = read(path);
+        let description = Description::from_text(&text).unwrap();
+        let machine = DatalogMachine::new(&description).unwrap();
+        Game::new(machine, description.rules(), &text, seats, 1).unwrap()
+    }
+    fn random_step(game: &mut Game<DatalogMachine>, rng: &mut rand::rngs::StdRng) {
+        let joint = (0..game.roles().len())
+            .map(|r| *game.legal(r).unwrap().choose(rng).unwrap())
+            .collect();
+        game.play(joint).unwrap();
+    }
+    let hidden =
+        |facts: &[Term], prefix: &str| facts.iter().any(|f| f.to_string().starts_with(prefix));
+    let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+    let computer = || Seat::Computer(Level::Random);
+
+    let mut monty = game(
+        "../shared/games/gdl2/montyhall.kif",
+        vec![Seat::Human, computer()],
+    );
+    assert_eq!(monty.viewer(), Some(0));
+    for _ in 0..2 {
+        random_step(&mut monty, &mut rng);
+        assert!(!monty.facts().is_empty());
+        assert!(!hidden(&monty.facts(), "(car "), "{:?}", monty.facts());
+        assert_eq!(
+            monty.last_moves().unwrap().len(),
+            1,
+            "only the person's own move"
+        );
+    }
+
+    let mut dominup = game(
+        "rules/dominup.kif",
+        vec![Seat::Human, computer(), computer()],
+    );
+    assert_eq!(dominup.viewer(), Some(0));
+    for step in 1..=3 {
+        random_step(&mut dominup, &mut rng);
+        let facts = dominup.facts();
+        assert!(!hidden(&facts, "(hand two"), "{facts:?}");
+        let ours = facts
+            .iter()
+            .filter(|f| f.to_string().starts_with("(hand one"))
+            .count();
+        assert_eq!(ours, step, "{facts:?}");
+        assert!(dominup.percepts()[0].to_string().starts_with("(tile "));
+    }
+
+    let mut watched = game(
+        "rules/dominup.kif",
+        vec![computer(), computer(), computer()],
+    );
+    assert_eq!(watched.viewer(), None);
+    random_step(&mut watched, &mut rng);
+    assert!(hidden(&watched.facts(), "(hand two"));
+}

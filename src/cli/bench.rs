@@ -33,6 +33,9 @@ pub struct Report {
     pub cpu: Option<Duration>,
     /// Peak resident memory of the process, in bytes, if known.
     pub peak_memory: Option<u64>,
+    /// GDL-II: measured apart, after the playouts: states whose percepts were read for every
+    /// role, the percepts found, and the time it took.
+    pub percepts: Option<(u64, u64, Duration)>,
 }
 
 impl fmt::Display for Report {
@@ -62,6 +65,16 @@ impl fmt::Display for Report {
         }
         if let Some(bytes) = self.peak_memory {
             write!(f, "\npeak memory: {:.1} MB", bytes as f64 / 1e6)?;
+        }
+        if let Some((steps, seen, time)) = self.percepts {
+            write!(
+                f,
+                "\npercepts (apart): {steps} steps with every role's percepts in {:.2} s \
+                 ({:.0} steps/s, {:.2} percepts per step)",
+                time.as_secs_f64(),
+                steps as f64 / time.as_secs_f64().max(1e-9),
+                seen as f64 / steps.max(1) as f64
+            )?;
         }
         Ok(())
     }
@@ -145,12 +158,65 @@ pub fn run<M: StateMachine>(
         (Some(a), Some(b)) => b.checked_sub(a),
         _ => None,
     };
+    let elapsed = start.elapsed();
+    let percepts = if machine.has_percepts() {
+        Some(percept_rate(
+            machine,
+            &initial,
+            &mut rng,
+            limit,
+            elapsed / 4,
+        )?)
+    } else {
+        None
+    };
     Ok(Report {
         playouts,
         states,
         cut,
-        elapsed: start.elapsed(),
+        elapsed,
         cpu,
         peak_memory: peak_memory(),
+        percepts,
     })
+}
+
+/// Random playouts reading every role's percepts at each step, for about `budget` (at least
+/// one playout, or `limit.playouts` of them when set): the steps, the percepts and the time.
+///
+/// # Errors
+/// The engine failed.
+fn percept_rate<M: StateMachine>(
+    machine: &mut M,
+    initial: &M::State,
+    rng: &mut Xoshiro256PlusPlus,
+    limit: Limit,
+    budget: Duration,
+) -> Result<(u64, u64, Duration), MachineError> {
+    let start = Instant::now();
+    let (mut steps, mut seen, mut playouts) = (0u64, 0u64, 0u64);
+    let (mut joint, mut scratch, mut out) = (Vec::new(), Vec::new(), Vec::new());
+    loop {
+        let mut state = initial.clone();
+        for _ in 0..limit.max_steps {
+            if machine.is_terminal(&state)? {
+                break;
+            }
+            machine.random_joint_move_into(&state, rng, &mut joint, &mut scratch)?;
+            for role in 0..machine.roles().len() {
+                machine.percepts_into(&state, &joint, role, &mut out)?;
+                seen += out.len() as u64;
+            }
+            state = machine.next_state_unchecked(&state, &joint)?;
+            steps += 1;
+        }
+        playouts += 1;
+        if limit
+            .playouts
+            .map_or(start.elapsed() >= budget, |n| playouts >= n)
+        {
+            break;
+        }
+    }
+    Ok((steps, seen, start.elapsed()))
 }

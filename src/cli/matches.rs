@@ -226,6 +226,9 @@ fn print_summary(record: &MatchRecord, roles: &[Term], path: &Path) {
         let name = names.get(i).map_or("?", String::as_str);
         println!("{role} ({name}): goal {goal}, errors {errors}");
     }
+    for fault in record.goal_faults.iter().filter(|f| !f.is_empty()) {
+        println!("goal fault: {fault}");
+    }
     println!("steps: {}", record.moves.len());
     println!("record: {}", path.display());
 }

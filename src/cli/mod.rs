@@ -425,6 +425,7 @@ where
         elapsed: std::time::Duration::ZERO,
         cpu: Some(std::time::Duration::ZERO),
         peak_memory: None,
+        percepts: None,
     };
     for report in reports {
         let report = report.map_err(|_| anyhow::anyhow!("a benchmark thread panicked"))??;
@@ -433,6 +434,8 @@ where
         total.cut += report.cut;
         total.elapsed = total.elapsed.max(report.elapsed);
         total.cpu = total.cpu.zip(report.cpu).map(|(a, b)| a + b);
+        // Every thread measures percepts alike: the first one's figure stands.
+        total.percepts = total.percepts.or(report.percepts);
     }
     total.peak_memory = resources::peak_memory();
     Ok(total)

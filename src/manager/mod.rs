@@ -148,6 +148,7 @@ pub fn run_match<M: StateMachine>(
         state_times: Vec::new(),
         errors: Vec::new(),
         goal_values: Vec::new(),
+        goal_faults: Vec::new(),
         preview_clock: -1,
         start_clock: config.start_clock,
         play_clock: config.play_clock,
@@ -313,7 +314,7 @@ impl Referee<'_> {
             self.push_state(machine, &state, record)?;
             last = Some(terms);
         }
-        let goals = machine.goals(&state)?;
+        let (goals, faults) = final_goals(machine, &state)?;
         let turn = record.moves.len();
         let stops = if gdl2 {
             to_players(&|r| {
@@ -326,6 +327,12 @@ impl Referee<'_> {
         };
         self.broadcast(&stops, Duration::from_secs(config.play_clock));
         record.goal_values = goals.iter().map(|&g| u32::from(g)).collect();
+        if faults.iter().any(|f| !f.is_empty()) {
+            for fault in faults.iter().filter(|f| !f.is_empty()) {
+                warn!(match_id = %id, "{fault}");
+            }
+            record.goal_faults = faults;
+        }
         record.is_completed = true;
         info!(match_id = %id, steps = record.moves.len(), goals = ?goals, "match over");
         if let Some(path) = &config.record_path {
@@ -479,6 +486,49 @@ fn info_name(reply: &str) -> Option<String> {
         },
         Sexp::Atom { .. } => None,
     })
+}
+
+/// The goal value of each role in the terminal `state`, and per role the sheet's fault if the
+/// rules give it no value (recorded as 0) or several (recorded as the lowest, so that no role
+/// is credited with an outcome the rules also deny it), else an empty string.
+///
+/// # Errors
+/// The engine failed.
+fn final_goals<M: StateMachine>(
+    machine: &mut M,
+    state: &M::State,
+) -> Result<(Vec<u8>, Vec<String>), MachineError> {
+    let mut goals = Vec::new();
+    let mut faults = Vec::new();
+    for r in 0..machine.roles().len() {
+        let values = machine.goal_values(state, r)?;
+        let role = &machine.roles()[r];
+        let (goal, fault) = match values.as_slice() {
+            [v] => (*v, String::new()),
+            [] if machine.is_nature(r) => (0, String::new()),
+            [] => (
+                0,
+                format!(
+                    "the rules give {role} no goal value in the final state (the sheet's fault): recorded as 0"
+                ),
+            ),
+            several => (
+                several[0],
+                format!(
+                    "the rules give {role} several goal values in the final state ({}; the sheet's fault): recorded as {}",
+                    several
+                        .iter()
+                        .map(u8::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    several[0]
+                ),
+            ),
+        };
+        goals.push(goal);
+        faults.push(fault);
+    }
+    Ok((goals, faults))
 }
 
 #[cfg(test)]

@@ -52,6 +52,10 @@ pub struct MatchRecord {
     /// The goal value of each role, in role order, once the match is completed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub goal_values: Vec<u32>,
+    /// Per role, in role order, why its goal value is the sheet's fault (the rules give it no
+    /// value or several in the final state), or an empty string; empty when no role's is.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub goal_faults: Vec<String>,
     /// Seconds of preview (-1: none).
     #[serde(default = "no_preview")]
     pub preview_clock: i64,

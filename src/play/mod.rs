@@ -23,6 +23,9 @@ use crate::gdl::{Rule, Term, parse_term};
 use crate::machine::{MachineError, StateMachine};
 use crate::manager::record::{MatchRecord, parse_states, random_token};
 use crate::protocol::message::{spaced, state_text, term_to_sexp};
+use rand::SeedableRng;
+
+use crate::search::hidden::Belief;
 use crate::search::{Choice, Player, PlayerKind, SearchConfig, SearchError, new_player};
 
 /// Why playing failed.
@@ -231,7 +234,26 @@ pub struct Game<M: StateMachine> {
     plies: Vec<Vec<Ply>>,
     /// Playouts of the computer players (and hints), counted as they search.
     progress: Arc<AtomicU64>,
+    /// GDL-II with one human seat: what that role knows (see [`Game::viewer`]).
+    view: Option<HumanView<M::State>>,
 }
+
+/// What the one human role of a GDL-II game knows: its belief (the states consistent with its
+/// moves and percepts) and, per step, the facts true in all of them and what it saw.
+struct HumanView<S> {
+    role: usize,
+    /// Per state so far, the role's belief (kept for taking moves back).
+    beliefs: Vec<Belief<S>>,
+    /// Per state so far, the facts known to the role.
+    known: Vec<Vec<Term>>,
+    /// Per step so far, the role's percepts after it.
+    percepts: Vec<Vec<Term>>,
+}
+
+/// Most states of a human role's belief.
+const VIEW_BELIEF: usize = 256;
+/// Time allowed to follow one step in a human role's belief.
+const VIEW_UPDATE: Duration = Duration::from_millis(500);
 
 type InfoCache<Mv> = (usize, usize, Vec<MoveInfo<Mv>>);
 
@@ -286,6 +308,7 @@ impl<M: StateMachine + Send + 'static> Game<M> {
             positions: Vec::new(),
             plies: Vec::new(),
             progress: Arc::new(AtomicU64::new(0)),
+            view: None,
         };
         game.set_seats(seats)?;
         Ok(game)
@@ -339,7 +362,86 @@ impl<M: StateMachine + Send + 'static> Game<M> {
             self.players.push(player);
         }
         self.seats = seats;
+        self.reset_view();
         Ok(())
+    }
+
+    /// The role whose view people are shown, in a GDL-II game (with `sees` or `random`) in
+    /// which exactly one seat is a person's: they then see only what that role knows (the
+    /// facts true in every state it cannot tell apart from the true one, its own moves and
+    /// its percepts), never the hidden state. `None` (everything shown) in a game of complete
+    /// information, a game the computer plays alone, or several people at one screen (who
+    /// would see each other's view anyway).
+    pub fn viewer(&self) -> Option<usize> {
+        self.view.as_ref().map(|v| v.role)
+    }
+
+    /// What the viewer saw after the last joint move (empty without a viewer).
+    pub fn percepts(&self) -> &[Term] {
+        self.view
+            .as_ref()
+            .and_then(|v| v.percepts.last())
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// Rebuilds the viewer's belief from the start of the match.
+    fn reset_view(&mut self) {
+        self.view = None;
+        let humans: Vec<usize> = (0..self.seats.len())
+            .filter(|&r| self.seats[r] == Seat::Human)
+            .collect();
+        let [role] = humans[..] else {
+            return;
+        };
+        if !self.machine.is_gdl2() {
+            return;
+        }
+        let belief = Belief::new(&self.machine, role, VIEW_BELIEF);
+        let known = belief.known_facts(&self.machine);
+        self.view = Some(HumanView {
+            role,
+            beliefs: vec![belief],
+            known: vec![known],
+            percepts: Vec::new(),
+        });
+        for step in 0..self.moves.len() {
+            self.follow_view(step);
+        }
+    }
+
+    /// Moves the viewer's belief on by step `step` (its own move and what it saw).
+    fn follow_view(&mut self, step: usize) {
+        let Some(view) = self.view.as_mut() else {
+            return;
+        };
+        let (state, joint) = (&self.states[step], &self.moves[step]);
+        let role = view.role;
+        let percepts = match self.machine.percepts(state, joint, role) {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!("percepts of {}: {e}", self.machine.roles()[role]);
+                Vec::new()
+            }
+        };
+        let mv = self.machine.move_term(joint[role]);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(self.seed ^ step as u64);
+        let deadline = Instant::now() + VIEW_UPDATE;
+        let mut belief = view.beliefs.last().expect("one per state").clone();
+        let known = match belief.update(&mut self.machine, &mv, &percepts, Some(deadline), &mut rng)
+        {
+            Ok(()) => belief.known_facts(&self.machine),
+            Err(e) => {
+                // Only the role's own facts can be shown safely: none.
+                tracing::warn!(
+                    "cannot follow what {} knows: {e}",
+                    self.machine.roles()[role]
+                );
+                Vec::new()
+            }
+        };
+        view.beliefs.push(belief);
+        view.known.push(known);
+        view.percepts.push(percepts);
     }
 
     /// The engine.
@@ -374,14 +476,18 @@ impl<M: StateMachine + Send + 'static> Game<M> {
         self.moves.len()
     }
 
-    /// The facts of the current state.
+    /// The facts of the current state that people may see: all of them, or with a
+    /// [`viewer`](Game::viewer) only those it knows.
     pub fn facts(&self) -> Vec<Term> {
-        self.machine.state_terms(self.state())
+        self.facts_at(self.step())
     }
 
-    /// The facts of the state after `step` moves.
+    /// The facts of the state after `step` moves that people may see (as [`Game::facts`]).
     pub fn facts_at(&self, step: usize) -> Vec<Term> {
-        self.machine.state_terms(&self.states[step])
+        match &self.view {
+            Some(view) => view.known.get(step).cloned().unwrap_or_default(),
+            None => self.machine.state_terms(&self.states[step]),
+        }
     }
 
     /// The joint moves made, as terms.
@@ -414,6 +520,10 @@ impl<M: StateMachine + Send + 'static> Game<M> {
                 .enumerate()
                 .map(|(role, mv)| (role, self.machine.move_term(*mv)))
                 .collect();
+        }
+        if let Some(viewer) = self.viewer() {
+            // The others' moves are hidden; the viewer learns of them by its percepts.
+            out = vec![(viewer, self.machine.move_term(joint[viewer]))];
         }
         Ok(out)
     }
@@ -620,6 +730,9 @@ impl<M: StateMachine + Send + 'static> Game<M> {
                 if choosers.is_empty() {
                     choosers = (0..joint.len()).collect();
                 }
+            }
+            if let Some(viewer) = self.viewer() {
+                choosers = vec![viewer];
             }
             let mut plies = Vec::new();
             for role in choosers {
@@ -879,6 +992,7 @@ impl<M: StateMachine + Send + 'static> Game<M> {
         self.states.push(next);
         self.moves.push(joint);
         self.state_times.push(now_ms());
+        self.follow_view(self.moves.len() - 1);
         Ok(())
     }
 
@@ -892,6 +1006,11 @@ impl<M: StateMachine + Send + 'static> Game<M> {
         self.state_times.pop();
         self.positions.truncate(self.states.len());
         self.plies.truncate(self.moves.len());
+        if let Some(view) = &mut self.view {
+            view.beliefs.pop();
+            view.known.pop();
+            view.percepts.pop();
+        }
         true
     }
 
@@ -953,6 +1072,7 @@ impl<M: StateMachine + Send + 'static> Game<M> {
             state_times: self.state_times.clone(),
             errors: vec![vec![String::new(); self.roles().len()]; self.states.len()],
             goal_values: goals,
+            goal_faults: Vec::new(),
             game_meta_url: None,
             is_completed: completed,
             is_aborted: false,
@@ -981,7 +1101,7 @@ impl<M: StateMachine + Send + 'static> Game<M> {
         let expected = parse_states(&record.states).map_err(PlayError::Record)?;
         let check = |game: &Game<M>, step: usize| -> Result<(), PlayError> {
             if let Some(want) = expected.get(step) {
-                let mut got = game.facts_at(step);
+                let mut got = game.machine.state_terms(&game.states[step]);
                 got.sort();
                 if *want != got {
                     return Err(PlayError::Record(format!(

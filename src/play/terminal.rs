@@ -540,6 +540,20 @@ where
         let text = format!("Last move: {}", parts.join(", "));
         lines.push(Line::plain(fit(&text, SCREEN_COLUMNS, options.glyphs)));
     }
+    if let Some(viewer) = game.viewer() {
+        // GDL-II: the board shows only what this role knows; here is what it was told.
+        let seen: Vec<String> = game.percepts().iter().map(ToString::to_string).collect();
+        let text = format!(
+            "{} sees only its own: {}",
+            game.roles()[viewer],
+            if seen.is_empty() {
+                "nothing new".to_string()
+            } else {
+                seen.join(" ")
+            }
+        );
+        lines.push(Line::plain(fit(&text, SCREEN_COLUMNS, options.glyphs)));
+    }
     if let Some(role) = asking {
         // The blank line before, the prompt after.
         let room = SCREEN_LINES.saturating_sub(lines.len() + 2);

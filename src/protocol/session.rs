@@ -9,7 +9,8 @@
 //! In a GDL-II game the referee sends our move and our percepts, not the joint move: both
 //! halves then follow a [`Belief`], the states consistent with what we did and saw, and the
 //! worker chooses with [`HiddenPlayer`], which searches over states drawn from it (the
-//! given player when the belief is one state of a game without nature).
+//! given player when the belief is one state of a game without nature, or when the player
+//! does not search: a random or legal player picks among our legal moves as it would).
 //!
 //! The two talk through channels in [`Term`]s only, so [`Session`] is one non-generic type
 //! whatever the engine: the engine is chosen once, by the [`SessionFactory`], when the match
@@ -398,6 +399,10 @@ fn run_worker<M: StateMachine>(
             Some(reason) => Err(reason.clone()),
             None => match catch_unwind(AssertUnwindSafe(|| match belief.states() {
                 [(state, _)] if !nature => player.choose(&mut machine, state, deadline),
+                // Our legal moves are the same in every state we cannot tell apart.
+                [(state, _), ..] if !player.searches() => {
+                    player.choose(&mut machine, state, deadline)
+                }
                 _ => hidden.choose(&mut machine, &belief, deadline),
             })) {
                 Ok(Ok(choice)) => Ok(Chosen {
@@ -465,7 +470,15 @@ impl<M: StateMachine + Send> Tracker for Tracked<M> {
     }
 
     fn legal(&mut self) -> Result<Vec<Term>, SessionError> {
-        let state = self.state()?;
+        // A state of the belief that is not over: the referee asks for a move, so the true
+        // one is not (a sampled belief may hold states where the game has ended).
+        let mut state = self.state()?;
+        for (s, _) in self.belief.states() {
+            if !self.machine.is_terminal(s)? {
+                state = s.clone();
+                break;
+            }
+        }
         if self.machine.is_terminal(&state)? {
             return Ok(Vec::new());
         }

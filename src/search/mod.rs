@@ -127,6 +127,14 @@ pub trait Player<M: StateMachine>: Send {
         state: &M::State,
         deadline: Instant,
     ) -> Result<Choice<M::Move>, SearchError>;
+
+    /// Whether the player searches (rather than picking a legal move by a fixed rule): in a
+    /// game of hidden information a searching player is replaced by the information-set
+    /// search over its belief ([`hidden::HiddenPlayer`]), while a random or legal player
+    /// keeps choosing among its legal moves.
+    fn searches(&self) -> bool {
+        true
+    }
 }
 
 /// A new player of the given kind, with its default settings.
@@ -252,6 +260,10 @@ impl SimplePlayer {
 impl<M: StateMachine> Player<M> for SimplePlayer {
     fn name(&self) -> String {
         if self.random { "random" } else { "legal" }.to_string()
+    }
+
+    fn searches(&self) -> bool {
+        false
     }
 
     fn start(&mut self, _: &mut M, role: usize, _: Instant) -> Result<(), SearchError> {

@@ -116,6 +116,11 @@ pub struct View {
     pub ending: Option<String>,
     /// The winning line's squares, when a line won.
     pub line: Vec<[usize; 2]>,
+    /// GDL-II with one person playing: the role whose view `board`, `facts`, `last` and
+    /// `history` show (only what it knows); `None` when everything is shown.
+    pub viewer: Option<String>,
+    /// What the viewer saw after the last joint move (its percepts); empty without a viewer.
+    pub percepts: Vec<String>,
     /// The square of the king in check, on a chess sheet.
     pub check: Option<[usize; 2]>,
 }
@@ -532,6 +537,13 @@ impl<M: StateMachine + Send + 'static> Session for WebGame<M> {
             last_to,
             ending,
             line,
+            viewer: self.game.viewer().map(|r| roles[r].to_string()),
+            percepts: self
+                .game
+                .percepts()
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
             check,
         })
     }
