@@ -163,8 +163,14 @@ impl<M: StateMachine> AlphaBetaPlayer<M> {
         }
         self.learnt = true;
         if self.settings.material {
+            // With a node limit (budgeted play, no clock) the material is found whatever the
+            // clock says, so that the play is the same on every machine.
             let now = Instant::now();
-            let until = now + deadline.saturating_duration_since(now) / 3;
+            let until = if self.config.max_iterations.is_some() {
+                now + std::time::Duration::from_secs(3600)
+            } else {
+                now + deadline.saturating_duration_since(now) / 3
+            };
             let games = if until > now { MATERIAL_GAMES } else { 0 };
             self.material =
                 heuristic::find_material(machine, &mut self.rng, games, MATERIAL_PLIES, until)?;
