@@ -150,6 +150,14 @@ impl Material {
     pub fn value<M: StateMachine>(&self, machine: &M, state: &M::State, role: usize) -> f64 {
         50.0 + 50.0 * (2.0 * self.balance(machine, state, role)).tanh()
     }
+
+    /// What one fact adds to [`balance`](Self::balance) for `role` (0 if it is no piece).
+    pub fn weight(&self, fact: &Term, role: usize) -> f64 {
+        key_of(fact)
+            .and_then(|k| self.pieces.get(&k))
+            .map_or(0.0, |&(owner, v)| if owner == role { v } else { -v })
+            / self.side
+    }
 }
 
 /// Finds the material of a game (see [`Material`]) from `games` random games of at most
