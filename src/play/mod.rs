@@ -53,7 +53,7 @@ pub enum PlayError {
 /// | `random` | a uniformly random legal move, at once |
 /// | `easy` | alpha-beta with 1,000 nodes or MCTS with 100 playouts (at most 5 s) |
 /// | `medium` | alpha-beta with 20,000 nodes or MCTS with 1,000 playouts (at most 10 s) |
-/// | `hard` | alpha-beta with 200,000 nodes or MCTS with 10,000 playouts (at most 20 s) |
+/// | `hard` | alpha-beta with 100,000 nodes or MCTS with 10,000 playouts (at most 20 s) |
 /// | a number `S` | Monte Carlo tree search for `S` seconds, as many playouts as fit |
 ///
 /// Which search plays is decided per game without a clock ([`LevelBudget`]): alpha-beta in a
@@ -66,7 +66,7 @@ pub enum Level {
     Easy,
     /// 20,000 nodes or 1,000 playouts.
     Medium,
-    /// 200,000 nodes or 10,000 playouts.
+    /// 100,000 nodes or 10,000 playouts.
     Hard,
     /// A think time in seconds.
     Seconds(f64),
@@ -86,7 +86,7 @@ impl Level {
             ),
             Level::Hard => (
                 PlayerKind::Auto,
-                limits(10_000, 200_000),
+                limits(10_000, 100_000),
                 Duration::from_secs(20),
             ),
             Level::Seconds(s) => (PlayerKind::Mcts, None, Duration::from_secs_f64(s)),

@@ -652,6 +652,30 @@ mod tests {
     }
 
     #[test]
+    fn a_move_moves_the_piece_on_the_first_square_it_names() {
+        let t = |text: &str| crate::gdl::parse_term(text).expect("a term");
+        let facts = [t("(cell e 2 wp)"), t("(cell e 4 b)"), t("(ep e 3)")];
+        let mut squares: hashbrown::HashMap<&[Term], Vec<Key>> = hashbrown::HashMap::new();
+        for f in &facts {
+            if let Term::App(_, args) = f {
+                squares
+                    .entry(&args[..args.len() - 1])
+                    .or_default()
+                    .push(key_of(f).expect("a group"));
+            }
+        }
+        let Term::App(_, args) = t("(move e 2 e 4)") else {
+            panic!("an application")
+        };
+        let keys = first_square(&args, &[2, 1], &squares).expect("a square");
+        assert_eq!(keys, &vec![key_of(&facts[0]).expect("a group")]);
+        let Term::App(_, args) = t("(drop 3)") else {
+            panic!("an application")
+        };
+        assert!(first_square(&args, &[2, 1], &squares).is_none());
+    }
+
+    #[test]
     fn a_feature_that_does_not_correlate_is_dropped() {
         let (pieces, noise) = ((sym(1), Some(sym(2))), (sym(3), None));
         // One role; 100 games of 4 states each.
