@@ -840,13 +840,7 @@ impl<M: StateMachine + Send + 'static> Game<M> {
         if !change.from.is_empty() {
             return Ok(None);
         }
-        let placed: Vec<Square> = change
-            .to
-            .iter()
-            .copied()
-            .filter(|&s| before[layout.index(s)].is_none())
-            .collect();
-        Ok(notation::line_through(layout, &after, &placed))
+        Ok(notation::line_through(layout, &after, &change.placed))
     }
 
     /// The counter every computer search of this game adds its playouts to as it goes (for
@@ -1200,19 +1194,29 @@ pub fn result_text(roles: &[Term], goals: &[u8]) -> String {
     format!("{verdict} ({})", scores.join(", "))
 }
 
-/// The indexes of the moves that typed squares name.
+/// The indexes of the moves that typed squares name. One square names the placements that
+/// put a piece there, else (when none does) the moves that change its piece.
 fn matching<Mv>(infos: &[MoveInfo<Mv>], typed: Typed) -> Vec<usize> {
-    let fits = |info: &MoveInfo<Mv>| -> bool {
+    let fits = |info: &MoveInfo<Mv>, placing: bool| -> bool {
         let c = &info.change;
         match typed {
             Typed::FromTo(from, to) => c.from.contains(&from) && c.to.contains(&to),
+            Typed::Square(square) if placing => c.from.is_empty() && c.placed.contains(&square),
             Typed::Square(square) => c.from.is_empty() && c.to.contains(&square),
             Typed::File(file) => {
                 c.from.is_empty() && !c.to.is_empty() && c.to.iter().all(|s| s.file == file)
             }
         }
     };
-    (0..infos.len()).filter(|&i| fits(&infos[i])).collect()
+    let placing: Vec<usize> = (0..infos.len())
+        .filter(|&i| fits(&infos[i], true))
+        .collect();
+    if !placing.is_empty() {
+        return placing;
+    }
+    (0..infos.len())
+        .filter(|&i| fits(&infos[i], false))
+        .collect()
 }
 
 /// The shortest squares that name move `i` alone: one square for a placement, from and to
