@@ -253,15 +253,15 @@ pub struct Game<M: StateMachine> {
     /// Playouts of the computer players (and hints), counted as they search.
     progress: Arc<AtomicU64>,
     /// GDL-II with one human seat: what that role knows (see [`Game::viewer`]).
-    view: Option<HumanView<M::State>>,
+    view: Option<HumanView<M::State, M::Move>>,
 }
 
 /// What the one human role of a GDL-II game knows: its belief (the states consistent with its
 /// moves and percepts) and, per step, the facts true in all of them and what it saw.
-struct HumanView<S> {
+struct HumanView<S, Mv> {
     role: usize,
     /// Per state so far, the role's belief (kept for taking moves back).
-    beliefs: Vec<Belief<S>>,
+    beliefs: Vec<Belief<S, Mv>>,
     /// Per state so far, the facts known to the role.
     known: Vec<Vec<Term>>,
     /// Per step so far, the role's percepts after it.
