@@ -34,7 +34,7 @@ use std::sync::Arc;
 
 use rand::Rng;
 
-use crate::machine::{EngineFailure, MachineError, PlayoutBatch};
+use crate::machine::{EngineFailure, MachineError, PlayoutBatch, PlayoutEnd};
 
 use super::machine::PropnetState;
 use super::net::{MoveId, NO_NODE, Net};
@@ -524,6 +524,136 @@ impl<const W: usize> BatchRunner<W> {
             }
         }
         Ok(batch)
+    }
+
+    /// Puts lane `k` in `starts[k]` (the other lanes in no state), no input set, and
+    /// evaluates the gates that depend on no input.
+    fn load_lanes(&mut self, starts: &[PropnetState]) {
+        let n_bases = self.net.n_bases;
+        self.vals.fill([0; W]);
+        for (lane, start) in starts.iter().enumerate() {
+            let (g, bit) = (lane / LANES, lane % LANES);
+            for (w, &word) in start.words().iter().enumerate() {
+                let mut word = word;
+                while word != 0 {
+                    let i = w * 64 + word.trailing_zeros() as usize;
+                    word &= word - 1;
+                    if i < n_bases {
+                        self.vals[Net::base_node(i) as usize][g] |= 1 << bit;
+                    }
+                }
+            }
+        }
+        for on in &mut self.inputs_on {
+            on.fill(NO_NODE);
+        }
+        let stream = Arc::clone(&self.state_gates);
+        self.sweep(&stream);
+    }
+
+    /// Plays one random playout from each state of `starts` (at most `64 W`), lane `k` from
+    /// `starts[k]`, each until a terminal state or `max_steps` moves, and appends their ends
+    /// to `out` in the order of `starts`: the goals of a terminal state, else the state.
+    /// Looks at the clock before every step: `Ok(false)` when `deadline` passed first (`out`
+    /// then holds none of this call's ends).
+    ///
+    /// # Errors
+    /// [`MachineError::NoLegalMoves`] when a role has no legal move in a non-terminal state;
+    /// a state from another net.
+    pub fn run_lanes(
+        &mut self,
+        starts: &[PropnetState],
+        rng: &mut impl Rng,
+        max_steps: usize,
+        deadline: std::time::Instant,
+        out: &mut Vec<PlayoutEnd<PropnetState>>,
+    ) -> Result<bool, MachineError> {
+        let net = Arc::clone(&self.net);
+        let n = starts.len();
+        assert!(n <= W * LANES, "more start states than lanes");
+        if starts.iter().any(|s| s.words().len() != net.initial.len()) {
+            return Err(MachineError::Engine(EngineFailure::ForeignState));
+        }
+        let base = out.len();
+        out.resize(base + n, PlayoutEnd::Goals(Vec::new()));
+        let mut active = [0u64; W];
+        for (g, a) in active.iter_mut().enumerate() {
+            *a = first_lanes(n.saturating_sub(g * LANES));
+        }
+        self.load_lanes(starts);
+        let mut steps = 0usize;
+        let none = [0u64; W];
+        loop {
+            // All live lanes have made the same number of moves.
+            let mut done = [0u64; W];
+            let mut terminal = [0u64; W];
+            for g in 0..W {
+                terminal[g] = self.word(net.terminal, g) & active[g];
+                done[g] = if steps >= max_steps {
+                    active[g]
+                } else {
+                    terminal[g]
+                };
+            }
+            if done.iter().any(|&d| d != 0) {
+                if terminal.iter().any(|&t| t != 0) {
+                    self.eval_lazy();
+                }
+                for g in (0..W).filter(|&g| done[g] != 0) {
+                    self.lane_ends(g, done[g], terminal[g], &mut out[base + g * LANES..]);
+                    active[g] &= !done[g];
+                }
+            }
+            if active.iter().all(|&a| a == 0) {
+                return Ok(true);
+            }
+            if std::time::Instant::now() >= deadline {
+                out.truncate(base);
+                return Ok(false);
+            }
+            for role in 0..net.roles.len() {
+                if self.choose(role, &active, rng) {
+                    out.truncate(base);
+                    return Err(MachineError::NoLegalMoves {
+                        role: net.roles[role].to_string(),
+                    });
+                }
+                self.set_inputs(role, &active);
+            }
+            let stream = Arc::clone(&self.move_gates);
+            self.sweep(&stream);
+            self.advance(&active, &none, &net.initial);
+            steps += 1;
+        }
+    }
+
+    /// Writes the ends of the lanes of `done` in word `g` into `out` (indexed by lane within
+    /// the word): the goals of those in `terminal` (lazy gates evaluated), the state of the
+    /// others.
+    fn lane_ends(&self, g: usize, done: u64, terminal: u64, out: &mut [PlayoutEnd<PropnetState>]) {
+        let n_roles = self.net.roles.len();
+        let mut lanes = done;
+        while lanes != 0 {
+            let lane = lanes.trailing_zeros() as usize;
+            lanes &= lanes - 1;
+            out[lane] = if terminal >> lane & 1 == 1 {
+                PlayoutEnd::Goals(vec![0; n_roles])
+            } else {
+                PlayoutEnd::Cut(self.lane_state(g * LANES + lane))
+            };
+        }
+        for (role, goals) in self.net.goals.iter().enumerate() {
+            for &(l, v) in goals {
+                let mut w = self.word(l, g) & done & terminal;
+                while w != 0 {
+                    let lane = w.trailing_zeros() as usize;
+                    w &= w - 1;
+                    if let PlayoutEnd::Goals(best) = &mut out[lane] {
+                        best[role] = best[role].max(v);
+                    }
+                }
+            }
+        }
     }
 
     /// Reads the goals of the lanes of `done` in word `g` (lazy gates evaluated) into
