@@ -164,3 +164,170 @@ pub(super) fn round<M: StateMachine>(
     }
     round
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+    use std::time::{Duration, Instant};
+
+    use rand::SeedableRng;
+
+    use super::*;
+    use crate::gdl::Description;
+    use crate::propnet::{Budget, PropnetMachine};
+    use crate::search::mcts::tree::Node;
+
+    fn setup() -> (
+        PropnetMachine,
+        Tree<crate::propnet::PropnetState, crate::propnet::MoveId>,
+    ) {
+        let description =
+            Description::from_text(include_str!("../../../rules/ticTacToe.kif")).unwrap();
+        let mut m = PropnetMachine::new(&description, &Budget::default()).unwrap();
+        let mut tree = Tree::new(64 << 20);
+        let initial = m.initial_state();
+        let root = Node::new(&mut m, initial).unwrap();
+        tree.reset(root);
+        (m, tree)
+    }
+
+    fn context() -> Context {
+        Context {
+            deadline: Instant::now() + Duration::from_secs(3600),
+            stop: AtomicBool::new(false),
+            max_steps: 5000,
+            prior: 0,
+            progress: None,
+            batch: None,
+        }
+    }
+
+    /// Every node's visits equal each role's summed move visits (no virtual loss left).
+    fn consistent<S, Mv>(tree: &Tree<S, Mv>) -> bool {
+        tree.nodes.iter().all(|n| {
+            n.stats
+                .iter()
+                .all(|s| s.iter().map(|s| s.visits).sum::<u32>() == n.visits)
+        })
+    }
+
+    /// Virtual losses spread a round over the tree: nine descents from a fresh ticTacToe root
+    /// take its nine moves, one each, and each lane's result is backed up along its own path
+    /// only (the root's rewards add up to the lanes' goals; every child was visited once).
+    /// A second round of 40 adds exactly 40 visits, and no virtual visit is left behind.
+    #[test]
+    fn a_round_backs_each_lane_up_along_its_own_path() {
+        let (mut m, mut tree) = setup();
+        let settings = MctsSettings::default();
+        let mut policies = Policies {
+            select: settings.selection(),
+            playout: settings.playout(),
+            eval: settings.evaluation(None),
+        };
+        let ctx = context();
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
+        let mut lanes = Lanes::default();
+        let round1 = round(
+            &mut tree,
+            &mut m,
+            &mut rng,
+            &ctx,
+            &mut policies,
+            &mut lanes,
+            9,
+            1,
+        );
+        assert_eq!((round1.iterations, round1.errors), (9, 0));
+        let root = &tree.nodes[0];
+        assert_eq!(root.visits, 9);
+        assert_eq!(root.children.len(), 9);
+        assert!(root.stats[0].iter().all(|s| s.visits == 1));
+        // x's rewards at the root are the lanes' goals for x (0, 0.5 or 1 each).
+        let sum: f64 = root.stats[0].iter().map(|s| s.sum).sum();
+        let goals: f64 = lanes
+            .ends
+            .iter()
+            .map(|e| match e {
+                PlayoutEnd::Goals(g) => f64::from(g[0]) / 100.0,
+                PlayoutEnd::Cut(_) => panic!("ticTacToe playouts end"),
+            })
+            .sum();
+        assert!((sum - goals).abs() < 1e-9);
+        assert!(consistent(&tree));
+        let round2 = round(
+            &mut tree,
+            &mut m,
+            &mut rng,
+            &ctx,
+            &mut policies,
+            &mut lanes,
+            40,
+            1,
+        );
+        assert_eq!(round2.iterations, 40);
+        assert_eq!(tree.nodes[0].visits, 49);
+        assert!(consistent(&tree));
+        // Leaf parallelism: 40 playouts, 8 per leaf, from 5 new leaves.
+        let round3 = round(
+            &mut tree,
+            &mut m,
+            &mut rng,
+            &ctx,
+            &mut policies,
+            &mut lanes,
+            40,
+            8,
+        );
+        assert_eq!(round3.iterations, 40);
+        assert_eq!(tree.nodes[0].visits, 89);
+        let leaves = lanes.owner.iter().max().map_or(0, |&o| o + 1);
+        assert!(leaves >= 5, "{leaves} leaves");
+        for (i, &o) in lanes.owner.iter().enumerate() {
+            let first = lanes.owner.iter().position(|&x| x == o).unwrap();
+            assert_eq!(lanes.starts[i], lanes.starts[first]);
+            assert!(lanes.owner.iter().filter(|&&x| x == o).count() <= 8);
+        }
+        assert!(consistent(&tree));
+    }
+
+    /// A round the deadline interrupts backs nothing up and leaves no virtual loss.
+    #[test]
+    fn an_interrupted_round_leaves_the_tree_as_it_was() {
+        let (mut m, mut tree) = setup();
+        let settings = MctsSettings::default();
+        let mut policies = Policies {
+            select: settings.selection(),
+            playout: settings.playout(),
+            eval: settings.evaluation(None),
+        };
+        let mut ctx = context();
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
+        let mut lanes = Lanes::default();
+        round(
+            &mut tree,
+            &mut m,
+            &mut rng,
+            &ctx,
+            &mut policies,
+            &mut lanes,
+            20,
+            1,
+        );
+        let visits = tree.nodes[0].visits;
+        ctx.deadline = Instant::now();
+        let r = round(
+            &mut tree,
+            &mut m,
+            &mut rng,
+            &ctx,
+            &mut policies,
+            &mut lanes,
+            20,
+            1,
+        );
+        assert!(r.deadline);
+        assert_eq!(r.iterations, 0);
+        assert_eq!(tree.nodes[0].visits, visits);
+        assert!(consistent(&tree));
+    }
+}
