@@ -20,7 +20,7 @@ use crate::board::{Change, Layout, Square, Typed, sample_states};
 use crate::chess::MoveShape;
 use crate::engine::LoadError;
 use crate::gdl::{Rule, Term, parse_term};
-use crate::machine::{MachineError, StateMachine};
+use crate::machine::{EngineFailure, MachineError, StateMachine};
 use crate::manager::record::{MatchRecord, parse_states, random_token};
 use crate::protocol::message::{spaced, state_text, term_to_sexp};
 use rand::SeedableRng;
@@ -43,6 +43,24 @@ pub enum PlayError {
     /// A match record that does not fit the game.
     #[error("match record: {0}")]
     Record(String),
+}
+
+impl PlayError {
+    /// Whether the rule sheet is at fault (a role with no legal move, an undefined goal, a
+    /// budget the game outgrows, a game that cannot be loaded), rather than the program.
+    pub fn is_the_rules_fault(&self) -> bool {
+        let machine = match self {
+            PlayError::Machine(e) | PlayError::Search(SearchError::Machine(e)) => e,
+            PlayError::Load(_) => return true,
+            PlayError::Search(SearchError::NoMove) | PlayError::Record(_) => return false,
+        };
+        matches!(
+            machine,
+            MachineError::NoLegalMoves { .. }
+                | MachineError::BadGoal { .. }
+                | MachineError::Engine(EngineFailure::Eval(_))
+        )
+    }
 }
 
 /// How strong a computer seat plays.

@@ -155,9 +155,12 @@ impl From<SessionError> for Failure {
         match e {
             SessionError::Request(m) => Failure(400, m),
             SessionError::Stale(m) => Failure(409, m),
+            // A record that does not fit the game, or rules that fail (a budget outgrown, a
+            // role without moves): the request cannot be processed, the server is fine.
             SessionError::Play(e @ crate::play::PlayError::Record(_)) => {
                 Failure(422, e.to_string())
             }
+            SessionError::Play(e) if e.is_the_rules_fault() => Failure(422, e.to_string()),
             SessionError::Play(e) => Failure(500, e.to_string()),
         }
     }
