@@ -20,7 +20,7 @@ use crate::board::{Change, Layout, Square, Typed, sample_states};
 use crate::chess::MoveShape;
 use crate::engine::LoadError;
 use crate::gdl::{Rule, Term, parse_term};
-use crate::machine::{MachineError, StateMachine};
+use crate::machine::{EngineFailure, MachineError, StateMachine};
 use crate::manager::record::{MatchRecord, parse_states, random_token};
 use crate::protocol::message::{spaced, state_text, term_to_sexp};
 use rand::SeedableRng;
@@ -44,6 +44,24 @@ pub enum PlayError {
     /// A match record that does not fit the game.
     #[error("match record: {0}")]
     Record(String),
+}
+
+impl PlayError {
+    /// Whether the rule sheet is at fault (a role with no legal move, an undefined goal, a
+    /// budget the game outgrows, a game that cannot be loaded), rather than the program.
+    pub fn is_the_rules_fault(&self) -> bool {
+        let machine = match self {
+            PlayError::Machine(e) | PlayError::Search(SearchError::Machine(e)) => e,
+            PlayError::Load(_) => return true,
+            PlayError::Search(SearchError::NoMove) | PlayError::Record(_) => return false,
+        };
+        matches!(
+            machine,
+            MachineError::NoLegalMoves { .. }
+                | MachineError::BadGoal { .. }
+                | MachineError::Engine(EngineFailure::Eval(_))
+        )
+    }
 }
 
 /// How strong a computer seat plays.
@@ -249,15 +267,15 @@ pub struct Game<M: StateMachine> {
     /// Playouts of the computer players (and hints), counted as they search.
     progress: Arc<AtomicU64>,
     /// GDL-II with one human seat: what that role knows (see [`Game::viewer`]).
-    view: Option<HumanView<M::State>>,
+    view: Option<HumanView<M::State, M::Move>>,
 }
 
 /// What the one human role of a GDL-II game knows: its belief (the states consistent with its
 /// moves and percepts) and, per step, the facts true in all of them and what it saw.
-struct HumanView<S> {
+struct HumanView<S, Mv> {
     role: usize,
     /// Per state so far, the role's belief (kept for taking moves back).
-    beliefs: Vec<Belief<S>>,
+    beliefs: Vec<Belief<S, Mv>>,
     /// Per state so far, the facts known to the role.
     known: Vec<Vec<Term>>,
     /// Per step so far, the role's percepts after it.
@@ -836,13 +854,7 @@ impl<M: StateMachine + Send + 'static> Game<M> {
         if !change.from.is_empty() {
             return Ok(None);
         }
-        let placed: Vec<Square> = change
-            .to
-            .iter()
-            .copied()
-            .filter(|&s| before[layout.index(s)].is_none())
-            .collect();
-        Ok(notation::line_through(layout, &after, &placed))
+        Ok(notation::line_through(layout, &after, &change.placed))
     }
 
     /// The counter every computer search of this game adds its playouts to as it goes (for
@@ -1196,19 +1208,29 @@ pub fn result_text(roles: &[Term], goals: &[u8]) -> String {
     format!("{verdict} ({})", scores.join(", "))
 }
 
-/// The indexes of the moves that typed squares name.
+/// The indexes of the moves that typed squares name. One square names the placements that
+/// put a piece there, else (when none does) the moves that change its piece.
 fn matching<Mv>(infos: &[MoveInfo<Mv>], typed: Typed) -> Vec<usize> {
-    let fits = |info: &MoveInfo<Mv>| -> bool {
+    let fits = |info: &MoveInfo<Mv>, placing: bool| -> bool {
         let c = &info.change;
         match typed {
             Typed::FromTo(from, to) => c.from.contains(&from) && c.to.contains(&to),
+            Typed::Square(square) if placing => c.from.is_empty() && c.placed.contains(&square),
             Typed::Square(square) => c.from.is_empty() && c.to.contains(&square),
             Typed::File(file) => {
                 c.from.is_empty() && !c.to.is_empty() && c.to.iter().all(|s| s.file == file)
             }
         }
     };
-    (0..infos.len()).filter(|&i| fits(&infos[i])).collect()
+    let placing: Vec<usize> = (0..infos.len())
+        .filter(|&i| fits(&infos[i], true))
+        .collect();
+    if !placing.is_empty() {
+        return placing;
+    }
+    (0..infos.len())
+        .filter(|&i| fits(&infos[i], false))
+        .collect()
 }
 
 /// The shortest squares that name move `i` alone: one square for a placement, from and to
