@@ -87,6 +87,11 @@ pub const MCTS_KEYS: &[(&str, &str)] = &[
         "prior",
         "with a heuristic: visits a new node's heuristic value counts as (integer)",
     ),
+    (
+        "batch",
+        "playouts per round side by side on the propnet's batch, 0 for one at a time (integer)",
+    ),
+    ("leaf", "with batch: playouts per leaf of a round (integer)"),
 ];
 
 /// The options of `alphabeta`: key and meaning.
@@ -270,6 +275,13 @@ fn set_mcts(s: &mut MctsSettings, player: &str, key: &str, v: &str) -> Result<()
         "heuristic" => s.heuristic = switch(player, key, v, keys)?,
         "cutoff" => s.cutoff = value(player, key, v, keys)?,
         "prior" => s.prior = value(player, key, v, keys)?,
+        "batch" => s.batch = value(player, key, v, keys)?,
+        "leaf" => {
+            s.leaf = value(player, key, v, keys)?;
+            if s.leaf == 0 {
+                return Err(bad_value(player, key, v, keys));
+            }
+        }
         _ => return Err(unknown(player, key, keys)),
     }
     Ok(())
