@@ -727,3 +727,44 @@ fn a_placement_is_written_as_the_square_it_filled_and_a_jump_from_the_piece_that
     }
     assert!(moves >= 20, "{moves} moves");
 }
+
+#[test]
+fn hex_boards_are_found_by_their_neighbour_relation() {
+    use ggp::board::Grid;
+    // Three Hex sheets with different names, coordinates and neighbour relations
+    // (`adjacent` over letters and numbers, `neighbour` over numbers on both axes).
+    for (sheet, lean) in [("rules/hex.kif", -1), ("hexPie.kif", -1)] {
+        let path = if sheet.starts_with("rules/") {
+            sheet.to_string()
+        } else {
+            format!("{BASE}/{sheet}")
+        };
+        let (_, layout, _) = detect(&read(&path));
+        assert_eq!(layout.grid(), Grid::Hex { lean }, "{sheet}");
+    }
+    // laikLee_hex's engine takes a minute to build (its `isList` rules), so its board is
+    // detected from its initial state alone, which holds every square.
+    let description = Description::from_text(&read(&format!("{BASE}/laikLee_hex.kif"))).unwrap();
+    let initial: Vec<Term> = description
+        .rules()
+        .iter()
+        .filter(|r| r.head.rel == Sym::INIT && r.body.is_empty())
+        .map(|r| r.head.args[0].clone())
+        .collect();
+    let layout = Layout::detect(&[initial], description.rules()).unwrap();
+    assert_eq!(layout.grid(), Grid::Hex { lean: 1 }, "laikLee_hex");
+    // A scrambled copy (every symbol renamed) is found too: the shape decides, not names.
+    let (text, _) = scramble(&read(&format!("{BASE}/hexPie.kif")));
+    assert_eq!(detect(&text).1.grid(), Grid::Hex { lean: -1 });
+    // Square boards, with neighbour and move relations of four and eight directions.
+    for sheet in [
+        "rules/chess.kif",
+        "rules/connectFour.kif",
+        "rules/jesonMor.kif",
+        "rules/checkers.kif",
+        "rules/reversi.kif",
+    ] {
+        let (_, layout, _) = detect(&read(sheet));
+        assert_eq!(layout.grid(), Grid::Squares, "{sheet}");
+    }
+}
