@@ -880,9 +880,10 @@ fn material_is_found_from_the_state_and_the_moves() {
             ("(cell _ white)".to_string(), 0)
         ]
     );
-    // Even at the start; a state with a black pawn fewer is better for white.
+    // About even at the start (each side's mobility is sampled apart, so not exactly).
     let start = m.initial_state();
-    assert!(found.balance(&m, &start, 0).abs() < 1e-9);
+    let balance = found.balance(&m, &start, 0);
+    assert!(balance.abs() < 0.05, "{balance}");
     // Connect Four: discs are dropped, never moved, so there is no material.
     let mut m = propnet(&base("connectFour"));
     assert!(
