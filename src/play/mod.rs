@@ -825,8 +825,19 @@ impl<M: StateMachine + Send + 'static> Game<M> {
                 choosers = vec![viewer];
             }
             let mut plies = Vec::new();
+            let options: Vec<usize> = (0..joint.len())
+                .map(|r| self.machine.legal_moves(&state, r).map(|l| l.len()))
+                .collect::<Result<_, _>>()?;
             for role in choosers {
-                let infos = self.infos_at(step, role)?;
+                // A role's only move while another chose (the viewer's `noop` in a GDL-II
+                // history) changed nothing of its own: its term, not the squares the other
+                // role's move would fill.
+                let waited = options[role] == 1 && options.iter().any(|&n| n > 1);
+                let infos = if waited {
+                    Vec::new()
+                } else {
+                    self.infos_at(step, role)?
+                };
                 let text = match infos.iter().find(|i| i.mv == joint[role]) {
                     Some(MoveInfo {
                         notation: Some(n), ..
