@@ -652,6 +652,148 @@ fn a_person_sees_only_what_its_role_knows() {
     assert!(hidden(&watched.facts(), "(hand two"));
 }
 
+/// A history entry with the facts before and after it.
+type Entry = (ggp::play::Ply, Vec<Term>, Vec<Term>);
+
+/// Plays `steps` joint moves of `sheet` (each role's move picked by a fixed rule from its
+/// legal list) and gives each history entry with the board before and after it.
+fn history_of(sheet: &str, steps: usize) -> (Layout, Vec<Entry>) {
+    use ggp::play::{Game, Seat};
+    let text = read(sheet);
+    let description = Description::from_text(&text).unwrap();
+    let machine = DatalogMachine::new(&description).unwrap();
+    let seats = vec![Seat::Human; machine.roles().len()];
+    let mut game = Game::new(machine, description.rules(), &text, seats, 1).unwrap();
+    for step in 0..steps {
+        if game.is_terminal().unwrap() {
+            break;
+        }
+        let joint = (0..game.roles().len())
+            .map(|r| {
+                let legal = game.legal(r).unwrap();
+                legal[(step * 7 + 3) % legal.len()]
+            })
+            .collect();
+        game.play(joint).unwrap();
+    }
+    let layout = game.layout().unwrap().clone();
+    let plies = game.history().unwrap();
+    let out = plies
+        .into_iter()
+        .map(|p| {
+            let (before, after) = (game.facts_at(p.step), game.facts_at(p.step + 1));
+            (p, before, after)
+        })
+        .collect();
+    (layout, out)
+}
+
+#[test]
+fn a_placement_is_written_as_the_square_it_filled_and_a_jump_from_the_piece_that_moved() {
+    // Reversi: each move places a stone and turns others over; it is written as the square
+    // that was empty (not a turned stone, which read `5. f4 f4`).
+    let (layout, plies) = history_of("rules/reversi.kif", 30);
+    let mut placements = 0;
+    for (ply, before, after) in &plies {
+        if ply.text == "noop" {
+            continue;
+        }
+        let Some(ggp::board::Typed::Square(square)) = layout.parse_squares(&ply.text) else {
+            panic!(
+                "reversi move {} at step {} is not one square",
+                ply.text, ply.step
+            );
+        };
+        let (b, a) = (layout.cells(before), layout.cells(after));
+        let i = layout.index(square);
+        assert!(
+            b[i].is_none() && a[i].is_some(),
+            "{} at step {} names a square that was not empty",
+            ply.text,
+            ply.step
+        );
+        placements += 1;
+    }
+    assert!(placements >= 20, "{placements} placements");
+    // Checkers: a move is written from the square of the piece that moved, to where it went
+    // (a jump's taken piece is not its start).
+    let (layout, plies) = history_of("rules/checkers.kif", 60);
+    let mut moves = 0;
+    for (ply, before, after) in &plies {
+        let Some(ggp::board::Typed::FromTo(from, to)) = layout.parse_squares(&ply.text) else {
+            continue;
+        };
+        let (b, a) = (layout.cells(before), layout.cells(after));
+        let (piece, landed) = (&b[layout.index(from)], &a[layout.index(to)]);
+        assert!(
+            piece.is_some() && a[layout.index(from)].is_none() && landed.is_some(),
+            "{} at step {}",
+            ply.text,
+            ply.step
+        );
+        // The same piece (or one promoted on arrival: same owner in the name).
+        let owner = |c: &Option<Vec<Term>>| {
+            c.as_ref().map(|c| {
+                c.iter()
+                    .map(|t| t.to_string())
+                    .collect::<String>()
+                    .chars()
+                    .next()
+            })
+        };
+        assert_eq!(
+            owner(piece),
+            owner(landed),
+            "{} at step {}",
+            ply.text,
+            ply.step
+        );
+        moves += 1;
+    }
+    assert!(moves >= 20, "{moves} moves");
+}
+
+#[test]
+fn hex_boards_are_found_by_their_neighbour_relation() {
+    use ggp::board::Grid;
+    // Three Hex sheets with different names, coordinates and neighbour relations
+    // (`adjacent` over letters and numbers, `neighbour` over numbers on both axes).
+    for (sheet, lean) in [("rules/hex.kif", -1), ("hexPie.kif", -1)] {
+        let path = if sheet.starts_with("rules/") {
+            sheet.to_string()
+        } else {
+            format!("{BASE}/{sheet}")
+        };
+        let (_, layout, _) = detect(&read(&path));
+        assert_eq!(layout.grid(), Grid::Hex { lean }, "{sheet}");
+    }
+    // laikLee_hex's engine takes a minute to build (its `isList` rules), so its board is
+    // detected from its initial state alone, which holds every square.
+    let description = Description::from_text(&read(&format!("{BASE}/laikLee_hex.kif"))).unwrap();
+    let initial: Vec<Term> = description
+        .rules()
+        .iter()
+        .filter(|r| r.head.rel == Sym::INIT && r.body.is_empty())
+        .map(|r| r.head.args[0].clone())
+        .collect();
+    let layout = Layout::detect(&[initial], description.rules()).unwrap();
+    assert_eq!(layout.grid(), Grid::Hex { lean: 1 }, "laikLee_hex");
+    // A scrambled copy (every symbol renamed) is found too: the shape decides, not names.
+    let (text, _) = scramble(&read(&format!("{BASE}/hexPie.kif")));
+    assert_eq!(detect(&text).1.grid(), Grid::Hex { lean: -1 });
+    // Square boards, with neighbour and move relations of four and eight directions.
+    for sheet in [
+        "rules/chess.kif",
+        "rules/connectFour.kif",
+        "rules/jesonMor.kif",
+        "rules/checkers.kif",
+        "rules/reversi.kif",
+    ] {
+        let (_, layout, _) = detect(&read(sheet));
+        assert_eq!(layout.grid(), Grid::Squares, "{sheet}");
+    }
+}
+
 /// A computer seat of a GDL-II game chooses over its role's belief, never the true state:
 /// in Monty Hall, after the same moves and percepts, the candidate chooses the same whether
 /// the car is behind its door or the other one (a player reading the state would stay in one

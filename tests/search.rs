@@ -487,6 +487,86 @@ fn searches_meet_the_deadline_on_datalog() {
     answers_in_time(datalog(&base("breakthrough")), 1);
 }
 
+/// MCTS whose playouts run on the propnet's batch, per leaf and many per leaf, finds the
+/// Connect Four win and block; on Datalog (one game at a time) the same settings run one
+/// iteration at a time.
+#[test]
+fn batched_mcts_finds_the_connect_four_win_and_block() {
+    let d = ours("connectFour");
+    for spec in ["mcts:batch=256", "mcts:batch=64,leaf=8"] {
+        let settings = spec.parse::<PlayerSpec>().unwrap().mcts_settings();
+        assert!(settings.batch > 1);
+        let mut m = propnet(&d);
+        let win = after(&mut m, SEED_POSITION);
+        let block = after(&mut m, MUST_BLOCK);
+        for seed in 0..2 {
+            let mut player = MctsPlayer::with_settings(config(seed, 3000), settings.clone());
+            player.start(&mut m, 0, Instant::now()).unwrap();
+            let choice = player.choose(&mut m, &win, far()).unwrap();
+            assert_eq!(
+                printed(&m, choice.mv),
+                "(drop 2)",
+                "{spec} {seed}: {choice:?}"
+            );
+            assert!(choice.proven);
+            let choice = player.choose(&mut m, &block, far()).unwrap();
+            assert_eq!(
+                printed(&m, choice.mv),
+                "(drop 7)",
+                "{spec} {seed}: {choice:?}"
+            );
+            assert!(player.stats().iterations <= 3000);
+        }
+    }
+    let mut m = datalog(&d);
+    let block = after(&mut m, MUST_BLOCK);
+    let settings = "mcts:batch=256"
+        .parse::<PlayerSpec>()
+        .unwrap()
+        .mcts_settings();
+    let mut player = MctsPlayer::with_settings(config(1, 600), settings);
+    player.start(&mut m, 0, Instant::now()).unwrap();
+    let choice = player.choose(&mut m, &block, far()).unwrap();
+    assert_eq!(printed(&m, choice.mv), "(drop 7)");
+    assert_eq!(player.stats().iterations + player.stats().errors, 600);
+}
+
+/// Batched searches answer by their deadline, on one and two threads, with playouts long
+/// enough (breakthrough, no cut-off) that a batch of 256 takes a while.
+#[test]
+fn batched_searches_meet_the_deadline() {
+    let mut m = propnet(&base("breakthrough"));
+    let state = after(&mut m, &[]);
+    let budget = Duration::from_millis(300);
+    let slack = Duration::from_millis(300);
+    for (spec, threads) in [("mcts:batch=256", 1), ("mcts:batch=256,leaf=16", 2)] {
+        let settings = spec.parse::<PlayerSpec>().unwrap().mcts_settings();
+        let cfg = SearchConfig {
+            threads,
+            seed: 3,
+            max_iterations: None,
+            ..SearchConfig::default()
+        };
+        let mut player = MctsPlayer::with_settings(cfg, settings);
+        player.start(&mut m, 1, Instant::now()).unwrap();
+        for _ in 0..3 {
+            let started = Instant::now();
+            let choice = player.choose(&mut m, &state, started + budget).unwrap();
+            assert!(
+                started.elapsed() < budget + slack,
+                "{spec} took {:?}",
+                started.elapsed()
+            );
+            assert!(m.legal_moves(&state, 1).unwrap().contains(&choice.mv));
+            assert!(
+                player.stats().iterations > 0,
+                "{spec}: {:?}",
+                player.stats()
+            );
+        }
+    }
+}
+
 // Auto and probing.
 
 #[test]
@@ -782,4 +862,79 @@ fn think_prints_the_solved_value_of_tic_tac_toe() {
     assert!(out.status.success(), "{stdout}");
     assert!(stdout.contains("alphabeta: move (mark "), "{stdout}");
     assert!(stdout.contains("value 50.0 proven true"), "{stdout}");
+}
+
+#[test]
+fn material_is_found_from_the_state_and_the_moves() {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
+    // Breakthrough: each side's pawns, owned by the side that moves them.
+    let mut m = propnet(&base("breakthroughSmall"));
+    let found = ggp::search::heuristic::find_material(&mut m, &mut rng, 20, 200, far())
+        .unwrap()
+        .expect("pawns are pieces");
+    let owners: Vec<(String, usize)> = found.pieces().into_iter().map(|(g, r, _)| (g, r)).collect();
+    assert_eq!(
+        owners,
+        [
+            ("(cell _ black)".to_string(), 1),
+            ("(cell _ white)".to_string(), 0)
+        ]
+    );
+    // Even at the start; a state with a black pawn fewer is better for white.
+    let start = m.initial_state();
+    assert!(found.balance(&m, &start, 0).abs() < 1e-9);
+    // Connect Four: discs are dropped, never moved, so there is no material.
+    let mut m = propnet(&base("connectFour"));
+    assert!(
+        ggp::search::heuristic::find_material(&mut m, &mut rng, 20, 200, far())
+            .unwrap()
+            .is_none()
+    );
+}
+
+#[test]
+fn auto_with_a_budget_plays_alpha_beta_where_material_is_found() {
+    use ggp::search::auto::{AutoPlayer, LevelBudget};
+    let budget = LevelBudget {
+        playouts: 50,
+        nodes: 500,
+    };
+    let mut m = propnet(&base("breakthroughSmall"));
+    let mut p = AutoPlayer::<PropnetMachine>::with_budget(config(1, 0), budget);
+    p.start(&mut m, 0, Instant::now()).unwrap();
+    assert_eq!(p.name(), "auto:alphabeta", "{}", p.reason());
+    let state = m.initial_state();
+    assert!(p.choose(&mut m, &state, far()).unwrap().iterations <= 500);
+    let mut m = propnet(&base("connectFour"));
+    let mut p = AutoPlayer::<PropnetMachine>::with_budget(config(1, 0), budget);
+    p.start(&mut m, 0, Instant::now()).unwrap();
+    assert_eq!(p.name(), "auto:mcts", "{}", p.reason());
+    assert!(p.reason().contains("no material"), "{}", p.reason());
+}
+
+#[test]
+fn auto_says_which_search_its_trial_picked_and_why() {
+    use ggp::search::auto::AutoPlayer;
+    let mut m = propnet(&base("breakthroughSmall"));
+    let mut p = AutoPlayer::<PropnetMachine>::new(
+        SearchConfig::default(),
+        ggp::search::mcts::MctsSettings::default(),
+    );
+    p.start(&mut m, 0, Instant::now() + Duration::from_secs(2))
+        .unwrap();
+    let reason = p.reason().to_string();
+    assert!(
+        reason.starts_with("alphabeta: ") || reason.starts_with("mcts: "),
+        "{reason}"
+    );
+    assert!(reason.contains("trial games"), "{reason}");
+    // Off, the old rule: alpha-beta only where its start search proves the game.
+    let mut p = AutoPlayer::<PropnetMachine>::new(
+        SearchConfig::default(),
+        ggp::search::mcts::MctsSettings::default(),
+    );
+    p.set_trial(false);
+    p.start(&mut m, 0, Instant::now() + Duration::from_secs(1))
+        .unwrap();
+    assert!(p.reason().contains("0 trial games"), "{}", p.reason());
 }

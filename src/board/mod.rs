@@ -28,6 +28,12 @@
 //! - **Blank squares.** A square without a fact is empty. A content value that fills at least
 //!   two fifths of the squares of the first sampled state, and more of them than any other, is
 //!   the blank marker, and its squares are empty too.
+//! - **Hexagons.** The board is a grid of hexagons ([`Grid::Hex`]) when a static relation of
+//!   four arguments, read as two squares `(F1 R1 F2 R2)` (or ranks first), relates each square
+//!   to the six a hexagon touches: the four beside it along the axes and the two along one
+//!   diagonal, and to no other (Hex's `adjacent`, `neighbour`...). The relation is evaluated
+//!   from the rules, whatever its name; a square board's neighbour relations have four or
+//!   eight directions and are not taken for one.
 //! - **Labels.** Files are named by their values when these are short alphabetic words,
 //!   else `a`, `b`, `c`...; ranks by their values when these are non-negative integers, else
 //!   `1`, `2`, `3`.... A square is named file then rank (`e2`). A piece is shown by the
@@ -90,10 +96,28 @@ pub struct Axis {
 /// What changed on the board between two states: squares emptied and squares (re)filled.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Change {
-    /// Squares that held a piece and are now empty.
+    /// Squares that held a piece and are now empty; first those whose piece is now on a
+    /// square of `to` (the piece that moved, not the one a jump took).
     pub from: Vec<Square>,
-    /// Squares whose content changed to a piece.
+    /// Squares whose content changed to a piece: first those that were empty (`placed`),
+    /// then those whose piece was replaced (a capture, a reversi stone turned over).
     pub to: Vec<Square>,
+    /// The squares of `to` that were empty: where a placement put its piece.
+    pub placed: Vec<Square>,
+}
+
+/// How the squares of a board touch each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Grid {
+    /// Squares (unless the rules show otherwise).
+    #[default]
+    Squares,
+    /// Hexagons: a square touches the four beside it along the axes and the two along one
+    /// diagonal, `(file + 1, rank + lean)` and `(file - 1, rank - lean)`; `lean` is 1 or -1.
+    Hex {
+        /// The rank step of the diagonal neighbour one file on.
+        lean: i8,
+    },
 }
 
 /// The board of a game: which facts it is made of and how to draw them.
@@ -106,6 +130,7 @@ pub struct Layout {
     blank: Option<Vec<Term>>,
     labels: Vec<(Vec<Term>, String)>,
     statics: StaticFacts,
+    grid: Grid,
 }
 
 /// The content of every square, rank by rank from the bottom: `None` when empty.
@@ -209,7 +234,9 @@ impl Layout {
             blank: None,
             labels: Vec::new(),
             statics,
+            grid: Grid::Squares,
         };
+        layout.grid = hex_grid(rules, &layout.file, &layout.rank);
         layout.blank = layout.find_blank(&samples[0]);
         for facts in samples {
             layout.include_contents(facts);
@@ -261,6 +288,11 @@ impl Layout {
         }
         self.labels = piece_labels(&contents);
         true
+    }
+
+    /// Whether the squares are squares or hexagons.
+    pub fn grid(&self) -> Grid {
+        self.grid
     }
 
     /// The board relation.
@@ -340,17 +372,26 @@ impl Layout {
         })
     }
 
-    /// The squares emptied and filled between two states.
+    /// The squares emptied and filled between two states (see [`Change`] for their order).
     pub fn change(&self, before: &Cells, after: &Cells) -> Change {
         let mut change = Change::default();
+        let mut replaced = Vec::new();
         for square in self.squares() {
             let i = self.index(square);
             match (&before[i], &after[i]) {
                 (Some(_), None) => change.from.push(square),
-                (old, Some(new)) if old.as_ref() != Some(new) => change.to.push(square),
+                (None, Some(_)) => change.placed.push(square),
+                (Some(old), Some(new)) if old != new => replaced.push(square),
                 _ => {}
             }
         }
+        change.to = change.placed.iter().chain(&replaced).copied().collect();
+        // The piece that moved is found again on a filled square; a taken one is not.
+        let arrived = |s: &Square| {
+            let piece = &before[self.index(*s)];
+            change.to.iter().any(|t| after[self.index(*t)] == *piece)
+        };
+        change.from.sort_by_key(|s| !arrived(s));
         change
     }
 
@@ -609,6 +650,126 @@ fn candidate(
         squares: squares.len(),
         contents: contents.len(),
         names_role,
+    })
+}
+
+/// Most rows the static relations may reach while [`hex_grid`] evaluates them.
+const MAX_STATIC_ROWS: usize = 200_000;
+
+/// The grid the static relations of `rules` show on a board with these axes (see the module
+/// documentation, "Hexagons"): hexagons when a four-argument relation relates every square
+/// to the six a hexagon touches, else squares. Each four-argument relation that depends on
+/// neither `true` nor `does` is evaluated from the rules it depends on, within
+/// [`MAX_STATIC_ROWS`] rows.
+fn hex_grid(rules: &[Rule], file: &Axis, rank: &Axis) -> Grid {
+    use crate::datalog::{Engine, Limits, lower};
+    use crate::gdl::DependencyGraph;
+    let mut names: Vec<Sym> = rules
+        .iter()
+        .filter(|r| r.head.args.len() == 4 && !r.head.rel.is_keyword())
+        .map(|r| r.head.rel)
+        .collect();
+    // Most games have no four-argument relation of their own: nothing to evaluate.
+    if names.is_empty() {
+        return Grid::Squares;
+    }
+    names.sort_by_key(|n| n.name());
+    names.dedup();
+    let graph = DependencyGraph::new(rules);
+    let index = |axis: &Axis| -> HashMap<Term, isize> {
+        axis.values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (v.clone(), i as isize))
+            .collect()
+    };
+    let (files, ranks) = (index(file), index(rank));
+    let squares = files.len() * ranks.len();
+    for name in names {
+        let mut needed = graph.ancestors(name);
+        if needed.iter().any(|r| *r == Sym::TRUE || *r == Sym::DOES) {
+            continue;
+        }
+        needed.push(name);
+        let own: Vec<Rule> = rules
+            .iter()
+            .filter(|r| needed.contains(&r.head.rel))
+            .cloned()
+            .collect();
+        let Ok(lowered) = lower(&own) else {
+            continue;
+        };
+        let Some(rel) = lowered.rel(name, 4) else {
+            continue;
+        };
+        let limits = Limits {
+            max_rows: MAX_STATIC_ROWS,
+            max_total_rows: MAX_STATIC_ROWS,
+            max_terms: MAX_STATIC_ROWS,
+            ..Limits::default()
+        };
+        let strata: Vec<_> = lowered.strata.into_iter().map(|(s, _)| s).collect();
+        let count = strata.len();
+        let mut engine = Engine::new(
+            lowered.pool,
+            &lowered.arities,
+            lowered.rules,
+            strata,
+            limits,
+        );
+        if (0..count).any(|s| engine.evaluate(s).is_err()) {
+            continue;
+        }
+        let rows: Vec<Vec<Term>> = engine
+            .relation(rel)
+            .rows()
+            .map(|row| row.iter().map(|&g| engine.pool.term(g)).collect())
+            .collect();
+        for ranks_first in [false, true] {
+            if let Some(grid) = hex_of(&rows, &files, &ranks, ranks_first, squares) {
+                return grid;
+            }
+        }
+    }
+    Grid::Squares
+}
+
+/// The hexagon grid that `rows` of `(F1 R1 F2 R2)` (`(R1 F1 R2 F2)` when `ranks_first`)
+/// describe, if each of the `squares` has a neighbour and the steps between neighbours are
+/// exactly a hexagon's six.
+fn hex_of(
+    rows: &[Vec<Term>],
+    files: &HashMap<Term, isize>,
+    ranks: &HashMap<Term, isize>,
+    ranks_first: bool,
+    squares: usize,
+) -> Option<Grid> {
+    let (a, b) = if ranks_first {
+        (ranks, files)
+    } else {
+        (files, ranks)
+    };
+    let mut steps = HashSet::new();
+    let mut starts = HashSet::new();
+    for row in rows {
+        let at = |k: usize, axis: &HashMap<Term, isize>| axis.get(&row[k]).copied();
+        let (a1, b1, a2, b2) = (at(0, a)?, at(1, b)?, at(2, a)?, at(3, b)?);
+        let (f1, r1, f2, r2) = if ranks_first {
+            (b1, a1, b2, a2)
+        } else {
+            (a1, b1, a2, b2)
+        };
+        steps.insert((f2 - f1, r2 - r1));
+        starts.insert((f1, r1));
+    }
+    if starts.len() < squares {
+        return None;
+    }
+    [1i8, -1].into_iter().find_map(|lean| {
+        let l = isize::from(lean);
+        let hex: HashSet<(isize, isize)> =
+            [(1, 0), (-1, 0), (0, 1), (0, -1), (1, l), (-1, -l)].into();
+        (steps == hex).then_some(Grid::Hex { lean })
     })
 }
 
@@ -968,6 +1129,27 @@ mod tests {
         );
         assert_eq!(layout.parse_squares("b"), Some(Typed::File(1)));
         assert_eq!(layout.parse_squares("z9"), None);
+    }
+
+    #[test]
+    fn a_change_lists_the_placed_square_and_the_piece_that_moved_first() {
+        let rules = parse_rules("(role b) (role w) (succ 1 2) (succ 2 3) (succ 3 4)").unwrap();
+        let sample = facts("(cell 1 1 b) (cell 4 4 w) (cell 2 2 w) (cell 3 3 b)");
+        let layout = Layout::detect(std::slice::from_ref(&sample), &rules).unwrap();
+        let sq = |f, r| Square { file: f, rank: r };
+        // A stone placed on d1 turns c3 over: d1 first (the placed square), then c3.
+        let before = layout.cells(&facts("(cell 1 1 b) (cell 3 3 b)"));
+        let after = layout.cells(&facts("(cell 1 1 b) (cell 3 3 w) (cell 4 1 w)"));
+        let change = layout.change(&before, &after);
+        assert_eq!(change.to, [sq(3, 0), sq(2, 2)]);
+        assert_eq!(change.placed, [sq(3, 0)]);
+        assert!(change.from.is_empty());
+        // A jump from c3 over b2 to a1: c3 first (its piece lands on a1), then the taken b2.
+        let before = layout.cells(&facts("(cell 3 3 b) (cell 2 2 w)"));
+        let after = layout.cells(&facts("(cell 1 1 b)"));
+        let change = layout.change(&before, &after);
+        assert_eq!(change.from, [sq(2, 2), sq(1, 1)]);
+        assert_eq!(change.to, [sq(0, 0)]);
     }
 
     #[test]

@@ -20,7 +20,7 @@
 //! counts as 0 and a goal defined more than once as its largest value.
 
 pub mod alphabeta;
-mod auto;
+pub mod auto;
 mod flat;
 pub mod heuristic;
 pub mod hidden;
@@ -28,7 +28,7 @@ pub mod mcts;
 pub mod probe;
 mod spec;
 
-pub use spec::{ALPHABETA_KEYS, MCTS_KEYS, PlayerSpec, SpecError};
+pub use spec::{ALPHABETA_KEYS, AUTO_KEYS, MCTS_KEYS, PlayerSpec, SpecError};
 
 use std::time::Instant;
 
@@ -163,7 +163,11 @@ where
             config,
             spec.alphabeta_settings(),
         )),
-        PlayerKind::Auto => Box::new(auto::AutoPlayer::new(config, spec.mcts_settings())),
+        PlayerKind::Auto => {
+            let mut player = auto::AutoPlayer::<M>::new(config, spec.mcts_settings());
+            player.set_trial(spec.auto_trial());
+            Box::new(player)
+        }
     }
 }
 

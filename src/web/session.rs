@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicU64;
 
 use serde::Serialize;
 
-use crate::board::{Layout, Square, content_text, facts_by_relation};
+use crate::board::{Grid, Layout, Square, content_text, facts_by_relation};
 use crate::engine::{self, EngineChoice, Machine, UseMachine};
 use crate::gdl::{Description, Term};
 use crate::machine::StateMachine;
@@ -52,6 +52,9 @@ pub struct BoardView {
     pub rank_values: Vec<String>,
     /// Square contents, rank by rank from the bottom (`null` when empty).
     pub cells: Vec<Option<CellView>>,
+    /// When the squares are hexagons (found from the rules, see [`Grid::Hex`]): the rank
+    /// step of the diagonal neighbour one file on, 1 or -1.
+    pub hex: Option<i8>,
 }
 
 /// A legal move of a human seat.
@@ -65,8 +68,10 @@ pub struct MoveView {
     pub notation: Option<String>,
     /// Squares it empties, as `[file, rank]`.
     pub from: Vec<[usize; 2]>,
-    /// Squares it fills.
+    /// Squares it fills: first those that were empty, then those whose piece it replaces.
     pub to: Vec<[usize; 2]>,
+    /// The squares of `to` that were empty (where a placement puts its piece).
+    pub placed: Vec<[usize; 2]>,
 }
 
 /// A position as the page shows it.
@@ -467,6 +472,7 @@ impl<M: StateMachine + Send + 'static> Session for WebGame<M> {
                     notation: info.notation.clone(),
                     from: info.change.from.iter().map(pair).collect(),
                     to: info.change.to.iter().map(pair).collect(),
+                    placed: info.change.placed.iter().map(pair).collect(),
                 })
                 .collect();
         }
@@ -631,6 +637,10 @@ fn board_view(layout: &Layout, facts: &[Term], roles: &[Term]) -> BoardView {
         file_values: values(layout.files()),
         rank_values: values(layout.ranks()),
         cells,
+        hex: match layout.grid() {
+            Grid::Hex { lean } => Some(lean),
+            Grid::Squares => None,
+        },
     }
 }
 

@@ -163,6 +163,14 @@ impl<S: Clone, Mv: Copy> Node<S, Mv> {
     }
 }
 
+/// Where a descent ([`Tree::descend`]) stopped.
+pub(super) enum Leaf<S> {
+    /// At a settled node (or a new one, terminal or dead): its value per role, 0..1.
+    Value(Vec<f64>),
+    /// At a new node (or one the full tree could not keep): a playout starts from its state.
+    Playout(S),
+}
+
 /// Buffers reused across iterations.
 pub(super) struct Scratch<Mv> {
     /// Nodes from the root to the last node reached.
@@ -371,15 +379,45 @@ impl<S: Clone + Eq, Mv: Copy> Tree<S, Mv> {
     where
         M: StateMachine<State = S, Move = Mv>,
     {
+        let rewards = match self.descend(machine, rng, ctx, policies, scratch)? {
+            Leaf::Value(v) => v,
+            Leaf::Playout(state) => {
+                let last =
+                    policies
+                        .playout
+                        .playout(machine, &state, rng, ctx.deadline, ctx.max_steps)?;
+                let mut rewards = Vec::with_capacity(machine.roles().len());
+                policies.eval.evaluate(machine, &last, &mut rewards)?;
+                rewards
+            }
+        };
+        self.complete(machine.roles().len(), policies, scratch, rewards);
+        Ok(())
+    }
+
+    /// The first half of an iteration: selects down the tree from the root to a settled node
+    /// or a new one (added to the tree if the budget allows), recording the path in
+    /// `scratch`.
+    pub(super) fn descend<M>(
+        &mut self,
+        machine: &mut M,
+        rng: &mut Xoshiro256PlusPlus,
+        ctx: &Context,
+        policies: &mut Policies<M>,
+        scratch: &mut Scratch<Mv>,
+    ) -> Result<Leaf<S>, Halt>
+    where
+        M: StateMachine<State = S, Move = Mv>,
+    {
         let n_roles = machine.roles().len();
         scratch.path.clear();
         scratch.choices.clear();
         let mut id = 0u32;
-        let rewards: Vec<f64> = loop {
+        loop {
             scratch.path.push(id);
             let node = &self.nodes[id as usize];
             if let Some(v) = node.value() {
-                break v.to_vec();
+                return Ok(Leaf::Value(v.to_vec()));
             }
             let mover = node.mover();
             let start = scratch.choices.len();
@@ -422,17 +460,24 @@ impl<S: Clone + Eq, Mv: Copy> Tree<S, Mv> {
                     }
                 }
             }
-            if let Some(v) = settled {
-                break v;
-            }
-            let last =
-                policies
-                    .playout
-                    .playout(machine, &state, rng, ctx.deadline, ctx.max_steps)?;
-            let mut rewards = Vec::with_capacity(n_roles);
-            policies.eval.evaluate(machine, &last, &mut rewards)?;
-            break rewards;
-        };
+            return Ok(match settled {
+                Some(v) => Leaf::Value(v),
+                None => Leaf::Playout(state),
+            });
+        }
+    }
+
+    /// The second half of an iteration: backs `rewards` up the path `scratch` holds and tells
+    /// the playout policy.
+    pub(super) fn complete<M>(
+        &mut self,
+        n_roles: usize,
+        policies: &mut Policies<M>,
+        scratch: &mut Scratch<Mv>,
+        rewards: Vec<f64>,
+    ) where
+        M: StateMachine<State = S, Move = Mv>,
+    {
         scratch.rewards = rewards;
         self.back_up(scratch, n_roles);
         if policies.playout.learns() {
@@ -447,7 +492,28 @@ impl<S: Clone + Eq, Mv: Copy> Tree<S, Mv> {
                 .playout
                 .learn(&scratch.tree_moves, n_roles, &scratch.rewards);
         }
-        Ok(())
+    }
+
+    /// A virtual loss on the path `scratch` holds: one visit worth nothing added to every node
+    /// and move on it (`add`), or taken off again before the real back-up. Several descents
+    /// made before any playout is backed up then spread over the tree.
+    pub(super) fn virtual_loss(&mut self, scratch: &Scratch<Mv>, n_roles: usize, add: bool) {
+        let n_chosen = scratch.choices.len() / n_roles.max(1);
+        for k in 0..n_chosen {
+            let node = &mut self.nodes[scratch.path[k] as usize];
+            let change = |v: u32| {
+                if add {
+                    v.saturating_add(1)
+                } else {
+                    v.saturating_sub(1)
+                }
+            };
+            node.visits = change(node.visits);
+            for r in 0..n_roles {
+                let s = &mut node.stats[r][scratch.choices[k * n_roles + r] as usize];
+                s.visits = change(s.visits);
+            }
+        }
     }
 
     /// Adds the rewards along the path and tightens the bounds bottom up, while they change.
