@@ -68,22 +68,13 @@ async function clickMove(page, view, m) {
 // first. Returns the move's term.
 async function clickTile(page, view, role) {
   const tiles = await page.evaluate((role) => tileMoves(currentView, currentView.moves[role])
-    .map((t) => ({ term: t.m.term, index: t.m.index, halves: t.halves, squares: t.squares })), role);
+    .map((t) => ({ term: t.m.term, halves: t.halves, squares: t.squares })), role);
   if (!tiles.length) return null;
   const buttonFor = async (t) => await page.$(`#hands button[data-tile="${t.halves.join("-")}"]`)
     || await page.$(`#hands button[data-tile="${[...t.halves].reverse().join("-")}"]`);
   const shownTiles = [];
   for (const t of tiles) if (await buttonFor(t)) shownTiles.push(t);
-  if (!shownTiles.length) {
-    // Known defect (issue 14): in a GDL-II game the hand shown is the facts known in the
-    // person's belief, and a lost belief may miss a tile the rules let it place. The move is
-    // then made from the list of legal moves, and counted.
-    if (!view.viewer) throw new Error(`no hand tile for ${tiles[0].term}`);
-    await page.click("#all-moves >> xpath=.. >> summary");
-    await page.click(`#all-moves button[data-index="${tiles[0].index}"]`);
-    listed++;
-    return tiles[0].term;
-  }
+  if (!shownTiles.length) throw new Error(`no hand tile for ${tiles[0].term}`);
   // Prefer a climb (both squares covered), else the first placement.
   const t = shownTiles.find((t) => t.squares.every((s) => holds(view, s))) || shownTiles[0];
   const button = await buttonFor(t);
@@ -94,9 +85,6 @@ async function clickTile(page, view, role) {
   await clickSquare(page, view, second);
   return t.term;
 }
-
-// Moves made from the list because the hand shown lacked their tile (see clickTile).
-let listed = 0;
 
 async function start(page, game, seats) {
   await page.goto(url);
@@ -152,9 +140,9 @@ async function play(page, game, seats, width, midAfter) {
   await start(page, game, seats);
   const other = width === 1200 ? 390 : 1200;
   let moves = 0, view, perceived = false;
-  // GGP_CHECK_HIDDEN=1: check the GDL-II view (needs gdl2's human view; with it merged on
-  // 01:05 the deal's end still leaked the other hand and lost one's own 0|0 tile).
-  const hidden = game === "dominup" && !!process.env.GGP_CHECK_HIDDEN;
+  // The GDL-II view shows only what the person's role saw (GGP_CHECK_HIDDEN=0 turns the
+  // check off).
+  const hidden = game === "dominup" && process.env.GGP_CHECK_HIDDEN !== "0";
   const human = seats.indexOf("human");
   for (;;) {
     view = await waitOurs(page);
@@ -196,7 +184,7 @@ async function play(page, game, seats, width, midAfter) {
   const shots = await shoot(page, game, "end", width, other);
   const text = await page.evaluate(() => [document.getElementById("result").textContent,
                                            document.getElementById("ending").textContent].join(" "));
-  console.log(`${game}: ${moves} moves clicked at ${width}px (${listed} from the list), step ${view.step}, ${text.trim()}, `
+  console.log(`${game}: ${moves} moves clicked at ${width}px, step ${view.step}, ${text.trim()}, `
     + `${((Date.now() - began) / 1000).toFixed(1)} s; ${shots.join(" ")}`);
   return view;
 }
