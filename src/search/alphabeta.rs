@@ -116,6 +116,8 @@ pub struct AlphaBetaPlayer<M: StateMachine> {
     /// The learnt leaf evaluation, and whether learning was tried.
     heuristic: Option<Heuristic>,
     learnt: bool,
+    /// Engine failures met while learning, added to the next search's count.
+    learn_errors: u64,
     /// The material found at the start, if any.
     material: Option<Material>,
     /// Per move, how often it refuted a move or was best (history heuristic), over the match.
@@ -144,6 +146,7 @@ impl<M: StateMachine> AlphaBetaPlayer<M> {
             last: None,
             heuristic: None,
             learnt: false,
+            learn_errors: 0,
             material: None,
             history: hashbrown::HashMap::new(),
             weights: Vec::new(),
@@ -184,8 +187,14 @@ impl<M: StateMachine> AlphaBetaPlayer<M> {
                 now + deadline.saturating_duration_since(now) / 3
             };
             let games = if until > now { MATERIAL_GAMES } else { 0 };
+            // A failing engine costs the evaluation, not the match: counted, then played on.
             self.material =
-                heuristic::find_material(machine, &mut self.rng, games, MATERIAL_PLIES, until)?;
+                heuristic::find_material(machine, &mut self.rng, games, MATERIAL_PLIES, until)
+                    .unwrap_or_else(|e| {
+                        tracing::warn!("material not found: {e}");
+                        self.learn_errors += 1;
+                        None
+                    });
             if let Some(m) = &self.material {
                 let pieces = m
                     .pieces()
@@ -199,7 +208,12 @@ impl<M: StateMachine> AlphaBetaPlayer<M> {
         if self.settings.heuristic && self.material.is_none() {
             let now = Instant::now();
             let until = now + deadline.saturating_duration_since(now) / 3;
-            self.heuristic = heuristic::learn(machine, self.role, &mut self.rng, until, 1000)?;
+            self.heuristic = heuristic::learn(machine, self.role, &mut self.rng, until, 1000)
+                .unwrap_or_else(|e| {
+                    tracing::warn!("no heuristic learnt: {e}");
+                    self.learn_errors += 1;
+                    None
+                });
         }
         Ok(())
     }
@@ -260,7 +274,7 @@ impl<M: StateMachine> AlphaBetaPlayer<M> {
             }
         }
         let nodes = searcher.nodes;
-        let errors = searcher.errors;
+        let errors = searcher.errors + std::mem::take(&mut self.learn_errors);
         let (index, value, proven) =
             best.map_or((0, None, false), |b| (b.index, Some(b.value), b.proven));
         let mv = ours.get(index).copied().unwrap_or(first);
@@ -423,14 +437,26 @@ impl<M: StateMachine> Searcher<'_, M> {
                 return (best, false);
             };
             all_proven &= proven;
-            if best.as_ref().is_none_or(|b| value > b.value) {
+            // On a tie, a proven win beats a guessed 100 and a guessed 0 beats a proven loss.
+            let better = |b: &RootResult| {
+                value > b.value
+                    || (value == b.value
+                        && proven != b.proven
+                        && ((value >= 100.0 && proven) || (value <= 0.0 && !proven)))
+            };
+            if best.as_ref().is_none_or(better) {
                 best = Some(RootResult {
                     index: a,
                     value,
                     proven,
                 });
             }
-            alpha = alpha.max(value);
+            // An unproven 100 leaves room for a proven win among the other moves.
+            alpha = alpha.max(if proven {
+                value
+            } else {
+                value.min(100.0 - 1e-6)
+            });
             if value >= 100.0 && proven {
                 break;
             }
