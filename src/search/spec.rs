@@ -87,6 +87,10 @@ pub const MCTS_KEYS: &[(&str, &str)] = &[
         "prior",
         "with a heuristic: visits a new node's heuristic value counts as (integer)",
     ),
+    (
+        "transpositions",
+        "one node per state, shared by the move orders reaching it (on or off)",
+    ),
 ];
 
 /// The options of `alphabeta`: key and meaning.
@@ -270,6 +274,7 @@ fn set_mcts(s: &mut MctsSettings, player: &str, key: &str, v: &str) -> Result<()
         "heuristic" => s.heuristic = switch(player, key, v, keys)?,
         "cutoff" => s.cutoff = value(player, key, v, keys)?,
         "prior" => s.prior = value(player, key, v, keys)?,
+        "transpositions" => s.transpositions = switch(player, key, v, keys)?,
         _ => return Err(unknown(player, key, keys)),
     }
     Ok(())

@@ -99,6 +99,8 @@ pub struct MctsSettings {
     pub cutoff: usize,
     /// With a heuristic: a new node's estimate counts as this many visits of its move.
     pub prior: u32,
+    /// Share one node among the move orders that reach the same state (see [`tree`]).
+    pub transpositions: bool,
 }
 
 impl MctsSettings {
@@ -153,9 +155,10 @@ impl Default for MctsSettings {
             mast: false,
             mast_epsilon: 0.4,
             decisive: false,
-            heuristic: false,
-            cutoff: 8,
+            heuristic: true,
+            cutoff: 2,
             prior: 0,
+            transpositions: false,
         }
     }
 }
@@ -250,7 +253,7 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
         }
         let threads = self.forks.len() + 1;
         let budget = self.settings.memory_bytes / threads;
-        self.trees = (0..threads).map(|_| Tree::new(budget)).collect();
+        self.trees = (0..threads).map(|_| Tree::new(budget, self.settings.transpositions)).collect();
         self.rngs = (0..threads as u64)
             .map(|i| {
                 Xoshiro256PlusPlus::seed_from_u64(

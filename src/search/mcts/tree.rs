@@ -1,6 +1,24 @@
 //! The search tree: nodes in an arena, selection down the tree, expansion, back-up, and
 //! tree reuse between moves.
 //!
+//! **Transpositions** (when on): the arena is a graph. A state reached again by another order
+//! of moves is found by its hash (checked equal, so a collision only misses a share) and the
+//! existing node is linked as the new child, so every path to it shares its statistics and
+//! subtree. Statistics stay on the edges (per move at the parent, as without transpositions),
+//! and a node's visit count adds the visits through all its parents (UCT1 of Childs, Brodeur
+//! and Kocsis, "Transpositions and Move Groups in Monte Carlo Tree Search", 2008). In GGP a
+//! state determines its whole future (legal moves, goals and successors depend on the state
+//! alone), so sharing by state is sound whatever the move history; the solver's bounds stay
+//! sound too, because a node's bounds only come from its children's. A badly formed game may
+//! repeat a state (a cycle): the descent stops where it would reach a node already on its path
+//! and plays out from there, so the back-up never counts a node twice.
+//!
+//! **Node pool.** The arena holds at most [`super::MctsSettings::memory_bytes`] (estimated)
+//! per tree; when full the tree stops growing and keeps playing out from its leaves. After
+//! each move the new root's graph is kept (copied breadth first into a fresh arena, the
+//! index rebuilt) and every node it does not reach is dropped, so the pool recycles the
+//! abandoned part of the previous search and a long match never grows past the bound.
+//!
 //! A node holds every role's legal moves and one [`Stat`] per move; children are keyed by the
 //! joint move. [`Tree::iterate`] runs one iteration with the thread's [`Policies`]: the
 //! selection rule scores moves, the playout policy plays past the tree, the evaluation scores
@@ -8,6 +26,9 @@
 //! selecting.
 
 use std::collections::VecDeque;
+use std::hash::{BuildHasher, Hash};
+
+use hashbrown::{DefaultHashBuilder, HashMap};
 
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -164,7 +185,7 @@ impl<S: Clone, Mv: Copy> Node<S, Mv> {
 }
 
 /// Buffers reused across iterations.
-pub(super) struct Scratch<Mv> {
+pub(super) struct Scratch<S, Mv> {
     /// Nodes from the root to the last node reached.
     path: Vec<u32>,
     /// Move index per role at each path node but the last.
@@ -175,9 +196,11 @@ pub(super) struct Scratch<Mv> {
     tree_moves: Vec<Mv>,
     /// A new node's estimated rewards.
     estimate: Vec<f64>,
+    /// The state a new node is made for.
+    fresh: Option<S>,
 }
 
-impl<Mv> Default for Scratch<Mv> {
+impl<S, Mv> Default for Scratch<S, Mv> {
     fn default() -> Self {
         Scratch {
             path: Vec::new(),
@@ -186,43 +209,105 @@ impl<Mv> Default for Scratch<Mv> {
             rewards: Vec::new(),
             tree_moves: Vec::new(),
             estimate: Vec::new(),
+            fresh: None,
         }
     }
 }
 
-/// One search tree in an arena; the root is node 0.
+/// Estimated bytes of one entry of the transposition index.
+const INDEX_BYTES: usize = 24;
+
+/// One search tree (a graph with transpositions) in an arena; the root is node 0.
 pub(super) struct Tree<S, Mv> {
     pub(super) nodes: Vec<Node<S, Mv>>,
     /// Estimated bytes in use.
     bytes: usize,
     /// Estimated bytes allowed.
     budget: usize,
+    /// With transpositions: node id by the hash of its state.
+    index: Option<HashMap<u64, u32>>,
+    hasher: DefaultHashBuilder,
 }
 
-impl<S: Clone + Eq, Mv: Copy> Tree<S, Mv> {
-    pub(super) fn new(budget: usize) -> Tree<S, Mv> {
+impl<S: Clone + Eq + Hash, Mv: Copy> Tree<S, Mv> {
+    /// An empty tree of at most `budget` estimated bytes, sharing transpositions if asked.
+    pub(super) fn new(budget: usize, transpositions: bool) -> Tree<S, Mv> {
         Tree {
             nodes: Vec::new(),
             bytes: 0,
             budget,
+            index: transpositions.then(HashMap::new),
+            hasher: DefaultHashBuilder::default(),
         }
+    }
+
+    /// Estimated bytes in use (at most the budget, but for a root bigger than it).
+    pub(super) fn bytes(&self) -> usize {
+        self.bytes
     }
 
     pub(super) fn reset(&mut self, root: Node<S, Mv>) {
         self.bytes = root.bytes();
         self.nodes.clear();
         self.nodes.push(root);
+        self.reindex();
+    }
+
+    /// Rebuilds the transposition index from the arena.
+    fn reindex(&mut self) {
+        let Some(mut index) = self.index.take() else {
+            return;
+        };
+        index.clear();
+        for (id, node) in self.nodes.iter().enumerate() {
+            index.entry(self.hasher.hash_one(&node.state)).or_insert(id as u32);
+        }
+        self.bytes += index.len() * INDEX_BYTES;
+        self.index = Some(index);
+    }
+
+    /// The node holding `state`, if the transposition index knows it.
+    pub(super) fn find(&self, state: &S) -> Option<u32> {
+        let index = self.index.as_ref()?;
+        let &id = index.get(&self.hasher.hash_one(state))?;
+        (self.nodes[id as usize].state == *state).then_some(id)
+    }
+
+    /// Links the existing node `child` as the child `key` of `parent` (a transposition), if
+    /// the budget allows.
+    fn link(&mut self, parent: u32, key: u64, child: u32) -> bool {
+        if self.bytes + 16 > self.budget {
+            return false;
+        }
+        self.bytes += 16;
+        let p = &mut self.nodes[parent as usize];
+        p.children.push((key, child));
+        if let Some(m) = p.mover() {
+            let i = p.index_in(key, m);
+            p.stats[m][i].child = Some(child);
+        }
+        true
     }
 
     pub(super) fn root_settled(&self) -> bool {
         self.nodes.first().is_some_and(Node::settled)
     }
 
-    /// Makes the node for `state` among the root, its children and its grandchildren the new
-    /// root, keeping its subtree; false if there is none.
+    /// Makes the node for `state` the new root, keeping its subtree (or subgraph); false if
+    /// there is none. Without transpositions it is looked for among the root, its children and
+    /// its grandchildren.
     pub(super) fn reroot(&mut self, state: &S) -> bool {
         if self.nodes.is_empty() {
             return false;
+        }
+        if self.index.is_some() {
+            return match self.find(state) {
+                Some(found) => {
+                    self.compact(found);
+                    true
+                }
+                None => false,
+            };
         }
         let mut level = vec![0u32];
         for _ in 0..3 {
@@ -241,40 +326,48 @@ impl<S: Clone + Eq, Mv: Copy> Tree<S, Mv> {
         false
     }
 
-    /// Keeps only the subtree of `root`, renumbered breadth first from 0.
+    /// Keeps only the nodes `root` reaches, renumbered breadth first from 0 (the pool drops
+    /// the rest).
     fn compact(&mut self, root: u32) {
         if root == 0 {
+            // Every node was added below the root.
             return;
+        }
+        const NONE: u32 = u32::MAX;
+        let mut new_id = vec![NONE; self.nodes.len()];
+        let mut order = vec![root];
+        new_id[root as usize] = 0;
+        let mut queue = VecDeque::from([root]);
+        while let Some(old) = queue.pop_front() {
+            for &(_, child) in &self.nodes[old as usize].children {
+                if new_id[child as usize] == NONE {
+                    new_id[child as usize] = order.len() as u32;
+                    order.push(child);
+                    queue.push_back(child);
+                }
+            }
         }
         let mut slots: Vec<Option<Node<S, Mv>>> = std::mem::take(&mut self.nodes)
             .into_iter()
             .map(Some)
             .collect();
-        let mut queue = VecDeque::from([root]);
-        let mut renumbered: Vec<(u32, u32)> = Vec::new();
-        let mut assigned = 1u32;
         self.bytes = 0;
-        while let Some(old) = queue.pop_front() {
+        for old in order {
             let Some(mut node) = slots[old as usize].take() else {
                 continue;
             };
-            renumbered.clear();
             for (_, child) in &mut node.children {
-                queue.push_back(*child);
-                renumbered.push((*child, assigned));
-                *child = assigned;
-                assigned += 1;
+                *child = new_id[*child as usize];
             }
             for stats in &mut node.stats {
                 for s in stats {
-                    if let Some(c) = s.child {
-                        s.child = renumbered.iter().find(|r| r.0 == c).map(|r| r.1);
-                    }
+                    s.child = s.child.map(|c| new_id[c as usize]);
                 }
             }
             self.bytes += node.bytes() + node.children.len() * 16;
             self.nodes.push(node);
         }
+        self.reindex();
     }
 
     /// Adds a node as the child `key` of `parent`, if the budget allows.
@@ -285,6 +378,14 @@ impl<S: Clone + Eq, Mv: Copy> Tree<S, Mv> {
         }
         let id = self.nodes.len() as u32;
         self.bytes += bytes;
+        if let Some(index) = &mut self.index {
+            if let hashbrown::hash_map::Entry::Vacant(e) =
+                index.entry(self.hasher.hash_one(&node.state))
+            {
+                e.insert(id);
+                self.bytes += INDEX_BYTES;
+            }
+        }
         self.nodes.push(node);
         let p = &mut self.nodes[parent as usize];
         p.children.push((key, id));
@@ -366,7 +467,7 @@ impl<S: Clone + Eq, Mv: Copy> Tree<S, Mv> {
         rng: &mut Xoshiro256PlusPlus,
         ctx: &Context,
         policies: &mut Policies<M>,
-        scratch: &mut Scratch<Mv>,
+        scratch: &mut Scratch<S, Mv>,
     ) -> Result<(), Halt>
     where
         M: StateMachine<State = S, Move = Mv>,
@@ -389,46 +490,47 @@ impl<S: Clone + Eq, Mv: Copy> Tree<S, Mv> {
             }
             let node = &self.nodes[id as usize];
             let key = node.key(&scratch.choices[start..]);
-            if let Some(child) = node.child(key) {
-                id = child;
-                continue;
-            }
-            scratch.joint.clear();
-            scratch
-                .joint
-                .extend((0..n_roles).map(|r| node.moves[r][scratch.choices[start + r] as usize]));
-            let state = machine.next_state_unchecked(&node.state, &scratch.joint)?;
-            if past(ctx.deadline) {
-                return Err(Halt::Deadline);
-            }
-            let child = Node::new(machine, state.clone())
-                .unwrap_or_else(|_| Node::dead(state.clone(), n_roles));
-            let settled = child.value().map(<[f64]>::to_vec);
-            if let Some(c) = self.add_child(id, key, child) {
-                scratch.path.push(c);
-                if settled.is_none()
-                    && ctx.prior > 0
-                    && policies
-                        .eval
-                        .estimate(machine, &state, &mut scratch.estimate)
-                {
-                    // The new node's estimate counts as `prior` visits of the moves to it.
-                    let w = f64::from(ctx.prior);
-                    let node = &mut self.nodes[id as usize];
-                    for r in 0..n_roles {
-                        let s = &mut node.stats[r][scratch.choices[start + r] as usize];
-                        s.visits = s.visits.saturating_add(ctx.prior);
-                        s.sum += w * scratch.estimate[r];
+            let child = match node.child(key) {
+                Some(child) => Some(child),
+                None => {
+                    scratch.joint.clear();
+                    scratch.joint.extend(
+                        (0..n_roles).map(|r| node.moves[r][scratch.choices[start + r] as usize]),
+                    );
+                    let state = machine.next_state_unchecked(&node.state, &scratch.joint)?;
+                    if past(ctx.deadline) {
+                        return Err(Halt::Deadline);
+                    }
+                    match self.find(&state) {
+                        // A transposition: share the node reached by another order of moves.
+                        Some(other) if self.link(id, key, other) => Some(other),
+                        _ => {
+                            scratch.fresh = Some(state);
+                            None
+                        }
                     }
                 }
-            }
-            if let Some(v) = settled {
-                break v;
-            }
-            let last =
-                policies
-                    .playout
-                    .playout(machine, &state, rng, ctx.deadline, ctx.max_steps)?;
+            };
+            let leaf = match child {
+                Some(child) if !scratch.path.contains(&child) => {
+                    id = child;
+                    continue;
+                }
+                // A cycle (the game repeats a state): play out from the repeated node.
+                Some(child) => self.nodes[child as usize].state.clone(),
+                None => {
+                    let Some(state) = scratch.fresh.take() else {
+                        unreachable!("the new state was just stored");
+                    };
+                    if let Some(v) = self.expand(id, key, &state, start, machine, ctx, policies, scratch) {
+                        break v;
+                    }
+                    state
+                }
+            };
+            let last = policies
+                .playout
+                .playout(machine, &leaf, rng, ctx.deadline, ctx.max_steps)?;
             let mut rewards = Vec::with_capacity(n_roles);
             policies.eval.evaluate(machine, &last, &mut rewards)?;
             break rewards;
@@ -450,8 +552,50 @@ impl<S: Clone + Eq, Mv: Copy> Tree<S, Mv> {
         Ok(())
     }
 
+    /// Adds the node for `state` as the child `key` of `id` (if the budget allows; the path
+    /// gets it) and gives it its prior; its value if it is settled (terminal or dead).
+    #[allow(clippy::too_many_arguments)]
+    fn expand<M>(
+        &mut self,
+        id: u32,
+        key: u64,
+        state: &S,
+        start: usize,
+        machine: &mut M,
+        ctx: &Context,
+        policies: &mut Policies<M>,
+        scratch: &mut Scratch<S, Mv>,
+    ) -> Option<Vec<f64>>
+    where
+        M: StateMachine<State = S, Move = Mv>,
+    {
+        let n_roles = machine.roles().len();
+        let child = Node::new(machine, state.clone())
+            .unwrap_or_else(|_| Node::dead(state.clone(), n_roles));
+        let settled = child.value().map(<[f64]>::to_vec);
+        if let Some(c) = self.add_child(id, key, child) {
+            scratch.path.push(c);
+            if settled.is_none()
+                && ctx.prior > 0
+                && policies
+                    .eval
+                    .estimate(machine, state, &mut scratch.estimate)
+            {
+                // The new node's estimate counts as `prior` visits of the moves to it.
+                let w = f64::from(ctx.prior);
+                let node = &mut self.nodes[id as usize];
+                for r in 0..n_roles {
+                    let s = &mut node.stats[r][scratch.choices[start + r] as usize];
+                    s.visits = s.visits.saturating_add(ctx.prior);
+                    s.sum += w * scratch.estimate[r];
+                }
+            }
+        }
+        settled
+    }
+
     /// Adds the rewards along the path and tightens the bounds bottom up, while they change.
-    fn back_up(&mut self, scratch: &Scratch<Mv>, n_roles: usize) {
+    fn back_up(&mut self, scratch: &Scratch<S, Mv>, n_roles: usize) {
         let n_chosen = scratch.choices.len() / n_roles.max(1);
         for k in 0..n_chosen {
             let node = &mut self.nodes[scratch.path[k] as usize];
