@@ -253,7 +253,9 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
         }
         let threads = self.forks.len() + 1;
         let budget = self.settings.memory_bytes / threads;
-        self.trees = (0..threads).map(|_| Tree::new(budget, self.settings.transpositions)).collect();
+        self.trees = (0..threads)
+            .map(|_| Tree::new(budget, self.settings.transpositions))
+            .collect();
         self.rngs = (0..threads as u64)
             .map(|i| {
                 Xoshiro256PlusPlus::seed_from_u64(

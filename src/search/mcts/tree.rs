@@ -260,7 +260,9 @@ impl<S: Clone + Eq + Hash, Mv: Copy> Tree<S, Mv> {
         };
         index.clear();
         for (id, node) in self.nodes.iter().enumerate() {
-            index.entry(self.hasher.hash_one(&node.state)).or_insert(id as u32);
+            index
+                .entry(self.hasher.hash_one(&node.state))
+                .or_insert(id as u32);
         }
         self.bytes += index.len() * INDEX_BYTES;
         self.index = Some(index);
@@ -522,15 +524,18 @@ impl<S: Clone + Eq + Hash, Mv: Copy> Tree<S, Mv> {
                     let Some(state) = scratch.fresh.take() else {
                         unreachable!("the new state was just stored");
                     };
-                    if let Some(v) = self.expand(id, key, &state, start, machine, ctx, policies, scratch) {
+                    if let Some(v) =
+                        self.expand(id, key, &state, start, machine, ctx, policies, scratch)
+                    {
                         break v;
                     }
                     state
                 }
             };
-            let last = policies
-                .playout
-                .playout(machine, &leaf, rng, ctx.deadline, ctx.max_steps)?;
+            let last =
+                policies
+                    .playout
+                    .playout(machine, &leaf, rng, ctx.deadline, ctx.max_steps)?;
             let mut rewards = Vec::with_capacity(n_roles);
             policies.eval.evaluate(machine, &last, &mut rewards)?;
             break rewards;
@@ -610,6 +615,95 @@ impl<S: Clone + Eq + Hash, Mv: Copy> Tree<S, Mv> {
             if !self.tighten(scratch.path[k] as usize) {
                 break;
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+    use std::sync::atomic::AtomicBool;
+    use std::time::{Duration, Instant};
+
+    use rand::SeedableRng;
+
+    use super::*;
+    use crate::gdl::Description;
+    use crate::propnet::{Budget, PropnetMachine};
+    use crate::search::mcts::{GoalEvaluation, Ucb1, UniformPlayout};
+
+    /// A tic-tac-toe tree after `iterations` iterations, with or without transpositions.
+    fn searched(
+        transpositions: bool,
+        iterations: usize,
+    ) -> Tree<<PropnetMachine as StateMachine>::State, <PropnetMachine as StateMachine>::Move> {
+        let text = include_str!("../../../rules/ticTacToe.kif");
+        let d = Description::from_text(text).expect("the sheet parses");
+        let mut m = PropnetMachine::new(&d, &Budget::default()).expect("the game grounds");
+        let mut tree = Tree::new(64 << 20, transpositions);
+        let initial = m.initial_state();
+        let root = Node::new(&mut m, initial).expect("the root expands");
+        tree.reset(root);
+        let ctx = Context {
+            deadline: Instant::now() + Duration::from_secs(600),
+            stop: AtomicBool::new(false),
+            max_steps: 100,
+            prior: 0,
+            progress: None,
+        };
+        let mut policies = Policies::<PropnetMachine> {
+            select: Box::new(Ucb1 { exploration: 0.4 }),
+            playout: Box::new(UniformPlayout::default()),
+            eval: Box::new(GoalEvaluation),
+        };
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
+        let mut scratch = Scratch::default();
+        for _ in 0..iterations {
+            tree.iterate(&mut m, &mut rng, &ctx, &mut policies, &mut scratch)
+                .map_err(|_| "an iteration failed")
+                .unwrap();
+        }
+        tree
+    }
+
+    #[test]
+    fn a_state_reached_by_two_orders_shares_one_node() {
+        let tree = searched(true, 3000);
+        let states: HashSet<_> = tree.nodes.iter().map(|n| n.state.clone()).collect();
+        assert_eq!(states.len(), tree.nodes.len(), "one node per state");
+        let links: usize = tree.nodes.iter().map(|n| n.children.len()).sum();
+        assert!(
+            links > tree.nodes.len() - 1,
+            "some node has two parents: {links} links, {} nodes",
+            tree.nodes.len()
+        );
+        // Without transpositions the same search holds the same state more than once.
+        let plain = searched(false, 3000);
+        let states: HashSet<_> = plain.nodes.iter().map(|n| n.state.clone()).collect();
+        assert!(states.len() < plain.nodes.len());
+    }
+
+    #[test]
+    fn the_new_root_keeps_only_what_it_reaches() {
+        let mut tree = searched(true, 3000);
+        let (_, child) = tree.nodes[0].children[0];
+        let (_, grandchild) = tree.nodes[child as usize].children[0];
+        let state = tree.nodes[grandchild as usize].state.clone();
+        let before = tree.nodes.len();
+        assert!(tree.reroot(&state));
+        assert_eq!(tree.nodes[0].state, state);
+        assert!(tree.nodes.len() < before);
+        // Every kept node is reached from the new root, and the index finds each.
+        let mut seen = vec![false; tree.nodes.len()];
+        let mut stack = vec![0u32];
+        while let Some(id) = stack.pop() {
+            if !std::mem::replace(&mut seen[id as usize], true) {
+                stack.extend(tree.nodes[id as usize].children.iter().map(|c| c.1));
+            }
+        }
+        assert!(seen.iter().all(|&s| s));
+        for (id, node) in tree.nodes.iter().enumerate() {
+            assert_eq!(tree.find(&node.state), Some(id as u32));
         }
     }
 }
