@@ -91,6 +91,10 @@ pub const MCTS_KEYS: &[(&str, &str)] = &[
         "transpositions",
         "one node per state, shared by the move orders reaching it (on or off)",
     ),
+    (
+        "grave",
+        "GRAVE selection: visits a node needs to lend its AMAF statistics (integer, 50 is Cazenave's; 0 for off)",
+    ),
 ];
 
 /// The options of `alphabeta`: key and meaning.
@@ -275,6 +279,7 @@ fn set_mcts(s: &mut MctsSettings, player: &str, key: &str, v: &str) -> Result<()
         "cutoff" => s.cutoff = value(player, key, v, keys)?,
         "prior" => s.prior = value(player, key, v, keys)?,
         "transpositions" => s.transpositions = switch(player, key, v, keys)?,
+        "grave" => s.grave = value(player, key, v, keys)?,
         _ => return Err(unknown(player, key, keys)),
     }
     Ok(())

@@ -72,7 +72,7 @@ const MAX_LEARNING_GAMES: usize = 100_000;
 pub use eval::{Evaluation, GoalEvaluation, HeuristicEvaluation};
 use parallel::{Context, MoveSummary, Worker, merge_root, run_all};
 pub use playout::{DecisivePlayout, MastPlayout, PlayoutPolicy, UniformPlayout};
-pub use select::{MoveView, Selection, Ucb1};
+pub use select::{Grave, MoveView, Selection, Ucb1};
 use tree::{Node, Tree};
 
 /// Tuning of the MCTS player.
@@ -101,11 +101,20 @@ pub struct MctsSettings {
     pub prior: u32,
     /// Share one node among the move orders that reach the same state (see [`tree`]).
     pub transpositions: bool,
+    /// GRAVE selection ([`Grave`]) with this reference threshold; 0 for plain UCB1.
+    pub grave: u32,
 }
 
 impl MctsSettings {
     /// The selection rule these settings ask for.
     pub fn selection(&self) -> Box<dyn Selection> {
+        if self.grave > 0 {
+            return Box::new(Grave {
+                exploration: self.exploration,
+                reference: self.grave,
+                bias: Grave::BIAS,
+            });
+        }
         Box::new(Ucb1 {
             exploration: self.exploration,
         })
@@ -159,6 +168,7 @@ impl Default for MctsSettings {
             cutoff: 2,
             prior: 0,
             transpositions: false,
+            grave: 0,
         }
     }
 }
@@ -534,6 +544,7 @@ mod tests {
             low: vec![0.0; 3].into(),
             high: vec![1.0; 3].into(),
             n_joint: 6,
+            amaf: Vec::new(),
         };
         let key = node.key(&[2, 0, 1]);
         assert_eq!(key, 2 + 3);

@@ -65,6 +65,9 @@ pub(super) struct Node<S, Mv> {
     pub(super) high: Box<[f64]>,
     /// Number of joint moves (product of the move counts).
     pub(super) n_joint: u64,
+    /// With GRAVE: per role, AMAF statistics (visits, summed reward) of every move the role
+    /// chose below this node (empty until the first update).
+    pub(super) amaf: Vec<HashMap<Mv, (u32, f64)>>,
 }
 
 impl<S: Clone, Mv: Copy> Node<S, Mv> {
@@ -83,6 +86,7 @@ impl<S: Clone, Mv: Copy> Node<S, Mv> {
             low: vec![0.0; n_roles].into(),
             high: vec![1.0; n_roles].into(),
             n_joint: 1,
+            amaf: Vec::new(),
         };
         if machine.is_terminal(&node.state)? {
             let goals = (0..n_roles)
@@ -122,6 +126,7 @@ impl<S: Clone, Mv: Copy> Node<S, Mv> {
             low: vec![0.0; n_roles].into(),
             high: vec![0.0; n_roles].into(),
             n_joint: 1,
+            amaf: Vec::new(),
         }
     }
 
@@ -146,6 +151,11 @@ impl<S: Clone, Mv: Copy> Node<S, Mv> {
                 .moves
                 .iter()
                 .map(|m| m.len() * per_move + 48)
+                .sum::<usize>()
+            + self
+                .amaf
+                .iter()
+                .map(|a| a.capacity() * AMAF_BYTES + 48)
                 .sum::<usize>()
     }
 
@@ -198,6 +208,8 @@ pub(super) struct Scratch<S, Mv> {
     estimate: Vec<f64>,
     /// The state a new node is made for.
     fresh: Option<S>,
+    /// Per role, the moves chosen at and below a path node (AMAF updates).
+    seen: Vec<Vec<Mv>>,
 }
 
 impl<S, Mv> Default for Scratch<S, Mv> {
@@ -210,12 +222,15 @@ impl<S, Mv> Default for Scratch<S, Mv> {
             tree_moves: Vec::new(),
             estimate: Vec::new(),
             fresh: None,
+            seen: Vec::new(),
         }
     }
 }
 
 /// Estimated bytes of one entry of the transposition index.
 const INDEX_BYTES: usize = 24;
+/// Estimated bytes of one AMAF entry (move, visits, sum, the table's slack).
+const AMAF_BYTES: usize = 40;
 
 /// One search tree (a graph with transpositions) in an arena; the root is node 0.
 pub(super) struct Tree<S, Mv> {
@@ -229,7 +244,7 @@ pub(super) struct Tree<S, Mv> {
     hasher: DefaultHashBuilder,
 }
 
-impl<S: Clone + Eq + Hash, Mv: Copy> Tree<S, Mv> {
+impl<S: Clone + Eq + Hash, Mv: Copy + Eq + Hash> Tree<S, Mv> {
     /// An empty tree of at most `budget` estimated bytes, sharing transpositions if asked.
     pub(super) fn new(budget: usize, transpositions: bool) -> Tree<S, Mv> {
         Tree {
@@ -408,6 +423,7 @@ impl<S: Clone + Eq + Hash, Mv: Copy> Tree<S, Mv> {
         role: usize,
         rule: &dyn Selection,
         mover: bool,
+        amaf_ref: u32,
         rng: &mut impl Rng,
     ) -> u32 {
         let node = &self.nodes[id as usize];
@@ -415,6 +431,17 @@ impl<S: Clone + Eq + Hash, Mv: Copy> Tree<S, Mv> {
         if stats.len() == 1 {
             return 0;
         }
+        // With GRAVE, the reference node's AMAF statistics of each move (none while empty).
+        let amaf = rule
+            .amaf_ref()
+            .and_then(|_| self.nodes[amaf_ref as usize].amaf.get(role))
+            .filter(|a| !a.is_empty());
+        let amaf_of = |i: usize| {
+            amaf.and_then(|a| a.get(&node.moves[role][i]))
+                .map(|&(n, sum)| (n, sum / f64::from(n.max(1))))
+        };
+        // A move not yet visited is tried first, at random, unless AMAF statistics value it.
+        let fresh = |i: usize, s: &Stat| s.visits == 0 && amaf_of(i).is_none();
         let sure = node.low[role];
         let worth = |s: &Stat| match s.child {
             Some(child) if mover => {
@@ -427,14 +454,15 @@ impl<S: Clone + Eq + Hash, Mv: Copy> Tree<S, Mv> {
         let consider = |s: &Stat| open == 0 || worth(s);
         let unvisited = stats
             .iter()
-            .filter(|s| s.visits == 0 && consider(s))
+            .enumerate()
+            .filter(|&(i, s)| fresh(i, s) && consider(s))
             .count();
         if unvisited > 0 {
             let k = rng.random_range(0..unvisited);
             let i = stats
                 .iter()
                 .enumerate()
-                .filter(|(_, s)| s.visits == 0 && consider(s))
+                .filter(|&(i, s)| fresh(i, s) && consider(s))
                 .nth(k)
                 .map_or(0, |(i, _)| i);
             return i as u32;
@@ -452,6 +480,7 @@ impl<S: Clone + Eq + Hash, Mv: Copy> Tree<S, Mv> {
                 visits: s.visits,
                 mean: settled.unwrap_or(s.sum / f64::from(s.visits.max(1))),
                 parent_visits: node.visits,
+                amaf: amaf_of(i),
             };
             let score = rule.score(&view);
             if score > best.0 {
@@ -478,16 +507,22 @@ impl<S: Clone + Eq + Hash, Mv: Copy> Tree<S, Mv> {
         scratch.path.clear();
         scratch.choices.clear();
         let mut id = 0u32;
+        let reference = policies.select.amaf_ref();
+        // The closest node of the path with enough visits to lend its AMAF statistics.
+        let mut amaf_ref = 0u32;
         let rewards: Vec<f64> = loop {
             scratch.path.push(id);
             let node = &self.nodes[id as usize];
             if let Some(v) = node.value() {
                 break v.to_vec();
             }
+            if reference.is_some_and(|r| node.visits >= r) {
+                amaf_ref = id;
+            }
             let mover = node.mover();
             let start = scratch.choices.len();
             for r in 0..n_roles {
-                let pick = self.select(id, r, &*policies.select, mover == Some(r), rng);
+                let pick = self.select(id, r, &*policies.select, mover == Some(r), amaf_ref, rng);
                 scratch.choices.push(pick);
             }
             let node = &self.nodes[id as usize];
@@ -542,6 +577,9 @@ impl<S: Clone + Eq + Hash, Mv: Copy> Tree<S, Mv> {
         };
         scratch.rewards = rewards;
         self.back_up(scratch, n_roles);
+        if reference.is_some() {
+            self.update_amaf(scratch, n_roles);
+        }
         if policies.playout.learns() {
             scratch.tree_moves.clear();
             for (k, pick) in scratch.choices.chunks(n_roles.max(1)).enumerate() {
@@ -597,6 +635,45 @@ impl<S: Clone + Eq + Hash, Mv: Copy> Tree<S, Mv> {
             }
         }
         settled
+    }
+
+    /// Adds the rewards to the AMAF statistics of every move each role chose at or below each
+    /// path node (each move once per iteration); new entries only while the budget allows.
+    fn update_amaf(&mut self, scratch: &mut Scratch<S, Mv>, n_roles: usize) {
+        let n_chosen = scratch.choices.len() / n_roles.max(1);
+        scratch.seen.resize_with(n_roles, Vec::new);
+        for seen in &mut scratch.seen {
+            seen.clear();
+        }
+        for k in (0..n_chosen).rev() {
+            let node = &mut self.nodes[scratch.path[k] as usize];
+            for r in 0..n_roles {
+                let mv = node.moves[r][scratch.choices[k * n_roles + r] as usize];
+                if !scratch.seen[r].contains(&mv) {
+                    scratch.seen[r].push(mv);
+                }
+            }
+            if node.amaf.is_empty() {
+                node.amaf = vec![HashMap::new(); n_roles];
+                self.bytes += n_roles * 48;
+            }
+            for r in 0..n_roles {
+                if node.moves[r].len() < 2 {
+                    continue;
+                }
+                let table = &mut node.amaf[r];
+                for mv in &scratch.seen[r] {
+                    if let Some(e) = table.get_mut(mv) {
+                        e.0 = e.0.saturating_add(1);
+                        e.1 += scratch.rewards[r];
+                    } else if self.bytes + AMAF_BYTES <= self.budget {
+                        let before = table.capacity();
+                        table.insert(*mv, (1, scratch.rewards[r]));
+                        self.bytes += (table.capacity() - before) * AMAF_BYTES;
+                    }
+                }
+            }
+        }
     }
 
     /// Adds the rewards along the path and tightens the bounds bottom up, while they change.
