@@ -792,3 +792,41 @@ fn think_prints_the_solved_value_of_tic_tac_toe() {
     assert!(stdout.contains("alphabeta: move (mark "), "{stdout}");
     assert!(stdout.contains("value 50.0 proven true"), "{stdout}");
 }
+
+/// Over a whole breakthrough match the node pool stays within its bound (a small one, so it
+/// fills), with transpositions and GRAVE's statistics on, and every move is legal.
+#[test]
+fn the_node_pool_stays_within_its_bound_over_a_long_match() {
+    let mut m = propnet(&base("breakthrough"));
+    let budget = 1 << 20;
+    let settings = MctsSettings {
+        heuristic: false,
+        transpositions: true,
+        grave: 50,
+        memory_bytes: budget,
+        ..MctsSettings::default()
+    };
+    let mut mcts = MctsPlayer::with_settings(config(15, 1500), settings);
+    let mut random = new_player::<PropnetMachine>(PlayerKind::Random, &config(16, 0));
+    mcts.start(&mut m, 0, far()).unwrap();
+    random.start(&mut m, 1, far()).unwrap();
+    let mut state = m.initial_state();
+    let (mut plies, mut most) = (0, 0);
+    while !m.is_terminal(&state).unwrap() {
+        let ours = mcts.choose(&mut m, &state, far()).unwrap().mv;
+        let theirs = random.choose(&mut m, &state, far()).unwrap().mv;
+        assert!(mcts.memory() <= budget, "{} > {budget}", mcts.memory());
+        most = most.max(mcts.memory());
+        state = m
+            .next_state(&state, &[ours, theirs])
+            .expect("players make legal moves");
+        plies += 1;
+    }
+    assert!(most > budget / 2, "the pool never filled: {most} bytes");
+    assert!(plies > 10, "{plies} plies");
+    assert_eq!(
+        m.goals(&state).unwrap()[0],
+        100,
+        "mcts beats a random mover"
+    );
+}

@@ -246,6 +246,11 @@ impl<M: StateMachine> MctsPlayer<M> {
     pub fn nodes(&self) -> usize {
         self.trees.iter().map(|t| t.nodes.len()).sum()
     }
+
+    /// Estimated bytes the trees use now (at most [`MctsSettings::memory_bytes`]).
+    pub fn memory(&self) -> usize {
+        self.trees.iter().map(Tree::bytes).sum()
+    }
 }
 
 impl<M: StateMachine + Send + 'static> MctsPlayer<M> {

@@ -232,6 +232,15 @@ const INDEX_BYTES: usize = 24;
 /// Estimated bytes of one AMAF entry (move, visits, sum, the table's slack).
 const AMAF_BYTES: usize = 40;
 
+/// The most entries a table's capacity grows by when one more is inserted.
+fn growth<K, V>(table: &HashMap<K, V>) -> usize {
+    if table.len() < table.capacity() {
+        0
+    } else {
+        table.capacity() + 8
+    }
+}
+
 /// One search tree (a graph with transpositions) in an arena; the root is node 0.
 pub(super) struct Tree<S, Mv> {
     pub(super) nodes: Vec<Node<S, Mv>>,
@@ -654,6 +663,9 @@ impl<S: Clone + Eq + Hash, Mv: Copy + Eq + Hash> Tree<S, Mv> {
                 }
             }
             if node.amaf.is_empty() {
+                if self.bytes + n_roles * 48 > self.budget {
+                    continue;
+                }
                 node.amaf = vec![HashMap::new(); n_roles];
                 self.bytes += n_roles * 48;
             }
@@ -666,7 +678,7 @@ impl<S: Clone + Eq + Hash, Mv: Copy + Eq + Hash> Tree<S, Mv> {
                     if let Some(e) = table.get_mut(mv) {
                         e.0 = e.0.saturating_add(1);
                         e.1 += scratch.rewards[r];
-                    } else if self.bytes + AMAF_BYTES <= self.budget {
+                    } else if self.bytes + growth(table) * AMAF_BYTES <= self.budget {
                         let before = table.capacity();
                         table.insert(*mv, (1, scratch.rewards[r]));
                         self.bytes += (table.capacity() - before) * AMAF_BYTES;
