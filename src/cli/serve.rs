@@ -28,8 +28,8 @@ pub struct ServeArgs {
     /// Threads for the search (default: the machine's cores).
     #[arg(long, default_value_t = default_threads())]
     threads: usize,
-    /// The player: NAME[:key=value,...] (see the README's player specs); the library's
-    /// defaults ([`ggp::search::MctsSettings`]) decide its settings.
+    /// The player: NAME[:key=value,...] (see the README's player specs); options not given
+    /// take the library's defaults.
     #[arg(long, default_value = "auto")]
     player: PlayerSpec,
     /// The engine that runs the games.

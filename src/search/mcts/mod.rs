@@ -27,9 +27,14 @@
 //! once, and the search stops as soon as the root is settled.
 //!
 //! **Tree reuse.** The tree of the previous search is kept. When [`Player::choose`] is called
-//! with a new state, it is looked for among the previous root's children and grandchildren;
-//! if found, that subtree becomes the new tree (copied into a fresh arena, dropping the rest),
-//! else a new tree is started.
+//! with a new state, it is looked for among the previous root's children and grandchildren
+//! (with transpositions: anywhere, by its hash); if found, what it reaches becomes the new
+//! tree (copied into a fresh arena, dropping the rest), else a new tree is started.
+//!
+//! **Transpositions** ([`MctsSettings::transpositions`]) make the tree a graph with one node
+//! per state, and **GRAVE** ([`MctsSettings::grave`], [`Grave`]) blends AMAF statistics into
+//! selection; both are off by default (see [`tree`] and [`select`]; the README gives the
+//! matches).
 //!
 //! **Threads: root parallelisation.** Each thread has its own tree, its own machine (from
 //! [`StateMachine::fork`]) and its own random generator, and the trees' root statistics are
@@ -92,8 +97,10 @@ pub struct MctsSettings {
     /// Playouts that take a win in one when the mover has one ([`DecisivePlayout`]; MAST,
     /// when on, comes first).
     pub decisive: bool,
-    /// Learn a heuristic per role at the start clock ([`crate::search::heuristic`]) and value
-    /// playouts cut after [`cutoff`](Self::cutoff) moves with it.
+    /// Learn a heuristic per role at the start clock ([`crate::search::heuristic`], a quarter
+    /// of it, at most 8 s) and value playouts cut after [`cutoff`](Self::cutoff) moves with it.
+    /// On by default: the one place that decides what `ggp serve`, `think`, `match` and
+    /// `tournament` play unless a spec says otherwise.
     pub heuristic: bool,
     /// With a heuristic: moves a playout makes before its state is valued by the heuristic.
     pub cutoff: usize,

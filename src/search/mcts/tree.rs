@@ -404,13 +404,12 @@ impl<S: Clone + Eq + Hash, Mv: Copy + Eq + Hash> Tree<S, Mv> {
         }
         let id = self.nodes.len() as u32;
         self.bytes += bytes;
-        if let Some(index) = &mut self.index {
-            if let hashbrown::hash_map::Entry::Vacant(e) =
+        if let Some(index) = &mut self.index
+            && let hashbrown::hash_map::Entry::Vacant(e) =
                 index.entry(self.hasher.hash_one(&node.state))
-            {
-                e.insert(id);
-                self.bytes += INDEX_BYTES;
-            }
+        {
+            e.insert(id);
+            self.bytes += INDEX_BYTES;
         }
         self.nodes.push(node);
         let p = &mut self.nodes[parent as usize];
