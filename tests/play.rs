@@ -626,3 +626,104 @@ fn a_person_sees_only_what_its_role_knows() {
     random_step(&mut watched, &mut rng);
     assert!(hidden(&watched.facts(), "(hand two"));
 }
+
+/// A history entry with the facts before and after it.
+type Entry = (ggp::play::Ply, Vec<Term>, Vec<Term>);
+
+/// Plays `steps` joint moves of `sheet` (each role's move picked by a fixed rule from its
+/// legal list) and gives each history entry with the board before and after it.
+fn history_of(sheet: &str, steps: usize) -> (Layout, Vec<Entry>) {
+    use ggp::play::{Game, Seat};
+    let text = read(sheet);
+    let description = Description::from_text(&text).unwrap();
+    let machine = DatalogMachine::new(&description).unwrap();
+    let seats = vec![Seat::Human; machine.roles().len()];
+    let mut game = Game::new(machine, description.rules(), &text, seats, 1).unwrap();
+    for step in 0..steps {
+        if game.is_terminal().unwrap() {
+            break;
+        }
+        let joint = (0..game.roles().len())
+            .map(|r| {
+                let legal = game.legal(r).unwrap();
+                legal[(step * 7 + 3) % legal.len()]
+            })
+            .collect();
+        game.play(joint).unwrap();
+    }
+    let layout = game.layout().unwrap().clone();
+    let plies = game.history().unwrap();
+    let out = plies
+        .into_iter()
+        .map(|p| {
+            let (before, after) = (game.facts_at(p.step), game.facts_at(p.step + 1));
+            (p, before, after)
+        })
+        .collect();
+    (layout, out)
+}
+
+#[test]
+fn a_placement_is_written_as_the_square_it_filled_and_a_jump_from_the_piece_that_moved() {
+    // Reversi: each move places a stone and turns others over; it is written as the square
+    // that was empty (not a turned stone, which read `5. f4 f4`).
+    let (layout, plies) = history_of("rules/reversi.kif", 30);
+    let mut placements = 0;
+    for (ply, before, after) in &plies {
+        if ply.text == "noop" {
+            continue;
+        }
+        let Some(ggp::board::Typed::Square(square)) = layout.parse_squares(&ply.text) else {
+            panic!(
+                "reversi move {} at step {} is not one square",
+                ply.text, ply.step
+            );
+        };
+        let (b, a) = (layout.cells(before), layout.cells(after));
+        let i = layout.index(square);
+        assert!(
+            b[i].is_none() && a[i].is_some(),
+            "{} at step {} names a square that was not empty",
+            ply.text,
+            ply.step
+        );
+        placements += 1;
+    }
+    assert!(placements >= 20, "{placements} placements");
+    // Checkers: a move is written from the square of the piece that moved, to where it went
+    // (a jump's taken piece is not its start).
+    let (layout, plies) = history_of("rules/checkers.kif", 60);
+    let mut moves = 0;
+    for (ply, before, after) in &plies {
+        let Some(ggp::board::Typed::FromTo(from, to)) = layout.parse_squares(&ply.text) else {
+            continue;
+        };
+        let (b, a) = (layout.cells(before), layout.cells(after));
+        let (piece, landed) = (&b[layout.index(from)], &a[layout.index(to)]);
+        assert!(
+            piece.is_some() && a[layout.index(from)].is_none() && landed.is_some(),
+            "{} at step {}",
+            ply.text,
+            ply.step
+        );
+        // The same piece (or one promoted on arrival: same owner in the name).
+        let owner = |c: &Option<Vec<Term>>| {
+            c.as_ref().map(|c| {
+                c.iter()
+                    .map(|t| t.to_string())
+                    .collect::<String>()
+                    .chars()
+                    .next()
+            })
+        };
+        assert_eq!(
+            owner(piece),
+            owner(landed),
+            "{} at step {}",
+            ply.text,
+            ply.step
+        );
+        moves += 1;
+    }
+    assert!(moves >= 20, "{moves} moves");
+}

@@ -496,6 +496,86 @@ fn searches_meet_the_deadline_on_datalog() {
     answers_in_time(datalog(&base("breakthrough")), 1);
 }
 
+/// MCTS whose playouts run on the propnet's batch, per leaf and many per leaf, finds the
+/// Connect Four win and block; on Datalog (one game at a time) the same settings run one
+/// iteration at a time.
+#[test]
+fn batched_mcts_finds_the_connect_four_win_and_block() {
+    let d = ours("connectFour");
+    for spec in ["mcts:batch=256", "mcts:batch=64,leaf=8"] {
+        let settings = spec.parse::<PlayerSpec>().unwrap().mcts_settings();
+        assert!(settings.batch > 1);
+        let mut m = propnet(&d);
+        let win = after(&mut m, SEED_POSITION);
+        let block = after(&mut m, MUST_BLOCK);
+        for seed in 0..2 {
+            let mut player = MctsPlayer::with_settings(config(seed, 3000), settings.clone());
+            player.start(&mut m, 0, Instant::now()).unwrap();
+            let choice = player.choose(&mut m, &win, far()).unwrap();
+            assert_eq!(
+                printed(&m, choice.mv),
+                "(drop 2)",
+                "{spec} {seed}: {choice:?}"
+            );
+            assert!(choice.proven);
+            let choice = player.choose(&mut m, &block, far()).unwrap();
+            assert_eq!(
+                printed(&m, choice.mv),
+                "(drop 7)",
+                "{spec} {seed}: {choice:?}"
+            );
+            assert!(player.stats().iterations <= 3000);
+        }
+    }
+    let mut m = datalog(&d);
+    let block = after(&mut m, MUST_BLOCK);
+    let settings = "mcts:batch=256"
+        .parse::<PlayerSpec>()
+        .unwrap()
+        .mcts_settings();
+    let mut player = MctsPlayer::with_settings(config(1, 600), settings);
+    player.start(&mut m, 0, Instant::now()).unwrap();
+    let choice = player.choose(&mut m, &block, far()).unwrap();
+    assert_eq!(printed(&m, choice.mv), "(drop 7)");
+    assert_eq!(player.stats().iterations + player.stats().errors, 600);
+}
+
+/// Batched searches answer by their deadline, on one and two threads, with playouts long
+/// enough (breakthrough, no cut-off) that a batch of 256 takes a while.
+#[test]
+fn batched_searches_meet_the_deadline() {
+    let mut m = propnet(&base("breakthrough"));
+    let state = after(&mut m, &[]);
+    let budget = Duration::from_millis(300);
+    let slack = Duration::from_millis(300);
+    for (spec, threads) in [("mcts:batch=256", 1), ("mcts:batch=256,leaf=16", 2)] {
+        let settings = spec.parse::<PlayerSpec>().unwrap().mcts_settings();
+        let cfg = SearchConfig {
+            threads,
+            seed: 3,
+            max_iterations: None,
+            ..SearchConfig::default()
+        };
+        let mut player = MctsPlayer::with_settings(cfg, settings);
+        player.start(&mut m, 1, Instant::now()).unwrap();
+        for _ in 0..3 {
+            let started = Instant::now();
+            let choice = player.choose(&mut m, &state, started + budget).unwrap();
+            assert!(
+                started.elapsed() < budget + slack,
+                "{spec} took {:?}",
+                started.elapsed()
+            );
+            assert!(m.legal_moves(&state, 1).unwrap().contains(&choice.mv));
+            assert!(
+                player.stats().iterations > 0,
+                "{spec}: {:?}",
+                player.stats()
+            );
+        }
+    }
+}
+
 // Auto and probing.
 
 #[test]

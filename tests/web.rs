@@ -554,7 +554,7 @@ fn a_sheet_whose_terms_double_ends_in_an_error_and_blocks_no_one() {
         &api("new"),
         &json!({"game": answer["game"], "seats": ["human"]}),
     );
-    let mut failure = (status != 200).then_some(view.clone());
+    let mut failure = (status != 200).then_some((status, view.clone()));
     for step in 0..40 {
         if failure.is_some() {
             break;
@@ -567,10 +567,11 @@ fn a_sheet_whose_terms_double_ends_in_an_error_and_blocks_no_one() {
         let (other_status, _) = post(&client, &api("view"), &json!({"id": other["id"]}));
         assert_eq!(other_status, 200, "another session is answered");
         if status != 200 {
-            failure = Some(answer);
+            failure = Some((status, answer));
         }
     }
-    let failure = failure.expect("the game stops within 40 moves");
+    let (status, failure) = failure.expect("the game stops within 40 moves");
+    assert_eq!(status, 422, "the rules' fault, not the server's: {failure}");
     assert!(
         failure["error"]
             .as_str()

@@ -90,10 +90,14 @@ pub struct Axis {
 /// What changed on the board between two states: squares emptied and squares (re)filled.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Change {
-    /// Squares that held a piece and are now empty.
+    /// Squares that held a piece and are now empty; first those whose piece is now on a
+    /// square of `to` (the piece that moved, not the one a jump took).
     pub from: Vec<Square>,
-    /// Squares whose content changed to a piece.
+    /// Squares whose content changed to a piece: first those that were empty (`placed`),
+    /// then those whose piece was replaced (a capture, a reversi stone turned over).
     pub to: Vec<Square>,
+    /// The squares of `to` that were empty: where a placement put its piece.
+    pub placed: Vec<Square>,
 }
 
 /// The board of a game: which facts it is made of and how to draw them.
@@ -340,17 +344,26 @@ impl Layout {
         })
     }
 
-    /// The squares emptied and filled between two states.
+    /// The squares emptied and filled between two states (see [`Change`] for their order).
     pub fn change(&self, before: &Cells, after: &Cells) -> Change {
         let mut change = Change::default();
+        let mut replaced = Vec::new();
         for square in self.squares() {
             let i = self.index(square);
             match (&before[i], &after[i]) {
                 (Some(_), None) => change.from.push(square),
-                (old, Some(new)) if old.as_ref() != Some(new) => change.to.push(square),
+                (None, Some(_)) => change.placed.push(square),
+                (Some(old), Some(new)) if old != new => replaced.push(square),
                 _ => {}
             }
         }
+        change.to = change.placed.iter().chain(&replaced).copied().collect();
+        // The piece that moved is found again on a filled square; a taken one is not.
+        let arrived = |s: &Square| {
+            let piece = &before[self.index(*s)];
+            change.to.iter().any(|t| after[self.index(*t)] == *piece)
+        };
+        change.from.sort_by_key(|s| !arrived(s));
         change
     }
 
@@ -968,6 +981,27 @@ mod tests {
         );
         assert_eq!(layout.parse_squares("b"), Some(Typed::File(1)));
         assert_eq!(layout.parse_squares("z9"), None);
+    }
+
+    #[test]
+    fn a_change_lists_the_placed_square_and_the_piece_that_moved_first() {
+        let rules = parse_rules("(role b) (role w) (succ 1 2) (succ 2 3) (succ 3 4)").unwrap();
+        let sample = facts("(cell 1 1 b) (cell 4 4 w) (cell 2 2 w) (cell 3 3 b)");
+        let layout = Layout::detect(std::slice::from_ref(&sample), &rules).unwrap();
+        let sq = |f, r| Square { file: f, rank: r };
+        // A stone placed on d1 turns c3 over: d1 first (the placed square), then c3.
+        let before = layout.cells(&facts("(cell 1 1 b) (cell 3 3 b)"));
+        let after = layout.cells(&facts("(cell 1 1 b) (cell 3 3 w) (cell 4 1 w)"));
+        let change = layout.change(&before, &after);
+        assert_eq!(change.to, [sq(3, 0), sq(2, 2)]);
+        assert_eq!(change.placed, [sq(3, 0)]);
+        assert!(change.from.is_empty());
+        // A jump from c3 over b2 to a1: c3 first (its piece lands on a1), then the taken b2.
+        let before = layout.cells(&facts("(cell 3 3 b) (cell 2 2 w)"));
+        let after = layout.cells(&facts("(cell 1 1 b)"));
+        let change = layout.change(&before, &after);
+        assert_eq!(change.from, [sq(2, 2), sq(1, 1)]);
+        assert_eq!(change.to, [sq(0, 0)]);
     }
 
     #[test]

@@ -12,6 +12,7 @@
 
 use std::fmt::Debug;
 use std::hash::Hash;
+use std::time::Instant;
 
 use rand::Rng;
 
@@ -101,6 +102,16 @@ pub struct PlayoutBatch {
     /// Per role, the sum over the playouts of the role's goal value in the last state: the
     /// highest value the rules give, 0 when they give none.
     pub goal_sums: Vec<u64>,
+}
+
+/// How one playout of [`StateMachine::playouts_from`] ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PlayoutEnd<S> {
+    /// In a terminal state: each role's goal there (the highest value the rules give, 0 when
+    /// they give none).
+    Goals(Vec<u8>),
+    /// At the step limit, in this state (not terminal).
+    Cut(S),
 }
 
 /// A game's rules, as an engine runs them.
@@ -389,5 +400,61 @@ pub trait StateMachine {
             batch.steps += steps as u64;
         }
         Ok(batch)
+    }
+
+    /// How many playouts [`playouts_from`](Self::playouts_from) plays side by side in one
+    /// pass; 1 (the default) when it plays them one after the other. A search asks before
+    /// gathering many start states for one call.
+    fn parallel_playouts(&self) -> usize {
+        1
+    }
+
+    /// One uniformly random playout from each state of `starts`, each until a terminal state
+    /// or `max_steps` moves, their ends written into `out` (cleared first) in the order of
+    /// `starts`. Looks at the clock before every move: `Ok(false)` when `deadline` passed
+    /// before every playout ended (`out` is then incomplete). Engines may play them side by
+    /// side ([`parallel_playouts`](Self::parallel_playouts)); the default plays them one
+    /// after the other.
+    ///
+    /// # Errors
+    /// As [`playout`](Self::playout).
+    fn playouts_from(
+        &mut self,
+        starts: &[Self::State],
+        rng: &mut impl Rng,
+        max_steps: usize,
+        deadline: Instant,
+        out: &mut Vec<PlayoutEnd<Self::State>>,
+    ) -> Result<bool, MachineError> {
+        out.clear();
+        let n_roles = self.roles().len();
+        let mut joint = Vec::new();
+        let mut scratch = Vec::new();
+        for start in starts {
+            let mut state = start.clone();
+            let mut steps = 0;
+            let end = loop {
+                if self.is_terminal(&state)? {
+                    let goals = (0..n_roles)
+                        .map(|r| {
+                            let values = self.goal_values(&state, r)?;
+                            Ok(values.last().copied().unwrap_or(0))
+                        })
+                        .collect::<Result<Vec<u8>, MachineError>>()?;
+                    break PlayoutEnd::Goals(goals);
+                }
+                if steps == max_steps {
+                    break PlayoutEnd::Cut(state);
+                }
+                if Instant::now() >= deadline {
+                    return Ok(false);
+                }
+                self.random_joint_move_into(&state, rng, &mut joint, &mut scratch)?;
+                state = self.next_state_unchecked(&state, &joint)?;
+                steps += 1;
+            };
+            out.push(end);
+        }
+        Ok(true)
     }
 }

@@ -20,11 +20,12 @@ use crate::board::{Change, Layout, Square, Typed, sample_states};
 use crate::chess::MoveShape;
 use crate::engine::LoadError;
 use crate::gdl::{Rule, Term, parse_term};
-use crate::machine::{MachineError, StateMachine};
+use crate::machine::{EngineFailure, MachineError, StateMachine};
 use crate::manager::record::{MatchRecord, parse_states, random_token};
 use crate::protocol::message::{spaced, state_text, term_to_sexp};
 use rand::SeedableRng;
 
+use crate::search::auto::{AutoPlayer, LevelBudget};
 use crate::search::hidden::Belief;
 use crate::search::{Choice, Player, PlayerKind, SearchConfig, SearchError, new_player};
 
@@ -45,37 +46,67 @@ pub enum PlayError {
     Record(String),
 }
 
+impl PlayError {
+    /// Whether the rule sheet is at fault (a role with no legal move, an undefined goal, a
+    /// budget the game outgrows, a game that cannot be loaded), rather than the program.
+    pub fn is_the_rules_fault(&self) -> bool {
+        let machine = match self {
+            PlayError::Machine(e) | PlayError::Search(SearchError::Machine(e)) => e,
+            PlayError::Load(_) => return true,
+            PlayError::Search(SearchError::NoMove) | PlayError::Record(_) => return false,
+        };
+        matches!(
+            machine,
+            MachineError::NoLegalMoves { .. }
+                | MachineError::BadGoal { .. }
+                | MachineError::Engine(EngineFailure::Eval(_))
+        )
+    }
+}
+
 /// How strong a computer seat plays.
 ///
 /// | level | what the computer does for each move |
 /// |---|---|
 /// | `random` | a uniformly random legal move, at once |
-/// | `easy` | Monte Carlo tree search with 100 playouts (at most 5 s) |
-/// | `medium` | Monte Carlo tree search with 1,000 playouts (at most 10 s) |
-/// | `hard` | Monte Carlo tree search with 10,000 playouts (at most 20 s) |
+/// | `easy` | alpha-beta with 1,000 nodes or MCTS with 100 playouts (at most 5 s) |
+/// | `medium` | alpha-beta with 20,000 nodes or MCTS with 1,000 playouts (at most 10 s) |
+/// | `hard` | alpha-beta with 200,000 nodes or MCTS with 10,000 playouts (at most 20 s) |
 /// | a number `S` | Monte Carlo tree search for `S` seconds, as many playouts as fit |
+///
+/// Which search plays is decided per game without a clock ([`LevelBudget`]): alpha-beta in a
+/// two-player turn-taking constant-sum game where material is found, MCTS elsewhere.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Level {
     /// A random legal move.
     Random,
-    /// 100 playouts.
+    /// 1,000 nodes or 100 playouts.
     Easy,
-    /// 1,000 playouts.
+    /// 20,000 nodes or 1,000 playouts.
     Medium,
-    /// 10,000 playouts.
+    /// 200,000 nodes or 10,000 playouts.
     Hard,
     /// A think time in seconds.
     Seconds(f64),
 }
 
 impl Level {
-    /// The player kind, playout cap and time allowed per move.
-    pub fn budget(self) -> (PlayerKind, Option<u64>, Duration) {
+    /// The player kind, search limits and time allowed per move.
+    pub fn budget(self) -> (PlayerKind, Option<LevelBudget>, Duration) {
+        let limits = |playouts, nodes| Some(LevelBudget { playouts, nodes });
         match self {
             Level::Random => (PlayerKind::Random, None, Duration::ZERO),
-            Level::Easy => (PlayerKind::Mcts, Some(100), Duration::from_secs(5)),
-            Level::Medium => (PlayerKind::Mcts, Some(1_000), Duration::from_secs(10)),
-            Level::Hard => (PlayerKind::Mcts, Some(10_000), Duration::from_secs(20)),
+            Level::Easy => (PlayerKind::Auto, limits(100, 1_000), Duration::from_secs(5)),
+            Level::Medium => (
+                PlayerKind::Auto,
+                limits(1_000, 20_000),
+                Duration::from_secs(10),
+            ),
+            Level::Hard => (
+                PlayerKind::Auto,
+                limits(10_000, 200_000),
+                Duration::from_secs(20),
+            ),
             Level::Seconds(s) => (PlayerKind::Mcts, None, Duration::from_secs_f64(s)),
         }
     }
@@ -85,22 +116,23 @@ impl Level {
     where
         M: StateMachine + Send + 'static,
     {
-        let (kind, max_iterations, _) = self.budget();
+        let (kind, limits, _) = self.budget();
         let threads = match self {
             Level::Hard | Level::Seconds(_) => {
                 std::thread::available_parallelism().map_or(1, |n| n.get())
             }
             _ => 1,
         };
-        new_player(
-            kind,
-            &SearchConfig {
-                threads,
-                seed,
-                max_iterations,
-                progress,
-            },
-        )
+        let config = SearchConfig {
+            threads,
+            seed,
+            max_iterations: None,
+            progress,
+        };
+        match limits {
+            Some(budget) => Box::new(AutoPlayer::with_budget(config, budget)),
+            None => new_player(kind, &config),
+        }
     }
 }
 
@@ -235,15 +267,15 @@ pub struct Game<M: StateMachine> {
     /// Playouts of the computer players (and hints), counted as they search.
     progress: Arc<AtomicU64>,
     /// GDL-II with one human seat: what that role knows (see [`Game::viewer`]).
-    view: Option<HumanView<M::State>>,
+    view: Option<HumanView<M::State, M::Move>>,
 }
 
 /// What the one human role of a GDL-II game knows: its belief (the states consistent with its
 /// moves and percepts) and, per step, the facts true in all of them and what it saw.
-struct HumanView<S> {
+struct HumanView<S, Mv> {
     role: usize,
     /// Per state so far, the role's belief (kept for taking moves back).
-    beliefs: Vec<Belief<S>>,
+    beliefs: Vec<Belief<S, Mv>>,
     /// Per state so far, the facts known to the role.
     known: Vec<Vec<Term>>,
     /// Per step so far, the role's percepts after it.
@@ -822,13 +854,7 @@ impl<M: StateMachine + Send + 'static> Game<M> {
         if !change.from.is_empty() {
             return Ok(None);
         }
-        let placed: Vec<Square> = change
-            .to
-            .iter()
-            .copied()
-            .filter(|&s| before[layout.index(s)].is_none())
-            .collect();
-        Ok(notation::line_through(layout, &after, &placed))
+        Ok(notation::line_through(layout, &after, &change.placed))
     }
 
     /// The counter every computer search of this game adds its playouts to as it goes (for
@@ -1182,19 +1208,29 @@ pub fn result_text(roles: &[Term], goals: &[u8]) -> String {
     format!("{verdict} ({})", scores.join(", "))
 }
 
-/// The indexes of the moves that typed squares name.
+/// The indexes of the moves that typed squares name. One square names the placements that
+/// put a piece there, else (when none does) the moves that change its piece.
 fn matching<Mv>(infos: &[MoveInfo<Mv>], typed: Typed) -> Vec<usize> {
-    let fits = |info: &MoveInfo<Mv>| -> bool {
+    let fits = |info: &MoveInfo<Mv>, placing: bool| -> bool {
         let c = &info.change;
         match typed {
             Typed::FromTo(from, to) => c.from.contains(&from) && c.to.contains(&to),
+            Typed::Square(square) if placing => c.from.is_empty() && c.placed.contains(&square),
             Typed::Square(square) => c.from.is_empty() && c.to.contains(&square),
             Typed::File(file) => {
                 c.from.is_empty() && !c.to.is_empty() && c.to.iter().all(|s| s.file == file)
             }
         }
     };
-    (0..infos.len()).filter(|&i| fits(&infos[i])).collect()
+    let placing: Vec<usize> = (0..infos.len())
+        .filter(|&i| fits(&infos[i], true))
+        .collect();
+    if !placing.is_empty() {
+        return placing;
+    }
+    (0..infos.len())
+        .filter(|&i| fits(&infos[i], false))
+        .collect()
 }
 
 /// The shortest squares that name move `i` alone: one square for a placement, from and to

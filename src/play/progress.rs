@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rand::Rng;
 
 use crate::gdl::Term;
-use crate::machine::{MachineError, StateMachine};
+use crate::machine::{MachineError, PlayoutEnd, StateMachine};
 
 /// An engine that counts the terminal states it finds (a clone shares the count).
 #[derive(Clone)]
@@ -170,6 +170,29 @@ impl<M: StateMachine> StateMachine for Counted<M> {
             self.terminals.fetch_add(1, Ordering::Relaxed);
         }
         Ok((last, steps))
+    }
+
+    fn parallel_playouts(&self) -> usize {
+        self.inner.parallel_playouts()
+    }
+
+    fn playouts_from(
+        &mut self,
+        starts: &[M::State],
+        rng: &mut impl Rng,
+        max_steps: usize,
+        deadline: std::time::Instant,
+        out: &mut Vec<PlayoutEnd<M::State>>,
+    ) -> Result<bool, MachineError> {
+        let done = self
+            .inner
+            .playouts_from(starts, rng, max_steps, deadline, out)?;
+        let ended = out
+            .iter()
+            .filter(|e| matches!(e, PlayoutEnd::Goals(_)))
+            .count();
+        self.terminals.fetch_add(ended as u64, Ordering::Relaxed);
+        Ok(done)
     }
 }
 

@@ -95,9 +95,9 @@ pub enum GroundError {
     /// The game is too large for the budget: what grew too large.
     #[error("{0}")]
     Budget(Exceeded),
-    /// Grounding ran out of time: where.
+    /// Grounding ran out of time: in which phase.
     #[error("{0}")]
-    Time(String),
+    Time(TimeUp),
     /// The game uses something the network cannot represent (for example a cycle of gates
     /// through negation, which a valid, stratified game never has).
     #[error("cannot build a network: {0}")]
@@ -107,10 +107,31 @@ pub enum GroundError {
 impl From<EvalError> for GroundError {
     fn from(e: EvalError) -> Self {
         match e {
-            EvalError::Deadline => GroundError::Time("out of time evaluating rules".into()),
+            EvalError::Deadline => GroundError::Time(TimeUp {
+                phase: "evaluating rules",
+                limit: None,
+            }),
             e => GroundError::Budget(Exceeded::Eval(e)),
         }
     }
+}
+
+/// Where grounding ran out of time ([`GroundError::Time`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("out of time {phase}{}", time_allowed(.limit))]
+pub struct TimeUp {
+    /// What was being done (for example "instantiating rules").
+    pub phase: &'static str,
+    /// The time allowed, when the grounder's own clock ran out (none when the rule
+    /// evaluator's deadline did).
+    pub limit: Option<Duration>,
+}
+
+/// ": more than N s" when the time allowed is known.
+fn time_allowed(limit: &Option<Duration>) -> String {
+    limit
+        .map(|l| format!(": more than {:.1} s", l.as_secs_f64()))
+        .unwrap_or_default()
 }
 
 /// What a grounding outgrew ([`GroundError::Budget`]).
@@ -311,13 +332,13 @@ impl Clock {
     /// `Err` once the time is up ([`GroundError::Time`]) or the process's resident memory
     /// exceeds the limit ([`GroundError::Budget`]). The memory is read at most every
     /// [`MEMORY_CHECK_INTERVAL`]; `what` says what was being done.
-    pub(crate) fn check(&self, what: &str) -> Result<(), GroundError> {
+    pub(crate) fn check(&self, what: &'static str) -> Result<(), GroundError> {
         let now = Instant::now();
         if now.saturating_duration_since(self.start) > self.limit {
-            return Err(GroundError::Time(format!(
-                "out of time {what}: more than {:.1} s",
-                self.limit.as_secs_f64()
-            )));
+            return Err(GroundError::Time(TimeUp {
+                phase: what,
+                limit: Some(self.limit),
+            }));
         }
         if self.max_memory == u64::MAX
             || self

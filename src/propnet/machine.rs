@@ -22,12 +22,13 @@
 //! machine beside it that answers them, from the state's facts and the joint move's terms.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use rand::Rng;
 
 use crate::datalog::{DatalogMachine, Demand};
 use crate::gdl::{Description, Term};
-use crate::machine::{EngineFailure, MachineError, PlayoutBatch, StateMachine};
+use crate::machine::{EngineFailure, MachineError, PlayoutBatch, PlayoutEnd, StateMachine};
 
 use super::batch::{BatchRunner, LaneRecord, Width};
 use super::ground::{Budget, Clock, Exceeded, GroundError, ground_with_demand};
@@ -773,6 +774,38 @@ impl StateMachine for PropnetMachine {
             Width::Wide
         };
         self.batch_run(width, state, rng, count, max_steps, None)
+    }
+
+    fn parallel_playouts(&self) -> usize {
+        Width::Wide.lanes()
+    }
+
+    /// 64 playouts per pass when there are at most 64 starts, else 256.
+    fn playouts_from(
+        &mut self,
+        starts: &[PropnetState],
+        rng: &mut impl Rng,
+        max_steps: usize,
+        deadline: Instant,
+        out: &mut Vec<PlayoutEnd<PropnetState>>,
+    ) -> Result<bool, MachineError> {
+        out.clear();
+        let net = &self.net;
+        if starts.len() <= Width::Narrow.lanes() {
+            let runner = self
+                .batch
+                .get_or_insert_with(|| Box::new(BatchRunner::new(Arc::clone(net))));
+            return runner.run_lanes(starts, rng, max_steps, deadline, out);
+        }
+        let runner = self
+            .wide
+            .get_or_insert_with(|| Box::new(BatchRunner::new(Arc::clone(net))));
+        for chunk in starts.chunks(Width::Wide.lanes()) {
+            if !runner.run_lanes(chunk, rng, max_steps, deadline, out)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 }
 

@@ -435,7 +435,7 @@ trait Tracker: Send {
 
 struct Tracked<M: StateMachine> {
     machine: M,
-    belief: Belief<M::State>,
+    belief: Belief<M::State, M::Move>,
     rng: Xoshiro256PlusPlus,
 }
 
@@ -470,19 +470,10 @@ impl<M: StateMachine + Send> Tracker for Tracked<M> {
     }
 
     fn legal(&mut self) -> Result<Vec<Term>, SessionError> {
-        // A state of the belief that is not over: the referee asks for a move, so the true
-        // one is not (a sampled belief may hold states where the game has ended).
-        let mut state = self.state()?;
-        for (s, _) in self.belief.states() {
-            if !self.machine.is_terminal(s)? {
-                state = s.clone();
-                break;
-            }
-        }
-        if self.machine.is_terminal(&state)? {
-            return Ok(Vec::new());
-        }
-        let moves = self.machine.legal_moves(&state, self.belief.role())?;
+        // Our moves by what we know: legal in every state of the belief that is not over
+        // (the referee asks for a move, so the true state is not; a sampled belief may hold
+        // states where the game has ended).
+        let moves = self.belief.our_moves(&mut self.machine)?;
         Ok(moves
             .into_iter()
             .map(|m| self.machine.move_term(m))
@@ -502,7 +493,7 @@ impl<M: StateMachine + Send> Tracker for Tracked<M> {
 /// move and percepts.
 fn follow<M: StateMachine>(
     machine: &mut M,
-    belief: &mut Belief<M::State>,
+    belief: &mut Belief<M::State, M::Move>,
     heard: &Heard,
     deadline: Option<Instant>,
     rng: &mut Xoshiro256PlusPlus,

@@ -32,7 +32,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::machine::StateMachine;
 
-use super::heuristic::{self, Heuristic};
+use super::heuristic::{self, Heuristic, Material};
 use super::{
     Choice, Halt, Player, PlayoutBuffers, SearchConfig, SearchError, goal_or_zero, past,
     timed_playout,
@@ -52,9 +52,17 @@ pub struct AlphaBetaSettings {
     /// its stack).
     pub max_depth: u32,
     /// Learn a [`Heuristic`] from random games (a third of the first clock) and value leaves
-    /// by it instead of playouts.
+    /// by it instead of playouts (when no material is found).
     pub heuristic: bool,
+    /// Find the game's [`Material`] at the start (pieces, owners and values from the state's
+    /// shape and the legal moves, see [`heuristic::find_material`]) and value leaves by it.
+    pub material: bool,
 }
+
+/// Random games (of at most [`MATERIAL_PLIES`] plies) sampled to find the material.
+pub const MATERIAL_GAMES: usize = 20;
+/// The longest sampled game for the material.
+pub const MATERIAL_PLIES: usize = 200;
 
 impl Default for AlphaBetaSettings {
     fn default() -> AlphaBetaSettings {
@@ -64,6 +72,7 @@ impl Default for AlphaBetaSettings {
             max_playout_steps: 5000,
             max_depth: 300,
             heuristic: false,
+            material: true,
         }
     }
 }
@@ -99,6 +108,10 @@ pub struct AlphaBetaPlayer<M: StateMachine> {
     /// The learnt leaf evaluation, and whether learning was tried.
     heuristic: Option<Heuristic>,
     learnt: bool,
+    /// The material found at the start, if any.
+    material: Option<Material>,
+    /// Per move, how often it refuted a move or was best (history heuristic), over the match.
+    history: hashbrown::HashMap<M::Move, u64>,
 }
 
 impl<M: StateMachine> AlphaBetaPlayer<M> {
@@ -121,6 +134,8 @@ impl<M: StateMachine> AlphaBetaPlayer<M> {
             last: None,
             heuristic: None,
             learnt: false,
+            material: None,
+            history: hashbrown::HashMap::new(),
         }
     }
 
@@ -134,15 +149,46 @@ impl<M: StateMachine> AlphaBetaPlayer<M> {
         self.heuristic.as_ref()
     }
 
-    /// Learns the heuristic once, if asked for, with a third of the time to `deadline`.
+    /// The material found, if any.
+    pub fn material(&self) -> Option<&Material> {
+        self.material.as_ref()
+    }
+
+    /// Finds the material and learns the heuristic once, as the settings ask, with at most a
+    /// third of the time to `deadline` each (the material needs a fixed number of short
+    /// random games, well within that unless the clock is very short).
     fn learn(&mut self, machine: &mut M, deadline: Instant) -> Result<(), SearchError> {
-        if !self.settings.heuristic || self.learnt {
+        if self.learnt {
             return Ok(());
         }
         self.learnt = true;
-        let now = Instant::now();
-        let until = now + deadline.saturating_duration_since(now) / 3;
-        self.heuristic = heuristic::learn(machine, self.role, &mut self.rng, until, 1000)?;
+        if self.settings.material {
+            // With a node limit (budgeted play, no clock) the material is found whatever the
+            // clock says, so that the play is the same on every machine.
+            let now = Instant::now();
+            let until = if self.config.max_iterations.is_some() {
+                now + std::time::Duration::from_secs(3600)
+            } else {
+                now + deadline.saturating_duration_since(now) / 3
+            };
+            let games = if until > now { MATERIAL_GAMES } else { 0 };
+            self.material =
+                heuristic::find_material(machine, &mut self.rng, games, MATERIAL_PLIES, until)?;
+            if let Some(m) = &self.material {
+                let pieces = m
+                    .pieces()
+                    .iter()
+                    .map(|(g, r, v)| format!("{g} {} {v:.1}", machine.roles()[*r]))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                tracing::info!("material: {pieces}");
+            }
+        }
+        if self.settings.heuristic && self.material.is_none() {
+            let now = Instant::now();
+            let until = now + deadline.saturating_duration_since(now) / 3;
+            self.heuristic = heuristic::learn(machine, self.role, &mut self.rng, until, 1000)?;
+        }
         Ok(())
     }
 
@@ -169,6 +215,8 @@ impl<M: StateMachine> AlphaBetaPlayer<M> {
             rng: &mut self.rng,
             settings: &self.settings,
             heuristic: self.heuristic.as_ref(),
+            material: self.material.as_ref(),
+            history: &mut self.history,
             role: self.role,
             generation: self.generation,
             deadline,
@@ -235,6 +283,8 @@ impl<M: StateMachine + Send> Player<M> for AlphaBetaPlayer<M> {
         self.table.clear();
         self.last = None;
         self.heuristic = None;
+        self.material = None;
+        self.history.clear();
         self.learnt = false;
         let initial = machine.initial_state();
         if machine.is_terminal(&initial)? {
@@ -309,6 +359,8 @@ struct Searcher<'a, M: StateMachine> {
     rng: &'a mut Xoshiro256PlusPlus,
     settings: &'a AlphaBetaSettings,
     heuristic: Option<&'a Heuristic>,
+    material: Option<&'a Material>,
+    history: &'a mut hashbrown::HashMap<M::Move, u64>,
     role: usize,
     generation: u8,
     deadline: Instant,
@@ -416,7 +468,7 @@ impl<M: StateMachine> Searcher<'_, M> {
         let mut value = f64::INFINITY;
         let mut best = 0;
         let mut all_proven = true;
-        for b in ordered(n_replies, first) {
+        for b in self.order_replies(replies, n_replies, first) {
             self.joint(mv, replies, b, &mut joint);
             let child = match self.machine.next_state_unchecked(state, &joint) {
                 Ok(s) => s,
@@ -438,10 +490,71 @@ impl<M: StateMachine> Searcher<'_, M> {
             }
             if value <= alpha {
                 // Our move is no better than one we have: this reply refutes it.
+                self.reward_reply(mv, replies, best, depth, &mut joint);
                 return Ok(((value, p), best));
             }
         }
+        self.reward_reply(mv, replies, best, depth, &mut joint);
         Ok(((value, all_proven), best))
+    }
+
+    /// The indices of `moves`: `first` (if in range), then by history score, highest first.
+    fn order(&self, moves: &[M::Move], first: Option<usize>) -> Vec<usize> {
+        let first = first.filter(|&f| f < moves.len());
+        let mut rest: Vec<usize> = (0..moves.len()).filter(|&i| Some(i) != first).collect();
+        rest.sort_by_key(|&i| std::cmp::Reverse(self.history.get(&moves[i]).copied().unwrap_or(0)));
+        first.into_iter().chain(rest).collect()
+    }
+
+    /// The indices of the others' joint replies: `first` (if in range), then by the summed
+    /// history score of their moves, highest first.
+    fn order_replies(
+        &self,
+        replies: &[Vec<M::Move>],
+        n: usize,
+        first: Option<usize>,
+    ) -> Vec<usize> {
+        let first = first.filter(|&f| f < n);
+        let mut rest: Vec<(u64, usize)> = (0..n)
+            .filter(|&i| Some(i) != first)
+            .map(|i| {
+                let mut score = 0u64;
+                let mut left = i;
+                for (r, moves) in replies.iter().enumerate() {
+                    if r != self.role {
+                        let m = moves[left % moves.len()];
+                        left /= moves.len();
+                        score += self.history.get(&m).copied().unwrap_or(0);
+                    }
+                }
+                (score, i)
+            })
+            .collect();
+        rest.sort_by_key(|&(score, _)| std::cmp::Reverse(score));
+        first
+            .into_iter()
+            .chain(rest.into_iter().map(|(_, i)| i))
+            .collect()
+    }
+
+    /// Credits the others' moves of reply `index` (the best reply to our `mv`) in the history.
+    fn reward_reply(
+        &mut self,
+        mv: M::Move,
+        replies: &[Vec<M::Move>],
+        index: usize,
+        depth: u32,
+        joint: &mut Vec<M::Move>,
+    ) {
+        if replies.iter().all(|m| m.len() <= 1) {
+            return;
+        }
+        self.joint(mv, replies, index, joint);
+        for (r, &m) in joint.iter().enumerate() {
+            if r != self.role && replies[r].len() > 1 {
+                *self.history.entry(m).or_insert(0) += u64::from(depth * depth);
+            }
+        }
     }
 
     /// The joint move with our `mv` and the others' reply number `index` (mixed radix).
@@ -518,7 +631,7 @@ impl<M: StateMachine> Searcher<'_, M> {
         let mut all_proven = true;
         let mut cut_proven = None;
         let first = hint.map(|h| h.0 as usize);
-        for a in ordered(ours.len(), first) {
+        for a in self.order(&ours, first) {
             let reply_hint = hint.filter(|h| h.0 as usize == a).map(|h| h.1 as usize);
             let ((v, p), b) =
                 self.min_over_replies(state, ours[a], &replies, depth, alpha, beta, reply_hint)?;
@@ -534,6 +647,9 @@ impl<M: StateMachine> Searcher<'_, M> {
                 cut_proven = Some(p);
                 break;
             }
+        }
+        if let Some(&m) = ours.get(best_move.0 as usize) {
+            *self.history.entry(m).or_insert(0) += u64::from(depth * depth);
         }
         let proven = cut_proven.unwrap_or(all_proven);
         let bound = if best <= original_alpha {
@@ -569,6 +685,9 @@ impl<M: StateMachine> Searcher<'_, M> {
 
     /// The heuristic value of a non-terminal state at the depth limit.
     fn evaluate(&mut self, state: &M::State) -> Result<f64, Halt> {
+        if let Some(m) = self.material {
+            return Ok(m.value(&*self.machine, state, self.role));
+        }
         if let Some(h) = self.heuristic {
             return Ok(h.value(&*self.machine, state));
         }

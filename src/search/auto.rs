@@ -1,12 +1,22 @@
 //! The `auto` player: probes the game at the start and plays alpha-beta or MCTS.
 //!
-//! The rule: if the probe (a quarter of the start clock, at most 3 s, see [`super::probe`])
-//! finds the game two-player, turn-taking and constant-sum, alpha-beta searches the initial
-//! state with half of the start clock left; if it proves the game's value there, alpha-beta
-//! plays the match (it plays perfectly from then on, its table already full). Otherwise MCTS
-//! plays, using the rest of the start clock for its first search: with a general evaluation
-//! function a depth-limited alpha-beta is weaker than MCTS, and MCTS's solver still finds the
-//! wins and losses near the end.
+//! **With a start clock** (a match): the probe (a quarter of the start clock, at most 3 s, see
+//! [`super::probe`]) tells whether the game is two-player, turn-taking and constant-sum. If not,
+//! MCTS plays. If so, a **trial** decides: within half of the start clock left, alpha-beta (with
+//! the material it finds, see [`super::heuristic::find_material`]) and MCTS (with the match's
+//! settings) play [`TRIAL_GAMES`] fast games against each other from the initial state, seats
+//! alternating, each move given the same short time; a game not over after
+//! [`TRIAL_PLIES`] plies, or when the trial's time is up, counts as a draw. Alpha-beta plays the
+//! match if it scored more than half, or if its search of the initial state (the rest of the
+//! start clock, half of it) proves the game's value; MCTS otherwise, the search that suits every
+//! game, and MCTS's solver still finds the wins and losses near the end. The choice and its
+//! reason are logged (`INFO auto: ...`) and kept ([`AutoPlayer::reason`]).
+//!
+//! **With a budget instead of a clock** ([`LevelBudget`], the levels of `ggp play`, which have
+//! no start clock): the probe runs by count ([`BUDGET_PROBE_PLAYOUTS`] playouts), and alpha-beta
+//! (with the node limit) plays a two-player turn-taking constant-sum game in which material was
+//! found, MCTS (with the playout limit) every other game. No time is measured, so the choice is
+//! the same on every machine.
 
 use std::time::{Duration, Instant};
 
@@ -15,15 +25,32 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::machine::StateMachine;
 
-use super::alphabeta::AlphaBetaPlayer;
+use super::alphabeta::{AlphaBetaPlayer, AlphaBetaSettings};
 use super::mcts::{MctsPlayer, MctsSettings};
 use super::probe::{GameProbe, probe};
-use super::{Choice, Player, SearchConfig, SearchError};
+use super::{Choice, Player, SearchConfig, SearchError, goal_or_zero};
 
 /// The longest probe.
 const MAX_PROBE: Duration = Duration::from_secs(3);
 /// The most probing playouts.
 const MAX_PROBE_PLAYOUTS: u64 = 500;
+/// The probing playouts of a player with a [`LevelBudget`].
+pub const BUDGET_PROBE_PLAYOUTS: u64 = 50;
+/// The trial's games (seats alternating).
+pub const TRIAL_GAMES: usize = 2;
+/// A trial game longer than this is a draw.
+pub const TRIAL_PLIES: usize = 200;
+/// The shortest think time of a trial move.
+const MIN_TRIAL_MOVE: Duration = Duration::from_millis(2);
+
+/// Search limits instead of a clock: MCTS playouts or alpha-beta nodes per move.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LevelBudget {
+    /// Playouts per move when MCTS plays.
+    pub playouts: u64,
+    /// Nodes per move when alpha-beta plays.
+    pub nodes: u64,
+}
 
 /// The search chosen for the match.
 enum Chosen<M: StateMachine> {
@@ -32,21 +59,172 @@ enum Chosen<M: StateMachine> {
 }
 
 /// The `auto` player.
-pub(super) struct AutoPlayer<M: StateMachine> {
+pub struct AutoPlayer<M: StateMachine> {
     config: SearchConfig,
     mcts: MctsSettings,
+    budget: Option<LevelBudget>,
     chosen: Option<Chosen<M>>,
     probe: Option<GameProbe>,
+    reason: String,
 }
 
-impl<M: StateMachine> AutoPlayer<M> {
-    pub(super) fn new(config: SearchConfig, mcts: MctsSettings) -> AutoPlayer<M> {
+impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
+    /// A player that decides by the clock (probe and trial at the start clock).
+    pub fn new(config: SearchConfig, mcts: MctsSettings) -> AutoPlayer<M> {
         AutoPlayer {
             config,
             mcts,
+            budget: None,
             chosen: None,
             probe: None,
+            reason: String::new(),
         }
+    }
+
+    /// A player with search limits per move instead of a clock (see [`LevelBudget`]).
+    pub fn with_budget(config: SearchConfig, budget: LevelBudget) -> AutoPlayer<M> {
+        AutoPlayer {
+            budget: Some(budget),
+            ..AutoPlayer::new(config, MctsSettings::default())
+        }
+    }
+
+    /// Why the search was chosen (empty before the start).
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+
+    /// The configuration of the chosen search: the budget's limit when there is one.
+    fn config_with(&self, limit: Option<u64>) -> SearchConfig {
+        SearchConfig {
+            max_iterations: limit.or(self.config.max_iterations),
+            ..self.config.clone()
+        }
+    }
+
+    fn mcts_player(&self) -> MctsPlayer<M> {
+        let limit = self.budget.map(|b| b.playouts);
+        MctsPlayer::with_settings(self.config_with(limit), self.mcts.clone())
+    }
+
+    fn alphabeta_player(&self) -> AlphaBetaPlayer<M> {
+        let limit = self.budget.map(|b| b.nodes);
+        let settings = AlphaBetaSettings {
+            heuristic: self.mcts.heuristic,
+            ..AlphaBetaSettings::default()
+        };
+        AlphaBetaPlayer::with_settings(self.config_with(limit), settings)
+    }
+
+    /// Chooses by the budget: alpha-beta where it qualifies and finds material.
+    fn start_budgeted(
+        &mut self,
+        machine: &mut M,
+        role: usize,
+        deadline: Instant,
+    ) -> Result<(), SearchError> {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(self.config.seed);
+        let far = Instant::now() + Duration::from_secs(3600);
+        let found = probe(machine, &mut rng, far, BUDGET_PROBE_PLAYOUTS, 10_000);
+        let qualifies = found.alternating_zero_sum();
+        self.probe = Some(found);
+        if qualifies {
+            let mut alphabeta = self.alphabeta_player();
+            alphabeta.start(machine, role, deadline)?;
+            if alphabeta.material().is_some() {
+                self.decide(
+                    Chosen::AlphaBeta(alphabeta),
+                    "two-player turn-taking constant-sum with material",
+                );
+                return Ok(());
+            }
+        }
+        let mut mcts = self.mcts_player();
+        mcts.start(machine, role, deadline)?;
+        let why = if qualifies {
+            "no material found"
+        } else {
+            "not two-player turn-taking constant-sum"
+        };
+        self.decide(Chosen::Mcts(mcts), why);
+        Ok(())
+    }
+
+    fn decide(&mut self, chosen: Chosen<M>, reason: &str) {
+        let name = match chosen {
+            Chosen::AlphaBeta(_) => "alphabeta",
+            Chosen::Mcts(_) => "mcts",
+        };
+        self.reason = format!("{name}: {reason}");
+        tracing::info!("auto: {}", self.reason);
+        self.chosen = Some(chosen);
+    }
+
+    /// The trial (see the module documentation): alpha-beta's score against MCTS, 0 to 1, and
+    /// the games played.
+    fn trial(&self, machine: &mut M, until: Instant) -> Result<(f64, usize), SearchError> {
+        let n_roles = machine.roles().len();
+        let now = Instant::now();
+        let left = until.saturating_duration_since(now);
+        let expected = self
+            .probe
+            .as_ref()
+            .map_or(TRIAL_PLIES as f64, |p| p.mean_length)
+            .clamp(2.0, TRIAL_PLIES as f64);
+        let slice = (left / (TRIAL_GAMES as u32 * expected as u32).max(1)).max(MIN_TRIAL_MOVE);
+        let mut score = 0.0;
+        let mut played = 0;
+        for game in 0..TRIAL_GAMES {
+            if Instant::now() >= until {
+                break;
+            }
+            let ab_role = game % n_roles;
+            let config = SearchConfig {
+                seed: self.config.seed.wrapping_add(game as u64 + 1),
+                threads: 1,
+                max_iterations: None,
+                progress: None,
+            };
+            let mut players: Vec<Box<dyn Player<M>>> = (0..n_roles)
+                .map(|r| -> Box<dyn Player<M>> {
+                    if r == ab_role {
+                        Box::new(AlphaBetaPlayer::new(config.clone()))
+                    } else {
+                        Box::new(MctsPlayer::with_settings(config.clone(), self.mcts.clone()))
+                    }
+                })
+                .collect();
+            for (r, p) in players.iter_mut().enumerate() {
+                p.start(machine, r, Instant::now() + slice)?;
+            }
+            let mut state = machine.initial_state();
+            let mut value = 0.5;
+            for _ in 0..TRIAL_PLIES {
+                if machine.is_terminal(&state)? {
+                    value = f64::from(goal_or_zero(machine, &state, ab_role)?) / 100.0;
+                    break;
+                }
+                if Instant::now() >= until {
+                    break;
+                }
+                let mut joint = Vec::with_capacity(n_roles);
+                for p in &mut players {
+                    let deadline = Instant::now() + slice;
+                    joint.push(p.choose(machine, &state, deadline)?.mv);
+                }
+                state = machine.next_state(&state, &joint)?;
+            }
+            score += value;
+            played += 1;
+        }
+        Ok((
+            if played > 0 {
+                score / played as f64
+            } else {
+                0.5
+            },
+            played,
+        ))
     }
 }
 
@@ -65,6 +243,9 @@ impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
         role: usize,
         deadline: Instant,
     ) -> Result<(), SearchError> {
+        if self.budget.is_some() {
+            return self.start_budgeted(machine, role, deadline);
+        }
         let now = Instant::now();
         let left = deadline.saturating_duration_since(now);
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(self.config.seed);
@@ -77,19 +258,38 @@ impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
         );
         let qualifies = found.alternating_zero_sum();
         self.probe = Some(found);
-        if qualifies {
-            let now = Instant::now();
-            let half = now + deadline.saturating_duration_since(now) / 2;
-            let mut alphabeta = AlphaBetaPlayer::new(self.config.clone());
-            alphabeta.start(machine, role, half)?;
-            if alphabeta.stats().proven {
-                self.chosen = Some(Chosen::AlphaBeta(alphabeta));
-                return Ok(());
-            }
+        if !qualifies {
+            let mut mcts = self.mcts_player();
+            mcts.start(machine, role, deadline)?;
+            self.decide(
+                Chosen::Mcts(mcts),
+                "not two-player turn-taking constant-sum",
+            );
+            return Ok(());
         }
-        let mut mcts = MctsPlayer::with_settings(self.config.clone(), self.mcts.clone());
+        let now = Instant::now();
+        let half = now + deadline.saturating_duration_since(now) / 2;
+        let (score, games) = self.trial(machine, half)?;
+        let now = Instant::now();
+        let half = now + deadline.saturating_duration_since(now) / 2;
+        let mut alphabeta = self.alphabeta_player();
+        alphabeta.start(machine, role, half)?;
+        if alphabeta.stats().proven {
+            let why = format!(
+                "its search proved the game's value ({games} trial games scored {score:.2})"
+            );
+            self.decide(Chosen::AlphaBeta(alphabeta), &why);
+            return Ok(());
+        }
+        if score > 0.5 {
+            let why = format!("it scored {score:.2} against MCTS in {games} trial games");
+            self.decide(Chosen::AlphaBeta(alphabeta), &why);
+            return Ok(());
+        }
+        let mut mcts = self.mcts_player();
         mcts.start(machine, role, deadline)?;
-        self.chosen = Some(Chosen::Mcts(mcts));
+        let why = format!("alpha-beta scored {score:.2} against it in {games} trial games");
+        self.decide(Chosen::Mcts(mcts), &why);
         Ok(())
     }
 
@@ -101,7 +301,7 @@ impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
     ) -> Result<Choice<M::Move>, SearchError> {
         if self.chosen.is_none() {
             // Not started: MCTS, which suits every game, for role 0.
-            let mut mcts = MctsPlayer::with_settings(self.config.clone(), self.mcts.clone());
+            let mut mcts = self.mcts_player();
             mcts.start(machine, 0, Instant::now())?;
             self.chosen = Some(Chosen::Mcts(mcts));
         }

@@ -54,10 +54,7 @@ pub struct Feature {
 impl Feature {
     /// The group counted, e.g. `(cell _ white)`: functor and last constant argument.
     pub fn group(&self) -> String {
-        match self.key.1 {
-            Some(last) => format!("({} _ {last})", self.key.0),
-            None => format!("({})", self.key.0),
-        }
+        group_name(self.key)
     }
 }
 
@@ -94,6 +91,189 @@ impl Heuristic {
             })
             .sum();
         50.0 + 50.0 * (sum / self.weight()).tanh()
+    }
+}
+
+/// Material found from the state's shape and the legal moves: which groups of facts are a
+/// role's pieces, and what each is worth.
+///
+/// **Pieces and owners.** In sampled states (random games from the initial state), a fact
+/// `(f a_1 .. a_k c)` with a constant `c` stands on the square `a_1 .. a_k`; a legal move
+/// *moves* it when the move's arguments name that square before any other square that holds
+/// a fact (in `(move e 2 e 4)` the first square named is `e 2`, so white's pawn there is the
+/// piece moved, not the empty square `e 4` nor a piece captured there). A group (functor and
+/// last constant, as for [`Heuristic`]) is a role's piece when that role makes at least
+/// [`OWNED_SHARE`] of the moves that move it. Squares moves only land on (empty squares,
+/// stones placed in reversi or hex) are nobody's pieces, so games without movable pieces have
+/// no material.
+///
+/// **Values.** A piece is worth its mobility: the mean number of its owner's legal moves that
+/// move one such piece, in the states where the owner had a move (a queen far more than a
+/// pawn), plus one. The value of a state for a role is
+/// `50 + 50 · tanh(2 · (ours − theirs) / side)`, where `side` is a role's mean material in the
+/// initial state: a third of the starting material ahead is worth about 88.
+#[derive(Debug, Clone)]
+pub struct Material {
+    /// Per piece group: the owning role and the value.
+    pieces: hashbrown::HashMap<Key, (usize, f64)>,
+    /// A role's mean starting material.
+    side: f64,
+}
+
+/// The least share of the moves moving a group that one role must make to own it.
+pub const OWNED_SHARE: f64 = 0.9;
+
+impl Material {
+    /// The pieces found, as `(group, owner, value)`, sorted by group.
+    pub fn pieces(&self) -> Vec<(String, usize, f64)> {
+        let mut out: Vec<(String, usize, f64)> = self
+            .pieces
+            .iter()
+            .map(|(k, &(r, v))| (group_name(*k), r, v))
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    /// Our material minus the others', in starting sides (0: even).
+    pub fn balance<M: StateMachine>(&self, machine: &M, state: &M::State, role: usize) -> f64 {
+        let mut sum = 0.0;
+        for fact in machine.state_terms(state) {
+            if let Some(&(owner, v)) = key_of(&fact).and_then(|k| self.pieces.get(&k)) {
+                sum += if owner == role { v } else { -v };
+            }
+        }
+        sum / self.side
+    }
+
+    /// The estimated goal value of `state` for `role`, 0 to 100.
+    pub fn value<M: StateMachine>(&self, machine: &M, state: &M::State, role: usize) -> f64 {
+        50.0 + 50.0 * (2.0 * self.balance(machine, state, role)).tanh()
+    }
+}
+
+/// Finds the material of a game (see [`Material`]) from `games` random games of at most
+/// `plies` plies each (stopped early at `deadline`). `None` when no group is anyone's piece.
+///
+/// # Errors
+/// The engine failed.
+pub fn find_material<M: StateMachine>(
+    machine: &mut M,
+    rng: &mut impl Rng,
+    games: usize,
+    plies: usize,
+    deadline: Instant,
+) -> Result<Option<Material>, MachineError> {
+    let n_roles = machine.roles().len();
+    // Per group and role: moves that move such a piece, and pieces present when the role
+    // had a move.
+    let mut moved: hashbrown::HashMap<Key, Vec<f64>> = hashbrown::HashMap::new();
+    let mut present: hashbrown::HashMap<Key, Vec<f64>> = hashbrown::HashMap::new();
+    let (mut joint, mut scratch) = (Vec::new(), Vec::new());
+    'games: for _ in 0..games {
+        let mut state = machine.initial_state();
+        for _ in 0..plies {
+            if machine.is_terminal(&state)? || past(deadline) {
+                continue 'games;
+            }
+            let facts = machine.state_terms(&state);
+            // Square (the arguments before the last) -> the groups standing there.
+            let mut squares: hashbrown::HashMap<&[Term], Vec<Key>> = hashbrown::HashMap::new();
+            let mut lengths: Vec<usize> = Vec::new();
+            for fact in &facts {
+                if let (Term::App(_, args), Some(key)) = (fact, key_of(fact))
+                    && args.len() >= 2
+                    && key.1.is_some()
+                {
+                    let square = &args[..args.len() - 1];
+                    squares.entry(square).or_default().push(key);
+                    if !lengths.contains(&square.len()) {
+                        lengths.push(square.len());
+                    }
+                }
+            }
+            // The longest squares first: `(cell e 2 wp)` before a marker such as `(ep e 3)`.
+            lengths.sort_unstable_by(|a, b| b.cmp(a));
+            for r in 0..n_roles {
+                if machine.is_nature(r) {
+                    continue;
+                }
+                let moves = machine.legal_moves(&state, r)?;
+                if moves.len() < 2 {
+                    continue;
+                }
+                for keys in squares.values() {
+                    for &k in keys {
+                        present.entry(k).or_insert_with(|| vec![0.0; n_roles])[r] += 1.0;
+                    }
+                }
+                for &mv in &moves {
+                    let Term::App(_, margs) = machine.move_term(mv) else {
+                        continue;
+                    };
+                    if let Some(keys) = first_square(&margs, &lengths, &squares) {
+                        for &k in keys {
+                            moved.entry(k).or_insert_with(|| vec![0.0; n_roles])[r] += 1.0;
+                        }
+                    }
+                }
+            }
+            machine.random_joint_move_into(&state, rng, &mut joint, &mut scratch)?;
+            state = machine.next_state_unchecked(&state, &joint)?;
+        }
+    }
+    let mut pieces = hashbrown::HashMap::new();
+    for (key, by_role) in &moved {
+        let total: f64 = by_role.iter().sum();
+        let Some((owner, &most)) = by_role.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1))
+        else {
+            continue;
+        };
+        let seen = present.get(key).map_or(0.0, |p| p[owner]);
+        if total > 0.0 && most >= OWNED_SHARE * total && seen > 0.0 {
+            pieces.insert(*key, (owner, 1.0 + most / seen));
+        }
+    }
+    if pieces.is_empty() {
+        return Ok(None);
+    }
+    let initial = machine.initial_state();
+    let start: f64 = machine
+        .state_terms(&initial)
+        .iter()
+        .filter_map(|f| key_of(f).and_then(|k| pieces.get(&k)))
+        .map(|&(_, v)| v)
+        .sum();
+    let side = if start > 0.0 {
+        start / n_roles as f64
+    } else {
+        pieces.values().map(|&(_, v)| v).sum::<f64>()
+    };
+    Ok(Some(Material { pieces, side }))
+}
+
+/// The groups on the first square a move's arguments name (trying each offset from the
+/// left, each square length), if any.
+fn first_square<'a>(
+    args: &[Term],
+    lengths: &[usize],
+    squares: &'a hashbrown::HashMap<&[Term], Vec<Key>>,
+) -> Option<&'a Vec<Key>> {
+    for i in 0..args.len() {
+        for &k in lengths {
+            if let Some(keys) = args.get(i..i + k).and_then(|s| squares.get(s)) {
+                return Some(keys);
+            }
+        }
+    }
+    None
+}
+
+/// A group's name, e.g. `(cell _ white)`.
+fn group_name(key: Key) -> String {
+    match key.1 {
+        Some(last) => format!("({} _ {last})", key.0),
+        None => format!("({})", key.0),
     }
 }
 

@@ -20,7 +20,7 @@
 //! counts as 0 and a goal defined more than once as its largest value.
 
 pub mod alphabeta;
-mod auto;
+pub mod auto;
 mod flat;
 pub mod heuristic;
 pub mod hidden;
@@ -163,7 +163,7 @@ where
             config,
             spec.alphabeta_settings(),
         )),
-        PlayerKind::Auto => Box::new(auto::AutoPlayer::new(config, spec.mcts_settings())),
+        PlayerKind::Auto => Box::new(auto::AutoPlayer::<M>::new(config, spec.mcts_settings())),
     }
 }
 

@@ -95,6 +95,11 @@ pub const MCTS_KEYS: &[(&str, &str)] = &[
         "grave",
         "GRAVE selection: visits a node needs to lend its AMAF statistics (integer, 50 is Cazenave's; 0 for off)",
     ),
+    (
+        "batch",
+        "playouts per round side by side on the propnet's batch, 0 for one at a time (integer)",
+    ),
+    ("leaf", "with batch: playouts per leaf of a round (integer)"),
 ];
 
 /// The options of `alphabeta`: key and meaning.
@@ -280,6 +285,13 @@ fn set_mcts(s: &mut MctsSettings, player: &str, key: &str, v: &str) -> Result<()
         "prior" => s.prior = value(player, key, v, keys)?,
         "transpositions" => s.transpositions = switch(player, key, v, keys)?,
         "grave" => s.grave = value(player, key, v, keys)?,
+        "batch" => s.batch = value(player, key, v, keys)?,
+        "leaf" => {
+            s.leaf = value(player, key, v, keys)?;
+            if s.leaf == 0 {
+                return Err(bad_value(player, key, v, keys));
+            }
+        }
         _ => return Err(unknown(player, key, keys)),
     }
     Ok(())

@@ -21,8 +21,11 @@
 //! Each connection is served on its own thread ([`http`] reads it within limits: the body's
 //! announced size is checked before anything is allocated), so one game's search never
 //! delays another tab. A session is behind its own lock; the computer thinks on a thread of
-//! its own, and the page polls `view` meanwhile, which answers from the last position
-//! without waiting. Limits: [`MAX_CONNECTIONS`] at once, [`MAX_SESSIONS`] sessions (idle
+//! its own, starting the moment the person's move arrives. The answer to that move, and
+//! each `view` the page sends meanwhile, is held until the computer moves (woken at that
+//! moment) or `wait` ms pass, whichever is first, then answers with the position (the last
+//! one and the playouts so far while it still thinks): a long poll, so the reply reaches the
+//! page on a request already open. Limits: [`MAX_CONNECTIONS`] at once, [`MAX_SESSIONS`] sessions (idle
 //! ones dropped after [`SESSION_IDLE`]), [`MAX_SEARCHES`] computers thinking at once, at most
 //! [`MAX_THINK_SECONDS`] per computer move and [`MAX_STEPS`] moves per session, and
 //! [`MAX_UPLOADS`] uploaded sheets of at most [`MAX_UPLOAD`] bytes each and
@@ -37,7 +40,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
@@ -134,6 +137,8 @@ struct Slot {
     game: Mutex<Box<dyn Session>>,
     /// The computer is thinking (the search thread holds `game`).
     thinking: AtomicBool,
+    /// Notified when the computer has moved, for the requests waiting for its move.
+    moved: (Mutex<()>, Condvar),
     /// The engine's terminal-state count (see [`progress`]) and its value when the
     /// current search started.
     counter: Arc<AtomicU64>,
@@ -155,9 +160,12 @@ impl From<SessionError> for Failure {
         match e {
             SessionError::Request(m) => Failure(400, m),
             SessionError::Stale(m) => Failure(409, m),
+            // A record that does not fit the game, or rules that fail (a budget outgrown, a
+            // role without moves): the request cannot be processed, the server is fine.
             SessionError::Play(e @ crate::play::PlayError::Record(_)) => {
                 Failure(422, e.to_string())
             }
+            SessionError::Play(e) if e.is_the_rules_fault() => Failure(422, e.to_string()),
             SessionError::Play(e) => Failure(500, e.to_string()),
         }
     }
@@ -420,6 +428,7 @@ impl App {
             id,
             game: Mutex::new(game),
             thinking: AtomicBool::new(false),
+            moved: (Mutex::new(()), Condvar::new()),
             counter,
             counter_start: AtomicU64::new(0),
             shown: Mutex::new(Some(view)),
@@ -474,26 +483,23 @@ impl App {
         let spawned = std::thread::Builder::new()
             .name("web-think".into())
             .spawn(move || {
-                {
-                    let slot = thinker;
-                    let mut game = lock(&slot.game);
-                    let outcome = catch_unwind(AssertUnwindSafe(|| {
-                        game.step()?;
-                        game.view(slot.id)
-                    }));
-                    match outcome {
-                        Ok(Ok(view)) => *lock(&slot.shown) = Some(view),
-                        Ok(Err(e)) => *lock(&slot.failure) = Some(e.to_string()),
-                        Err(_) => {
-                            *lock(&slot.failure) = Some("the computer's search failed".into())
-                        }
-                    }
-                    slot.thinking.store(false, Ordering::SeqCst);
+                let slot = thinker;
+                let mut game = lock(&slot.game);
+                let outcome = catch_unwind(AssertUnwindSafe(|| {
+                    game.step()?;
+                    game.view(slot.id)
+                }));
+                match outcome {
+                    Ok(Ok(view)) => *lock(&slot.shown) = Some(view),
+                    Ok(Err(e)) => *lock(&slot.failure) = Some(e.to_string()),
+                    Err(_) => *lock(&slot.failure) = Some("the computer's search failed".into()),
                 }
+                drop(game);
                 searches.fetch_sub(1, Ordering::SeqCst);
+                slot.done_thinking();
             });
         if let Err(e) = spawned {
-            slot.thinking.store(false, Ordering::SeqCst);
+            slot.done_thinking();
             self.searches.fetch_sub(1, Ordering::SeqCst);
             return Err(Failure(503, format!("cannot start the computer: {e}")));
         }
@@ -664,13 +670,31 @@ impl App {
     }
 }
 
+impl Slot {
+    /// The computer has moved (or failed): the waiting requests are woken at once.
+    fn done_thinking(&self) {
+        let (mutex, moved) = &self.moved;
+        let _guard = lock(mutex);
+        self.thinking.store(false, Ordering::SeqCst);
+        moved.notify_all();
+    }
+}
+
 /// Waits while the computer thinks, for at most `wait` ms (capped at [`MAX_VIEW_WAIT`]), so
-/// that an answer can carry its move as soon as it is made.
+/// that an answer carries its move the moment it is made (woken by [`Slot::done_thinking`]).
 fn await_computer(slot: &Slot, wait: Option<u64>) {
-    let wait = Duration::from_millis(wait.unwrap_or(0)).min(MAX_VIEW_WAIT);
-    let start = Instant::now();
-    while slot.thinking.load(Ordering::SeqCst) && start.elapsed() < wait {
-        std::thread::sleep(Duration::from_millis(5));
+    let until = Instant::now() + Duration::from_millis(wait.unwrap_or(0)).min(MAX_VIEW_WAIT);
+    let (mutex, moved) = &slot.moved;
+    let mut guard = lock(mutex);
+    while slot.thinking.load(Ordering::SeqCst) {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        guard = moved
+            .wait_timeout(guard, left)
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
     }
 }
 

@@ -65,8 +65,10 @@ pub struct MoveView {
     pub notation: Option<String>,
     /// Squares it empties, as `[file, rank]`.
     pub from: Vec<[usize; 2]>,
-    /// Squares it fills.
+    /// Squares it fills: first those that were empty, then those whose piece it replaces.
     pub to: Vec<[usize; 2]>,
+    /// The squares of `to` that were empty (where a placement puts its piece).
+    pub placed: Vec<[usize; 2]>,
 }
 
 /// A position as the page shows it.
@@ -467,6 +469,7 @@ impl<M: StateMachine + Send + 'static> Session for WebGame<M> {
                     notation: info.notation.clone(),
                     from: info.change.from.iter().map(pair).collect(),
                     to: info.change.to.iter().map(pair).collect(),
+                    placed: info.change.placed.iter().map(pair).collect(),
                 })
                 .collect();
         }

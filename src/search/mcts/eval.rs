@@ -29,6 +29,21 @@ pub trait Evaluation<M: StateMachine>: Send {
         out: &mut Vec<f64>,
     ) -> Result<(), MachineError>;
 
+    /// Writes one reward per role, 0..1, into `out` (cleared first) for a state a playout was
+    /// cut in at its step limit (so not terminal); the default is
+    /// [`evaluate`](Self::evaluate).
+    ///
+    /// # Errors
+    /// The engine failed.
+    fn evaluate_cut(
+        &mut self,
+        machine: &mut M,
+        state: &M::State,
+        out: &mut Vec<f64>,
+    ) -> Result<(), MachineError> {
+        self.evaluate(machine, state, out)
+    }
+
     /// Writes an estimate of every role's reward in a state that is not terminal, 0..1, into
     /// `out`, for a new tree node to start with; `false` (the default) when there is none.
     fn estimate(&mut self, machine: &mut M, state: &M::State, out: &mut Vec<f64>) -> bool {
@@ -80,6 +95,16 @@ impl<M: StateMachine> Evaluation<M> for HeuristicEvaluation {
         if machine.is_terminal(state)? {
             return GoalEvaluation.evaluate(machine, state, out);
         }
+        self.evaluator.values(machine, state, out);
+        Ok(())
+    }
+
+    fn evaluate_cut(
+        &mut self,
+        machine: &mut M,
+        state: &M::State,
+        out: &mut Vec<f64>,
+    ) -> Result<(), MachineError> {
         self.evaluator.values(machine, state, out);
         Ok(())
     }

@@ -51,6 +51,7 @@
 //! drops that iteration and is counted; an error while expanding a node makes it a settled
 //! node worth 0 to every role.
 
+mod batch;
 mod eval;
 mod parallel;
 mod playout;
@@ -110,6 +111,14 @@ pub struct MctsSettings {
     pub transpositions: bool,
     /// GRAVE selection ([`Grave`]) with this reference threshold; 0 for plain UCB1.
     pub grave: u32,
+    /// Playouts per round run side by side on an engine that plays many at once (the
+    /// propnet's batch, [`StateMachine::playouts_from`]); 0 or 1: one iteration at a time.
+    /// Uniform playouts only: with MAST or decisive playouts, or on an engine that plays one
+    /// at a time, iterations run one at a time. See [`batch`].
+    pub batch: usize,
+    /// With `batch`: playouts from each leaf of a round (leaf parallelism; 1: every playout
+    /// from its own leaf).
+    pub leaf: usize,
 }
 
 impl MctsSettings {
@@ -176,6 +185,8 @@ impl Default for MctsSettings {
             prior: 0,
             transpositions: false,
             grave: 0,
+            batch: 0,
+            leaf: 1,
         }
     }
 }
@@ -328,6 +339,7 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
             },
             prior: if heuristic { self.settings.prior } else { 0 },
             progress: self.config.progress.clone(),
+            batch: batch::round_size(&self.settings, &*machine),
         };
         let threads = self.trees.len();
         let limit = self.config.max_iterations.unwrap_or(u64::MAX);

@@ -27,6 +27,9 @@ pub(super) struct Context {
     /// Where finished playouts are counted as they happen (see
     /// [`SearchConfig::progress`](crate::search::SearchConfig::progress)).
     pub(super) progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+    /// Playouts per batched round and per leaf ([`super::batch`]); `None`: one iteration at
+    /// a time.
+    pub(super) batch: Option<(usize, usize)>,
 }
 
 /// What one thread's search did.
@@ -78,6 +81,7 @@ fn run_tree<M: StateMachine>(w: Worker<'_, M>, ctx: &Context) -> Counts {
         quota,
     } = w;
     let mut scratch = Scratch::default();
+    let mut lanes = super::batch::Lanes::default();
     let mut counts = Counts::default();
     while counts.iterations + counts.errors < quota && !ctx.stop.load(Ordering::Relaxed) {
         if tree.root_settled() {
@@ -86,6 +90,31 @@ fn run_tree<M: StateMachine>(w: Worker<'_, M>, ctx: &Context) -> Counts {
         }
         if past(ctx.deadline) {
             break;
+        }
+        if let Some((size, leaf)) = ctx.batch {
+            let left = quota - counts.iterations - counts.errors;
+            let round = super::batch::round(
+                tree,
+                machine,
+                rng,
+                ctx,
+                policies,
+                &mut lanes,
+                size.min(left.try_into().unwrap_or(usize::MAX)),
+                leaf,
+            );
+            counts.iterations += round.iterations;
+            counts.errors += round.errors;
+            if round.last_error.is_some() {
+                counts.last_error = round.last_error;
+            }
+            if let Some(p) = &ctx.progress {
+                p.fetch_add(round.iterations, Ordering::Relaxed);
+            }
+            if round.deadline {
+                break;
+            }
+            continue;
         }
         match tree.iterate(machine, rng, ctx, policies, &mut scratch) {
             Ok(()) => {

@@ -45,37 +45,66 @@ pub trait PlayoutPolicy<M: StateMachine>: Send {
     }
 }
 
-/// Whether a playout stops at `state` because it is terminal; an error once the deadline has
-/// passed.
-fn ended<M: StateMachine>(
-    machine: &mut M,
-    state: &M::State,
-    deadline: Instant,
-) -> Result<bool, Halt> {
-    if machine.is_terminal(state)? {
-        return Ok(true);
+/// How a policy plays one step of [`play_out`]: each role's move, then the next state.
+trait MoveChoice<M: StateMachine> {
+    /// Role `role`'s move among `legal` (not empty; the policy may keep the list, leaving
+    /// another in its place).
+    fn pick(
+        &mut self,
+        role: usize,
+        legal: &mut Vec<M::Move>,
+        rng: &mut Xoshiro256PlusPlus,
+    ) -> M::Move;
+
+    /// The state after `joint`, the moves picked (a policy may change them first).
+    ///
+    /// # Errors
+    /// The engine failed.
+    fn next(
+        &mut self,
+        machine: &mut M,
+        state: &M::State,
+        joint: &mut [M::Move],
+    ) -> Result<M::State, Halt> {
+        Ok(machine.next_state_unchecked(state, joint)?)
     }
-    if crate::search::past(deadline) {
-        return Err(Halt::Deadline);
-    }
-    Ok(false)
 }
 
-/// Role `role`'s legal moves in `state` into `out` (cleared first); an error if it has none.
-fn legal_into<M: StateMachine>(
+/// The playout loop the policies share: from `state` until a terminal state or `max_steps`
+/// joint moves, looking at the clock before every move, each step's moves picked by `choice`.
+fn play_out<M: StateMachine>(
+    choice: &mut impl MoveChoice<M>,
     machine: &mut M,
     state: &M::State,
-    role: usize,
-    out: &mut Vec<M::Move>,
-) -> Result<(), Halt> {
-    out.clear();
-    machine.legal_moves_into(state, role, out)?;
-    if out.is_empty() {
-        return Err(Halt::Engine(crate::machine::MachineError::NoLegalMoves {
-            role: machine.roles()[role].to_string(),
-        }));
+    rng: &mut Xoshiro256PlusPlus,
+    deadline: Instant,
+    max_steps: usize,
+    buffers: &mut PlayoutBuffers<M::Move>,
+) -> Result<M::State, Halt> {
+    let n_roles = machine.roles().len();
+    let mut state = state.clone();
+    for _ in 0..max_steps {
+        if machine.is_terminal(&state)? {
+            break;
+        }
+        if crate::search::past(deadline) {
+            return Err(Halt::Deadline);
+        }
+        buffers.joint.clear();
+        for r in 0..n_roles {
+            buffers.legal.clear();
+            machine.legal_moves_into(&state, r, &mut buffers.legal)?;
+            if buffers.legal.is_empty() {
+                return Err(Halt::Engine(crate::machine::MachineError::NoLegalMoves {
+                    role: machine.roles()[r].to_string(),
+                }));
+            }
+            let mv = choice.pick(r, &mut buffers.legal, rng);
+            buffers.joint.push(mv);
+        }
+        state = choice.next(machine, &state, &mut buffers.joint)?;
     }
-    Ok(())
+    Ok(state)
 }
 
 /// Uniformly random joint moves.
@@ -111,24 +140,29 @@ impl<M: StateMachine> PlayoutPolicy<M> for UniformPlayout<M::Move> {
 /// with the best average (ε-greedy, as Tak, Winands and Björnsson found best with N-grams in
 /// 2012); a move never seen counts as the best possible, so it gets tried.
 pub struct MastPlayout<Mv> {
+    moves: MastMoves<Mv>,
+    buffers: PlayoutBuffers<Mv>,
+}
+
+/// MAST's averages and its move choice.
+struct MastMoves<Mv> {
     /// (role, move) → (summed reward, count).
     table: hashbrown::HashMap<(u32, Mv), (f64, f64)>,
     /// The joint moves of the last playout, one move per role each.
     played: Vec<Mv>,
     epsilon: f64,
-    legal: Vec<Mv>,
-    joint: Vec<Mv>,
 }
 
 impl<Mv> MastPlayout<Mv> {
     /// A policy playing a random move with probability `epsilon`, else the best average.
     pub fn new(epsilon: f64) -> MastPlayout<Mv> {
         MastPlayout {
-            table: hashbrown::HashMap::new(),
-            played: Vec::new(),
-            epsilon,
-            legal: Vec::new(),
-            joint: Vec::new(),
+            moves: MastMoves {
+                table: hashbrown::HashMap::new(),
+                played: Vec::new(),
+                epsilon,
+            },
+            buffers: PlayoutBuffers::default(),
         }
     }
 }
@@ -136,13 +170,23 @@ impl<Mv> MastPlayout<Mv> {
 impl<Mv: Copy + Eq + std::hash::Hash> MastPlayout<Mv> {
     /// The average reward of `role` playing `mv`, if it was ever played.
     pub fn average(&self, role: usize, mv: Mv) -> Option<f64> {
+        self.moves.average(role, mv)
+    }
+
+    /// Adds `rewards` to the averages of `moves`, joint moves of `n_roles` moves each.
+    pub fn update(&mut self, moves: &[Mv], n_roles: usize, rewards: &[f64]) {
+        self.moves.update(moves, n_roles, rewards);
+    }
+}
+
+impl<Mv: Copy + Eq + std::hash::Hash> MastMoves<Mv> {
+    fn average(&self, role: usize, mv: Mv) -> Option<f64> {
         self.table
             .get(&(role as u32, mv))
             .map(|&(sum, n)| sum / n.max(1.0))
     }
 
-    /// Adds `rewards` to the averages of `moves`, joint moves of `n_roles` moves each.
-    pub fn update(&mut self, moves: &[Mv], n_roles: usize, rewards: &[f64]) {
+    fn update(&mut self, moves: &[Mv], n_roles: usize, rewards: &[f64]) {
         let n = n_roles.max(1);
         for (i, &mv) in moves.iter().enumerate() {
             let role = i % n;
@@ -152,17 +196,17 @@ impl<Mv: Copy + Eq + std::hash::Hash> MastPlayout<Mv> {
         }
     }
 
-    /// Role `role`'s move among `self.legal` (not empty).
-    fn pick(&self, role: usize, rng: &mut Xoshiro256PlusPlus) -> Mv {
+    /// Role `role`'s move among `legal` (not empty).
+    fn choose(&self, role: usize, legal: &[Mv], rng: &mut Xoshiro256PlusPlus) -> Mv {
         use rand::Rng;
-        let n = self.legal.len();
+        let n = legal.len();
         if n == 1 || rng.random_bool(self.epsilon) {
-            return self.legal[rng.random_range(0..n)];
+            return legal[rng.random_range(0..n)];
         }
         let mut best = f64::NEG_INFINITY;
         let mut ties = 0u32;
-        let mut pick = self.legal[0];
-        for &mv in &self.legal {
+        let mut pick = legal[0];
+        for &mv in legal {
             let value = self.average(role, mv).unwrap_or(1.0);
             if value > best {
                 best = value;
@@ -180,6 +224,27 @@ impl<Mv: Copy + Eq + std::hash::Hash> MastPlayout<Mv> {
     }
 }
 
+impl<M: StateMachine> MoveChoice<M> for MastMoves<M::Move> {
+    fn pick(
+        &mut self,
+        role: usize,
+        legal: &mut Vec<M::Move>,
+        rng: &mut Xoshiro256PlusPlus,
+    ) -> M::Move {
+        self.choose(role, legal, rng)
+    }
+
+    fn next(
+        &mut self,
+        machine: &mut M,
+        state: &M::State,
+        joint: &mut [M::Move],
+    ) -> Result<M::State, Halt> {
+        self.played.extend_from_slice(joint);
+        Ok(machine.next_state_unchecked(state, joint)?)
+    }
+}
+
 impl<M: StateMachine> PlayoutPolicy<M> for MastPlayout<M::Move> {
     fn playout(
         &mut self,
@@ -189,23 +254,16 @@ impl<M: StateMachine> PlayoutPolicy<M> for MastPlayout<M::Move> {
         deadline: Instant,
         max_steps: usize,
     ) -> Result<M::State, Halt> {
-        let n_roles = machine.roles().len();
-        self.played.clear();
-        let mut state = state.clone();
-        for _ in 0..max_steps {
-            if ended(machine, &state, deadline)? {
-                break;
-            }
-            self.joint.clear();
-            for r in 0..n_roles {
-                legal_into(machine, &state, r, &mut self.legal)?;
-                let mv = self.pick(r, rng);
-                self.joint.push(mv);
-            }
-            self.played.extend_from_slice(&self.joint);
-            state = machine.next_state_unchecked(&state, &self.joint)?;
-        }
-        Ok(state)
+        self.moves.played.clear();
+        play_out(
+            &mut self.moves,
+            machine,
+            state,
+            rng,
+            deadline,
+            max_steps,
+            &mut self.buffers,
+        )
     }
 
     fn learns(&self) -> bool {
@@ -213,11 +271,11 @@ impl<M: StateMachine> PlayoutPolicy<M> for MastPlayout<M::Move> {
     }
 
     fn learn(&mut self, tree_moves: &[M::Move], n_roles: usize, rewards: &[f64]) {
-        self.update(tree_moves, n_roles, rewards);
-        let mut played = std::mem::take(&mut self.played);
-        self.update(&played, n_roles, rewards);
+        self.moves.update(tree_moves, n_roles, rewards);
+        let mut played = std::mem::take(&mut self.moves.played);
+        self.moves.update(&played, n_roles, rewards);
         played.clear();
-        self.played = played;
+        self.moves.played = played;
     }
 }
 
@@ -227,19 +285,76 @@ impl<M: StateMachine> PlayoutPolicy<M> for MastPlayout<M::Move> {
 /// random. Each such step tries all the mover's moves, so a playout costs about the branching
 /// factor times more; in return the playouts stop missing wins in one.
 pub struct DecisivePlayout<Mv> {
-    joint: Vec<Mv>,
-    legal: Vec<Mv>,
-    /// The mover's moves.
+    moves: DecisiveMoves<Mv>,
+    buffers: PlayoutBuffers<Mv>,
+}
+
+/// The decisive policy's move choice: uniform, remembering the one mover's moves.
+struct DecisiveMoves<Mv> {
+    /// The mover's moves (the last role with a choice).
     options: Vec<Mv>,
+    mover: Option<usize>,
+    /// Roles with a choice this step.
+    choosers: usize,
 }
 
 impl<Mv> Default for DecisivePlayout<Mv> {
     fn default() -> Self {
         DecisivePlayout {
-            joint: Vec::new(),
-            legal: Vec::new(),
-            options: Vec::new(),
+            moves: DecisiveMoves {
+                options: Vec::new(),
+                mover: None,
+                choosers: 0,
+            },
+            buffers: PlayoutBuffers::default(),
         }
+    }
+}
+
+impl<M: StateMachine> MoveChoice<M> for DecisiveMoves<M::Move> {
+    fn pick(
+        &mut self,
+        role: usize,
+        legal: &mut Vec<M::Move>,
+        rng: &mut Xoshiro256PlusPlus,
+    ) -> M::Move {
+        use rand::Rng;
+        if role == 0 {
+            self.choosers = 0;
+            self.mover = None;
+        }
+        if legal.len() == 1 {
+            return legal[0];
+        }
+        self.choosers += 1;
+        self.mover = Some(role);
+        std::mem::swap(&mut self.options, legal);
+        self.options[rng.random_range(0..self.options.len())]
+    }
+
+    /// Where one role alone had a choice, its first move that wins outright, if any.
+    fn next(
+        &mut self,
+        machine: &mut M,
+        state: &M::State,
+        joint: &mut [M::Move],
+    ) -> Result<M::State, Halt> {
+        if let (1, Some(m)) = (self.choosers, self.mover)
+            && !machine.is_nature(m)
+        {
+            let random = joint[m];
+            for &option in &self.options {
+                joint[m] = option;
+                let next = machine.next_state_unchecked(state, joint)?;
+                if machine.is_terminal(&next)?
+                    && crate::search::goal_or_zero(machine, &next, m)? == 100
+                {
+                    return Ok(next);
+                }
+            }
+            joint[m] = random;
+        }
+        Ok(machine.next_state_unchecked(state, joint)?)
     }
 }
 
@@ -252,47 +367,15 @@ impl<M: StateMachine> PlayoutPolicy<M> for DecisivePlayout<M::Move> {
         deadline: Instant,
         max_steps: usize,
     ) -> Result<M::State, Halt> {
-        use rand::Rng;
-        let n_roles = machine.roles().len();
-        let mut state = state.clone();
-        'steps: for _ in 0..max_steps {
-            if ended(machine, &state, deadline)? {
-                break;
-            }
-            self.joint.clear();
-            let mut mover = None;
-            let mut choosers = 0;
-            for r in 0..n_roles {
-                legal_into(machine, &state, r, &mut self.legal)?;
-                if self.legal.len() > 1 {
-                    choosers += 1;
-                    mover = Some(r);
-                    std::mem::swap(&mut self.options, &mut self.legal);
-                    self.joint
-                        .push(self.options[rng.random_range(0..self.options.len())]);
-                } else {
-                    self.joint.push(self.legal[0]);
-                }
-            }
-            if let (1, Some(m)) = (choosers, mover)
-                && !machine.is_nature(m)
-            {
-                let random = self.joint[m];
-                for i in 0..self.options.len() {
-                    self.joint[m] = self.options[i];
-                    let next = machine.next_state_unchecked(&state, &self.joint)?;
-                    if machine.is_terminal(&next)?
-                        && crate::search::goal_or_zero(machine, &next, m)? == 100
-                    {
-                        state = next;
-                        continue 'steps;
-                    }
-                }
-                self.joint[m] = random;
-            }
-            state = machine.next_state_unchecked(&state, &self.joint)?;
-        }
-        Ok(state)
+        play_out(
+            &mut self.moves,
+            machine,
+            state,
+            rng,
+            deadline,
+            max_steps,
+            &mut self.buffers,
+        )
     }
 }
 
@@ -313,12 +396,10 @@ mod tests {
         assert_eq!(mast.average(0, 2), Some(0.0));
         assert_eq!(mast.average(1, 9), Some(0.5));
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
-        mast.legal = vec![2, 1];
         for _ in 0..20 {
-            assert_eq!(mast.pick(0, &mut rng), 1);
+            assert_eq!(mast.moves.choose(0, &[2, 1], &mut rng), 1);
         }
         // A move never seen counts as the best possible.
-        mast.legal = vec![2, 3];
-        assert_eq!(mast.pick(0, &mut rng), 3);
+        assert_eq!(mast.moves.choose(0, &[2, 3], &mut rng), 3);
     }
 }

@@ -194,6 +194,15 @@ impl<S: Clone, Mv: Copy> Node<S, Mv> {
     }
 }
 
+/// Where a descent ([`Tree::descend`]) stopped.
+pub(super) enum Leaf<S> {
+    /// At a settled node (or a new one, terminal or dead): its value per role, 0..1.
+    Value(Vec<f64>),
+    /// At a new node (or one the full tree could not keep, or a repeated one): a playout
+    /// starts from its state.
+    Playout(S),
+}
+
 /// Buffers reused across iterations.
 pub(super) struct Scratch<S, Mv> {
     /// Nodes from the root to the last node reached.
@@ -511,6 +520,36 @@ impl<S: Clone + Eq + Hash, Mv: Copy + Eq + Hash> Tree<S, Mv> {
     where
         M: StateMachine<State = S, Move = Mv>,
     {
+        let rewards = match self.descend(machine, rng, ctx, policies, scratch)? {
+            Leaf::Value(v) => v,
+            Leaf::Playout(state) => {
+                let last =
+                    policies
+                        .playout
+                        .playout(machine, &state, rng, ctx.deadline, ctx.max_steps)?;
+                let mut rewards = Vec::with_capacity(machine.roles().len());
+                policies.eval.evaluate(machine, &last, &mut rewards)?;
+                rewards
+            }
+        };
+        self.complete(machine.roles().len(), policies, scratch, rewards);
+        Ok(())
+    }
+
+    /// The first half of an iteration: selects down the tree from the root to a settled node
+    /// or a new one (added to the tree if the budget allows), recording the path in
+    /// `scratch`.
+    pub(super) fn descend<M>(
+        &mut self,
+        machine: &mut M,
+        rng: &mut Xoshiro256PlusPlus,
+        ctx: &Context,
+        policies: &mut Policies<M>,
+        scratch: &mut Scratch<S, Mv>,
+    ) -> Result<Leaf<S>, Halt>
+    where
+        M: StateMachine<State = S, Move = Mv>,
+    {
         let n_roles = machine.roles().len();
         scratch.path.clear();
         scratch.choices.clear();
@@ -518,11 +557,11 @@ impl<S: Clone + Eq + Hash, Mv: Copy + Eq + Hash> Tree<S, Mv> {
         let reference = policies.select.amaf_ref();
         // The closest node of the path with enough visits to lend its AMAF statistics.
         let mut amaf_ref = 0u32;
-        let rewards: Vec<f64> = loop {
+        loop {
             scratch.path.push(id);
             let node = &self.nodes[id as usize];
             if let Some(v) = node.value() {
-                break v.to_vec();
+                return Ok(Leaf::Value(v.to_vec()));
             }
             if reference.is_some_and(|r| node.visits >= r) {
                 amaf_ref = id;
@@ -556,36 +595,40 @@ impl<S: Clone + Eq + Hash, Mv: Copy + Eq + Hash> Tree<S, Mv> {
                     }
                 }
             };
-            let leaf = match child {
+            return Ok(match child {
                 Some(child) if !scratch.path.contains(&child) => {
                     id = child;
                     continue;
                 }
                 // A cycle (the game repeats a state): play out from the repeated node.
-                Some(child) => self.nodes[child as usize].state.clone(),
+                Some(child) => Leaf::Playout(self.nodes[child as usize].state.clone()),
                 None => {
                     let Some(state) = scratch.fresh.take() else {
                         unreachable!("the new state was just stored");
                     };
-                    if let Some(v) =
-                        self.expand(id, key, &state, start, machine, ctx, policies, scratch)
-                    {
-                        break v;
+                    match self.expand(id, key, &state, start, machine, ctx, policies, scratch) {
+                        Some(v) => Leaf::Value(v),
+                        None => Leaf::Playout(state),
                     }
-                    state
                 }
-            };
-            let last =
-                policies
-                    .playout
-                    .playout(machine, &leaf, rng, ctx.deadline, ctx.max_steps)?;
-            let mut rewards = Vec::with_capacity(n_roles);
-            policies.eval.evaluate(machine, &last, &mut rewards)?;
-            break rewards;
-        };
+            });
+        }
+    }
+
+    /// The second half of an iteration: backs `rewards` up the path `scratch` holds, updates
+    /// the AMAF statistics if the selection uses them, and tells the playout policy.
+    pub(super) fn complete<M>(
+        &mut self,
+        n_roles: usize,
+        policies: &mut Policies<M>,
+        scratch: &mut Scratch<S, Mv>,
+        rewards: Vec<f64>,
+    ) where
+        M: StateMachine<State = S, Move = Mv>,
+    {
         scratch.rewards = rewards;
         self.back_up(scratch, n_roles);
-        if reference.is_some() {
+        if policies.select.amaf_ref().is_some() {
             self.update_amaf(scratch, n_roles);
         }
         if policies.playout.learns() {
@@ -600,7 +643,28 @@ impl<S: Clone + Eq + Hash, Mv: Copy + Eq + Hash> Tree<S, Mv> {
                 .playout
                 .learn(&scratch.tree_moves, n_roles, &scratch.rewards);
         }
-        Ok(())
+    }
+
+    /// A virtual loss on the path `scratch` holds: one visit worth nothing added to every node
+    /// and move on it (`add`), or taken off again before the real back-up. Several descents
+    /// made before any playout is backed up then spread over the tree.
+    pub(super) fn virtual_loss(&mut self, scratch: &Scratch<S, Mv>, n_roles: usize, add: bool) {
+        let n_chosen = scratch.choices.len() / n_roles.max(1);
+        for k in 0..n_chosen {
+            let node = &mut self.nodes[scratch.path[k] as usize];
+            let change = |v: u32| {
+                if add {
+                    v.saturating_add(1)
+                } else {
+                    v.saturating_sub(1)
+                }
+            };
+            node.visits = change(node.visits);
+            for r in 0..n_roles {
+                let s = &mut node.stats[r][scratch.choices[k * n_roles + r] as usize];
+                s.visits = change(s.visits);
+            }
+        }
     }
 
     /// Adds the node for `state` as the child `key` of `id` (if the budget allows; the path
@@ -738,6 +802,7 @@ mod tests {
             max_steps: 100,
             prior: 0,
             progress: None,
+            batch: None,
         };
         let mut policies = Policies::<PropnetMachine> {
             select: Box::new(Ucb1 { exploration: 0.4 }),

@@ -1,0 +1,333 @@
+//! Batched rounds: many iterations whose playouts run side by side on an engine that plays
+//! many games at once (the propnet's 256-lane batch, [`StateMachine::playouts_from`]).
+//!
+//! A round descends the tree up to `batch` times ([`Tree::descend`]), each descent putting a
+//! virtual loss on its path (one visit worth nothing to every role) so that the next descent
+//! prefers other moves and the round's leaves differ; a descent that ends at a settled node
+//! is backed up at once. The leaves' states then go to the engine in one call, `leaf` lanes
+//! per leaf (1: every playout from its own leaf; more: leaf parallelism), each lane playing
+//! uniformly random moves to a terminal state or the step limit (the heuristic cut-off).
+//! Afterwards the virtual losses are taken off and each lane's result is backed up along its
+//! own leaf's path ([`Tree::complete`]): goals where the lane ended the game, the
+//! evaluation's value of the state where it was cut ([`super::Evaluation::evaluate_cut`]).
+//! The engine looks at the clock before every step; a round the deadline interrupts is
+//! dropped, as an interrupted iteration is.
+//!
+//! Only uniform playouts run in the batch: with MAST or decisive playouts, or on an engine
+//! that plays one game at a time (Datalog), the search runs one iteration at a time.
+
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+use crate::machine::{MachineError, PlayoutEnd, StateMachine};
+use crate::search::Halt;
+
+use super::parallel::Context;
+use super::tree::{Leaf, Scratch, Tree};
+use super::{MctsSettings, Policies};
+
+/// Playouts per round and per leaf for these settings on this engine; `None` when the
+/// search should run one iteration at a time.
+pub(super) fn round_size<M: StateMachine>(
+    settings: &MctsSettings,
+    machine: &M,
+) -> Option<(usize, usize)> {
+    (settings.batch > 1 && !settings.mast && !settings.decisive && machine.parallel_playouts() > 1)
+        .then(|| (settings.batch, settings.leaf.clamp(1, settings.batch)))
+}
+
+/// Buffers of a round, reused across rounds.
+pub(super) struct Lanes<S, Mv> {
+    /// One path per descent that needs playouts.
+    paths: Vec<Scratch<S, Mv>>,
+    /// One start state per playout.
+    starts: Vec<S>,
+    /// For each playout, the path (index into `paths`) it belongs to.
+    owner: Vec<usize>,
+    ends: Vec<PlayoutEnd<S>>,
+}
+
+impl<S, Mv> Default for Lanes<S, Mv> {
+    fn default() -> Self {
+        Lanes {
+            paths: Vec::new(),
+            starts: Vec::new(),
+            owner: Vec::new(),
+            ends: Vec::new(),
+        }
+    }
+}
+
+/// What one round did.
+#[derive(Debug, Default)]
+pub(super) struct Round {
+    /// Results backed up (playouts, and descents that ended at a settled node).
+    pub(super) iterations: u64,
+    /// Iterations dropped because the engine failed.
+    pub(super) errors: u64,
+    pub(super) last_error: Option<MachineError>,
+    /// Whether the deadline passed (the round's playouts are then dropped).
+    pub(super) deadline: bool,
+}
+
+/// One round of at most `size` iterations, `leaf` playouts per leaf (see the module
+/// documentation).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn round<M: StateMachine>(
+    tree: &mut Tree<M::State, M::Move>,
+    machine: &mut M,
+    rng: &mut Xoshiro256PlusPlus,
+    ctx: &Context,
+    policies: &mut Policies<M>,
+    lanes: &mut Lanes<M::State, M::Move>,
+    size: usize,
+    leaf: usize,
+) -> Round {
+    let n_roles = machine.roles().len();
+    let mut round = Round::default();
+    lanes.starts.clear();
+    lanes.owner.clear();
+    let mut used = 0;
+    let mut attempts = 0;
+    while attempts < size && !tree.root_settled() {
+        if used == lanes.paths.len() {
+            lanes.paths.push(Scratch::default());
+        }
+        let scratch = &mut lanes.paths[used];
+        match tree.descend(machine, rng, ctx, policies, scratch) {
+            Ok(Leaf::Value(v)) => {
+                tree.complete(n_roles, policies, scratch, v);
+                round.iterations += 1;
+                attempts += 1;
+            }
+            Ok(Leaf::Playout(state)) => {
+                tree.virtual_loss(scratch, n_roles, true);
+                let k = leaf.min(size - attempts);
+                for _ in 0..k {
+                    lanes.starts.push(state.clone());
+                    lanes.owner.push(used);
+                }
+                used += 1;
+                attempts += k;
+            }
+            Err(Halt::Engine(e)) => {
+                round.errors += 1;
+                round.last_error = Some(e);
+                attempts += 1;
+            }
+            Err(Halt::Deadline) => {
+                round.deadline = true;
+                break;
+            }
+        }
+    }
+    for path in &lanes.paths[..used] {
+        tree.virtual_loss(path, n_roles, false);
+    }
+    if round.deadline || lanes.starts.is_empty() {
+        return round;
+    }
+    match machine.playouts_from(
+        &lanes.starts,
+        rng,
+        ctx.max_steps,
+        ctx.deadline,
+        &mut lanes.ends,
+    ) {
+        Ok(true) => {}
+        Ok(false) => {
+            round.deadline = true;
+            return round;
+        }
+        Err(e) => {
+            round.errors += lanes.starts.len() as u64;
+            round.last_error = Some(e);
+            return round;
+        }
+    }
+    let mut rewards = Vec::with_capacity(n_roles);
+    for (end, &owner) in lanes.ends.iter().zip(&lanes.owner) {
+        match end {
+            PlayoutEnd::Goals(goals) => {
+                rewards.clear();
+                rewards.extend(goals.iter().map(|&g| f64::from(g) / 100.0));
+            }
+            PlayoutEnd::Cut(state) => {
+                if let Err(e) = policies.eval.evaluate_cut(machine, state, &mut rewards) {
+                    round.errors += 1;
+                    round.last_error = Some(e);
+                    continue;
+                }
+            }
+        }
+        tree.complete(n_roles, policies, &mut lanes.paths[owner], rewards.clone());
+        round.iterations += 1;
+    }
+    round
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+    use std::time::{Duration, Instant};
+
+    use rand::SeedableRng;
+
+    use super::*;
+    use crate::gdl::Description;
+    use crate::propnet::{Budget, PropnetMachine};
+    use crate::search::mcts::tree::Node;
+
+    fn setup() -> (
+        PropnetMachine,
+        Tree<crate::propnet::PropnetState, crate::propnet::MoveId>,
+    ) {
+        let description =
+            Description::from_text(include_str!("../../../rules/ticTacToe.kif")).unwrap();
+        let mut m = PropnetMachine::new(&description, &Budget::default()).unwrap();
+        let mut tree = Tree::new(64 << 20, false);
+        let initial = m.initial_state();
+        let root = Node::new(&mut m, initial).unwrap();
+        tree.reset(root);
+        (m, tree)
+    }
+
+    fn context() -> Context {
+        Context {
+            deadline: Instant::now() + Duration::from_secs(3600),
+            stop: AtomicBool::new(false),
+            max_steps: 5000,
+            prior: 0,
+            progress: None,
+            batch: None,
+        }
+    }
+
+    /// Every node's visits equal each role's summed move visits (no virtual loss left).
+    fn consistent<S, Mv>(tree: &Tree<S, Mv>) -> bool {
+        tree.nodes.iter().all(|n| {
+            n.stats
+                .iter()
+                .all(|s| s.iter().map(|s| s.visits).sum::<u32>() == n.visits)
+        })
+    }
+
+    /// Virtual losses spread a round over the tree: nine descents from a fresh ticTacToe root
+    /// take its nine moves, one each, and each lane's result is backed up along its own path
+    /// only (the root's rewards add up to the lanes' goals; every child was visited once).
+    /// A second round of 40 adds exactly 40 visits, and no virtual visit is left behind.
+    #[test]
+    fn a_round_backs_each_lane_up_along_its_own_path() {
+        let (mut m, mut tree) = setup();
+        let settings = MctsSettings::default();
+        let mut policies = Policies {
+            select: settings.selection(),
+            playout: settings.playout(),
+            eval: settings.evaluation(None),
+        };
+        let ctx = context();
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
+        let mut lanes = Lanes::default();
+        let round1 = round(
+            &mut tree,
+            &mut m,
+            &mut rng,
+            &ctx,
+            &mut policies,
+            &mut lanes,
+            9,
+            1,
+        );
+        assert_eq!((round1.iterations, round1.errors), (9, 0));
+        let root = &tree.nodes[0];
+        assert_eq!(root.visits, 9);
+        assert_eq!(root.children.len(), 9);
+        assert!(root.stats[0].iter().all(|s| s.visits == 1));
+        // x's rewards at the root are the lanes' goals for x (0, 0.5 or 1 each).
+        let sum: f64 = root.stats[0].iter().map(|s| s.sum).sum();
+        let goals: f64 = lanes
+            .ends
+            .iter()
+            .map(|e| match e {
+                PlayoutEnd::Goals(g) => f64::from(g[0]) / 100.0,
+                PlayoutEnd::Cut(_) => panic!("ticTacToe playouts end"),
+            })
+            .sum();
+        assert!((sum - goals).abs() < 1e-9);
+        assert!(consistent(&tree));
+        let round2 = round(
+            &mut tree,
+            &mut m,
+            &mut rng,
+            &ctx,
+            &mut policies,
+            &mut lanes,
+            40,
+            1,
+        );
+        assert_eq!(round2.iterations, 40);
+        assert_eq!(tree.nodes[0].visits, 49);
+        assert!(consistent(&tree));
+        // Leaf parallelism: 40 playouts, 8 per leaf, from 5 new leaves.
+        let round3 = round(
+            &mut tree,
+            &mut m,
+            &mut rng,
+            &ctx,
+            &mut policies,
+            &mut lanes,
+            40,
+            8,
+        );
+        assert_eq!(round3.iterations, 40);
+        assert_eq!(tree.nodes[0].visits, 89);
+        let leaves = lanes.owner.iter().max().map_or(0, |&o| o + 1);
+        assert!(leaves >= 5, "{leaves} leaves");
+        for (i, &o) in lanes.owner.iter().enumerate() {
+            let first = lanes.owner.iter().position(|&x| x == o).unwrap();
+            assert_eq!(lanes.starts[i], lanes.starts[first]);
+            assert!(lanes.owner.iter().filter(|&&x| x == o).count() <= 8);
+        }
+        assert!(consistent(&tree));
+    }
+
+    /// A round the deadline interrupts backs nothing up and leaves no virtual loss.
+    #[test]
+    fn an_interrupted_round_leaves_the_tree_as_it_was() {
+        let (mut m, mut tree) = setup();
+        let settings = MctsSettings::default();
+        let mut policies = Policies {
+            select: settings.selection(),
+            playout: settings.playout(),
+            eval: settings.evaluation(None),
+        };
+        let mut ctx = context();
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
+        let mut lanes = Lanes::default();
+        round(
+            &mut tree,
+            &mut m,
+            &mut rng,
+            &ctx,
+            &mut policies,
+            &mut lanes,
+            20,
+            1,
+        );
+        let visits = tree.nodes[0].visits;
+        ctx.deadline = Instant::now();
+        let r = round(
+            &mut tree,
+            &mut m,
+            &mut rng,
+            &ctx,
+            &mut policies,
+            &mut lanes,
+            20,
+            1,
+        );
+        assert!(r.deadline);
+        assert_eq!(r.iterations, 0);
+        assert_eq!(tree.nodes[0].visits, visits);
+        assert!(consistent(&tree));
+    }
+}
