@@ -1,7 +1,7 @@
 #!/bin/sh
 # Issue 15: the computer's reply at `medium` in the terminal (`ggp play`, from typing the move
 # to the next prompt) and on the page (`ggp web` in headless Chromium, from the click to the
-# board showing the reply), taken in turns on one binary. Needs node, Chromium and the
+# page showing the reply), taken in turns on one binary, the same seed on both sides. Needs node, Chromium and the
 # playwright-core that `cargo test --test web` installs under target/tmp/browser-deps.
 # Usage: bench/reply_time.sh [ROUNDS]   (default 3; builds the release binary)
 set -e
@@ -15,9 +15,10 @@ server=$!
 trap 'kill $server' EXIT
 sleep 1
 rounds="${1:-3}"
+# Taken in turns, a few runs each, so that the machine's load falls on both alike.
 for round in $(seq 1 "$rounds"); do
-  python3 bench/reply_time/terminal.py $bin $((round * 10)) $((round * 10 + 3)) connectFour red d
+  python3 bench/reply_time/terminal.py $bin 1 3 connectFour red d
   node bench/reply_time/browser.cjs "http://127.0.0.1:$port/" 3 connectFour d1
-  python3 bench/reply_time/terminal.py $bin $((round * 10)) $((round * 10 + 2)) chess white e4
+  python3 bench/reply_time/terminal.py $bin 1 2 chess white e4
   node bench/reply_time/browser.cjs "http://127.0.0.1:$port/" 2 chess e2,e4
 done

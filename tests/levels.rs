@@ -14,6 +14,8 @@ use ggp::gdl::Description;
 use ggp::machine::StateMachine;
 use ggp::play::Level;
 use ggp::propnet::{Budget, PropnetMachine};
+use ggp::search::alphabeta::{MATERIAL_GAMES, MATERIAL_PLIES};
+use ggp::search::heuristic::find_material;
 use rand::SeedableRng;
 use rand::seq::IndexedRandom;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -37,14 +39,18 @@ enum Seat {
     Random,
 }
 
-/// Plays chess from the start, at most `max_plies` plies; the goals at the end (`None` if
-/// not over) and the plies played.
+/// Plays chess from the start, at most `max_plies` plies; the last state, the goals at the
+/// end (`None` if not over) and the plies played.
 fn play(
     m: &mut PropnetMachine,
     seats: [Seat; 2],
     seed: u64,
     max_plies: usize,
-) -> (Option<Vec<u8>>, usize) {
+) -> (
+    <PropnetMachine as StateMachine>::State,
+    Option<Vec<u8>>,
+    usize,
+) {
     let mut players: Vec<_> = seats
         .iter()
         .enumerate()
@@ -61,7 +67,8 @@ fn play(
     let mut state = m.initial_state();
     for ply in 0..max_plies {
         if m.is_terminal(&state).expect("terminal") {
-            return (Some(m.goals(&state).expect("goals")), ply);
+            let goals = m.goals(&state).expect("goals");
+            return (state, Some(goals), ply);
         }
         let mut joint = Vec::new();
         for (r, p) in players.iter_mut().enumerate() {
@@ -75,13 +82,14 @@ fn play(
         state = m.next_state(&state, &joint).expect("legal joint move");
     }
     let over = m.is_terminal(&state).expect("terminal");
-    (over.then(|| m.goals(&state).expect("goals")), max_plies)
+    let goals = over.then(|| m.goals(&state).expect("goals"));
+    (state, goals, max_plies)
 }
 
 #[test]
 fn medium_mates_a_random_mover_in_fewer_than_40_plies() {
     let mut m = chess();
-    let (goals, plies) = play(&mut m, [Seat::Level(Level::Medium), Seat::Random], 1, 40);
+    let (_, goals, plies) = play(&mut m, [Seat::Level(Level::Medium), Seat::Random], 1, 40);
     assert_eq!(goals, Some(vec![100, 0]), "not mated after {plies} plies");
     assert!(plies < 40, "{plies} plies");
 }
@@ -104,7 +112,7 @@ fn the_levels_measured_on_chess() {
         let mut plies = Vec::new();
         let mut mates = 0;
         for seed in 1..=seeds {
-            let (goals, n) = play(&mut m, [Seat::Level(level), Seat::Random], seed, 200);
+            let (_, goals, n) = play(&mut m, [Seat::Level(level), Seat::Random], seed, 200);
             if goals == Some(vec![100, 0]) {
                 mates += 1;
             }
@@ -120,12 +128,19 @@ fn the_levels_measured_on_chess() {
         );
     }
     println!(
-        "level against level (chess, seats alternating, cap 300 plies; a game not over is a draw):"
+        "level against level (chess, seats alternating; a game not over after 150 plies is \
+         adjudicated by material, found as the players find it: more material wins, equal draws):"
     );
     let mut ordered = true;
-    for (strong, weak) in [(Level::Medium, Level::Easy), (Level::Hard, Level::Medium)] {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(0);
+    let material = find_material(&mut m, &mut rng, MATERIAL_GAMES, MATERIAL_PLIES, far())
+        .expect("the engine works")
+        .expect("chess has material");
+    for (strong, weak, games) in [
+        (Level::Medium, Level::Easy, 6),
+        (Level::Hard, Level::Medium, 4),
+    ] {
         let mut score = 0.0;
-        let games = seeds.min(6);
         for seed in 1..=games {
             let strong_white = seed % 2 == 1;
             let seats = if strong_white {
@@ -133,12 +148,29 @@ fn the_levels_measured_on_chess() {
             } else {
                 [Seat::Level(weak), Seat::Level(strong)]
             };
-            let (goals, n) = play(&mut m, seats, seed, 300);
             let ours = usize::from(!strong_white);
-            let g = goals.map_or(50.0, |g| f64::from(g[ours]));
+            let (end, goals, n) = play(&mut m, seats, seed, 150);
+            let g = match &goals {
+                Some(g) => f64::from(g[ours]),
+                None => {
+                    let b = material.balance(&m, &end, ours);
+                    if b > 1e-9 {
+                        100.0
+                    } else if b < -1e-9 {
+                        0.0
+                    } else {
+                        50.0
+                    }
+                }
+            };
             println!(
-                "    game {seed}: {strong} as {} scored {g} in {n} plies",
-                if strong_white { "white" } else { "black" }
+                "    game {seed}: {strong} as {} scored {g} in {n} plies{}",
+                if strong_white { "white" } else { "black" },
+                if goals.is_none() {
+                    " (adjudicated)"
+                } else {
+                    ""
+                }
             );
             score += g / 100.0;
         }

@@ -617,6 +617,31 @@ fn a_person_sees_only_what_its_role_knows() {
         assert_eq!(ours, step, "{facts:?}");
         assert!(dominup.percepts()[0].to_string().starts_with("(tile "));
     }
+    // The rest of the deal and a few placements: the person's whole hand is shown at every
+    // step (where a sampled belief once died and showed a guess), never the other hand (which
+    // one could tell by elimination once the deal is over: it is not shown).
+    let count = |facts: &[Term], prefix: &str| {
+        facts
+            .iter()
+            .filter(|f| f.to_string().starts_with(prefix))
+            .count()
+    };
+    for _ in 4..=24 {
+        if dominup.is_terminal().unwrap() {
+            break;
+        }
+        random_step(&mut dominup, &mut rng);
+        let facts = dominup.facts();
+        let step = dominup.step();
+        assert!(!hidden(&facts, "(hand two"), "step {step}: {facts:?}");
+        let state = dominup.state().clone();
+        let truth = dominup.machine().state_terms(&state);
+        assert_eq!(
+            count(&facts, "(hand one"),
+            count(&truth, "(hand one"),
+            "step {step}: {facts:?}"
+        );
+    }
 
     let mut watched = game(
         "rules/dominup.kif",
@@ -726,4 +751,80 @@ fn a_placement_is_written_as_the_square_it_filled_and_a_jump_from_the_piece_that
         moves += 1;
     }
     assert!(moves >= 20, "{moves} moves");
+}
+
+#[test]
+fn hex_boards_are_found_by_their_neighbour_relation() {
+    use ggp::board::Grid;
+    // Three Hex sheets with different names, coordinates and neighbour relations
+    // (`adjacent` over letters and numbers, `neighbour` over numbers on both axes).
+    for (sheet, lean) in [("rules/hex.kif", -1), ("hexPie.kif", -1)] {
+        let path = if sheet.starts_with("rules/") {
+            sheet.to_string()
+        } else {
+            format!("{BASE}/{sheet}")
+        };
+        let (_, layout, _) = detect(&read(&path));
+        assert_eq!(layout.grid(), Grid::Hex { lean }, "{sheet}");
+    }
+    // laikLee_hex's engine takes a minute to build (its `isList` rules), so its board is
+    // detected from its initial state alone, which holds every square.
+    let description = Description::from_text(&read(&format!("{BASE}/laikLee_hex.kif"))).unwrap();
+    let initial: Vec<Term> = description
+        .rules()
+        .iter()
+        .filter(|r| r.head.rel == Sym::INIT && r.body.is_empty())
+        .map(|r| r.head.args[0].clone())
+        .collect();
+    let layout = Layout::detect(&[initial], description.rules()).unwrap();
+    assert_eq!(layout.grid(), Grid::Hex { lean: 1 }, "laikLee_hex");
+    // A scrambled copy (every symbol renamed) is found too: the shape decides, not names.
+    let (text, _) = scramble(&read(&format!("{BASE}/hexPie.kif")));
+    assert_eq!(detect(&text).1.grid(), Grid::Hex { lean: -1 });
+    // Square boards, with neighbour and move relations of four and eight directions.
+    for sheet in [
+        "rules/chess.kif",
+        "rules/connectFour.kif",
+        "rules/jesonMor.kif",
+        "rules/checkers.kif",
+        "rules/reversi.kif",
+    ] {
+        let (_, layout, _) = detect(&read(sheet));
+        assert_eq!(layout.grid(), Grid::Squares, "{sheet}");
+    }
+}
+
+/// A computer seat of a GDL-II game chooses over its role's belief, never the true state:
+/// in Monty Hall, after the same moves and percepts, the candidate chooses the same whether
+/// the car is behind its door or the other one (a player reading the state would stay in one
+/// and switch in the other), and it switches.
+#[test]
+fn a_computer_seat_does_not_look_at_the_hidden_state() {
+    use ggp::play::{Game, Level, Seat};
+    let text = read("../shared/games/gdl2/montyhall.kif");
+    let description = Description::from_text(&text).unwrap();
+    let mut choices = Vec::new();
+    for car in ["1", "2"] {
+        let machine = DatalogMachine::new(&description).unwrap();
+        let seats = vec![Seat::Computer(Level::Easy), Seat::Computer(Level::Random)];
+        let mut game = Game::new(machine, description.rules(), &text, seats, 5).unwrap();
+        for (ours, nature) in [
+            ("(choose 1)".to_string(), format!("(hide_car {car})")),
+            ("noop".to_string(), "(open_door 3)".to_string()),
+        ] {
+            let joint = [ours, nature]
+                .iter()
+                .map(|t| {
+                    game.machine()
+                        .find_move(&ggp::gdl::parse_term(t).unwrap())
+                        .unwrap()
+                })
+                .collect();
+            game.play(joint).unwrap();
+        }
+        let choice = game.computer_move(0).unwrap().unwrap();
+        choices.push(game.machine().move_term(choice.mv).to_string());
+    }
+    assert_eq!(choices[0], choices[1], "{choices:?}");
+    assert_eq!(choices[0], "switch");
 }

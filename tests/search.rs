@@ -910,3 +910,78 @@ fn the_node_pool_stays_within_its_bound_over_a_long_match() {
         "mcts beats a random mover"
     );
 }
+
+#[test]
+fn material_is_found_from_the_state_and_the_moves() {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
+    // Breakthrough: each side's pawns, owned by the side that moves them.
+    let mut m = propnet(&base("breakthroughSmall"));
+    let found = ggp::search::heuristic::find_material(&mut m, &mut rng, 20, 200, far())
+        .unwrap()
+        .expect("pawns are pieces");
+    let owners: Vec<(String, usize)> = found.pieces().into_iter().map(|(g, r, _)| (g, r)).collect();
+    assert_eq!(
+        owners,
+        [
+            ("(cell _ black)".to_string(), 1),
+            ("(cell _ white)".to_string(), 0)
+        ]
+    );
+    // Even at the start; a state with a black pawn fewer is better for white.
+    let start = m.initial_state();
+    assert!(found.balance(&m, &start, 0).abs() < 1e-9);
+    // Connect Four: discs are dropped, never moved, so there is no material.
+    let mut m = propnet(&base("connectFour"));
+    assert!(
+        ggp::search::heuristic::find_material(&mut m, &mut rng, 20, 200, far())
+            .unwrap()
+            .is_none()
+    );
+}
+
+#[test]
+fn auto_with_a_budget_plays_alpha_beta_where_material_is_found() {
+    use ggp::search::auto::{AutoPlayer, LevelBudget};
+    let budget = LevelBudget {
+        playouts: 50,
+        nodes: 500,
+    };
+    let mut m = propnet(&base("breakthroughSmall"));
+    let mut p = AutoPlayer::<PropnetMachine>::with_budget(config(1, 0), budget);
+    p.start(&mut m, 0, Instant::now()).unwrap();
+    assert_eq!(p.name(), "auto:alphabeta", "{}", p.reason());
+    let state = m.initial_state();
+    assert!(p.choose(&mut m, &state, far()).unwrap().iterations <= 500);
+    let mut m = propnet(&base("connectFour"));
+    let mut p = AutoPlayer::<PropnetMachine>::with_budget(config(1, 0), budget);
+    p.start(&mut m, 0, Instant::now()).unwrap();
+    assert_eq!(p.name(), "auto:mcts", "{}", p.reason());
+    assert!(p.reason().contains("no material"), "{}", p.reason());
+}
+
+#[test]
+fn auto_says_which_search_its_trial_picked_and_why() {
+    use ggp::search::auto::AutoPlayer;
+    let mut m = propnet(&base("breakthroughSmall"));
+    let mut p = AutoPlayer::<PropnetMachine>::new(
+        SearchConfig::default(),
+        ggp::search::mcts::MctsSettings::default(),
+    );
+    p.start(&mut m, 0, Instant::now() + Duration::from_secs(2))
+        .unwrap();
+    let reason = p.reason().to_string();
+    assert!(
+        reason.starts_with("alphabeta: ") || reason.starts_with("mcts: "),
+        "{reason}"
+    );
+    assert!(reason.contains("trial games"), "{reason}");
+    // Off, the old rule: alpha-beta only where its start search proves the game.
+    let mut p = AutoPlayer::<PropnetMachine>::new(
+        SearchConfig::default(),
+        ggp::search::mcts::MctsSettings::default(),
+    );
+    p.set_trial(false);
+    p.start(&mut m, 0, Instant::now() + Duration::from_secs(1))
+        .unwrap();
+    assert!(p.reason().contains("0 trial games"), "{}", p.reason());
+}

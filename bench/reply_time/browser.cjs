@@ -1,8 +1,8 @@
 // Usage: browser.cjs URL RUNS GAME SQUARES (run by bench/reply_time.sh)
 // Times the computer's reply at `medium` on the page, in headless Chromium: from the last
-// click of the move (the page's own click event) to the board showing the reply (the frame
-// after `show` drew it), measured inside the page; also how that splits into the request
-// (fetch sent to answer read) and the rest (click handling before it, drawing after it).
+// click of the move (the page's own click event) to the page showing the reply (`show` done),
+// measured inside the page; also the request that brought the reply (fetch sent to answer
+// read) and the drawing after it. Env WAIT: the long polls' wait in ms (the page's is 250).
 const { chromium } = require("playwright-core");
 const [url, runs, game, clicks] = process.argv.slice(2);
 const squares = clicks.split(",");
@@ -10,7 +10,8 @@ const squares = clicks.split(",");
   const b = await chromium.launch({ executablePath: "/usr/bin/chromium", headless: true, args: ["--no-sandbox", "--disable-gpu"] });
   const page = await b.newPage();
   await page.goto(url);
-  await page.evaluate(() => {
+  await page.evaluate((wait) => {
+    if (wait) { const api = window.api; window.api = (p, body) => api(p, p === "view" ? { ...body, wait } : body); }
     window.t = {};
     document.addEventListener("click", () => { window.t = { click: performance.now(), fetches: [] }; }, true);
     const orig = window.fetch;
@@ -22,7 +23,7 @@ const squares = clicks.split(",");
       f.read = performance.now();
       return new Response(text, { status: r.status, statusText: r.statusText, headers: r.headers });
     };
-  });
+  }, Number(process.env.WAIT || 0));
   await page.waitForSelector(`#game option[value="${game}"]`, { state: "attached" });
   await page.selectOption("#game", game);
   await page.waitForSelector(`#seats[data-game="${game}"]`, { state: "attached" });
@@ -32,23 +33,26 @@ const squares = clicks.split(",");
     await page.click("#start");
     await page.waitForFunction(() => window.currentView && window.currentView.step === 0 && window.currentView.moves[0].length);
     for (const sq of squares.slice(0, -1)) await page.click(`#board [data-square="${sq}"]`);
-    // The frame after the reply is drawn: `show` sets currentView, then the browser paints.
+    // The moment `show` has put the reply on the page (the DOM updated; the browser paints it
+    // at its next frame, as a terminal paints what it is sent). One promise awaited, so that
+    // the measuring takes no CPU from the search meanwhile.
     await page.evaluate(() => {
-      window.shownAt = null;
-      const check = () => {
-        const v = window.currentView;
-        if (v.step === 2 && !v.thinking) window.shownAt = performance.now();
-        else requestAnimationFrame(check);
-      };
-      requestAnimationFrame(check);
+      window.shown = new Promise((resolve) => {
+        const show = window.show;
+        window.show = (v) => {
+          show(v);
+          if (v.step === 2 && !v.thinking) { window.show = show; resolve(performance.now()); }
+        };
+      });
     });
     await page.click(`#board [data-square="${squares[squares.length - 1]}"]`);
-    await page.waitForFunction(() => window.shownAt !== null, null, { polling: 5, timeout: 120000 });
-    const t = await page.evaluate(() => ({ ...window.t, shown: window.shownAt }));
-    const f = t.fetches;
-    const inRequests = f.reduce((s, x) => s + (x.read - x.sent), 0);
+    const shownAt = await page.evaluate(() => window.shown);
+    const t = await page.evaluate((shown) => ({ ...window.t, shown }), shownAt);
+    // The request that brought the reply: the last one answered before it was shown.
+    const f = t.fetches.filter((x) => x.read !== undefined && x.read <= t.shown);
+    const last = f[f.length - 1];
     const ms = (x) => (x / 1000).toFixed(3);
-    console.log(`browser ${game} run ${i}: ${ms(t.shown - t.click)} s (requests ${ms(inRequests)} s over ${f.length}: ${f.map((x) => x.path.replace("/api/", "")).join(", ")}; before the first ${ms(f[0].sent - t.click)} s, after the last ${ms(t.shown - f[f.length - 1].read)} s)`);
+    console.log(`browser ${game} run ${i}: ${ms(t.shown - t.click)} s (${t.fetches.length} requests; the click to the first sent ${ms(f[0].sent - t.click)} s; the reply's request (${last.path.replace("/api/", "")}) ${ms(last.read - last.sent)} s; its answer read to shown ${ms(t.shown - last.read)} s)`);
   }
   await b.close();
 })();

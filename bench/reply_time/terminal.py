@@ -1,5 +1,7 @@
-# Usage: terminal.py BINARY FIRST_SEED END_SEED GAME ROLE MOVE (run by bench/reply_time.sh)
+# Usage: terminal.py BINARY SEED RUNS GAME ROLE MOVE (run by bench/reply_time.sh)
 # Times the computer's reply at `medium` in `ggp play`: from typing the move to the next prompt.
+# Every run uses the same seed, as the page's runs do (the server's --seed), so both sides
+# time the same search.
 import os, subprocess, sys, time, select
 binary, game, role, move = sys.argv[1], sys.argv[4], sys.argv[5], sys.argv[6]
 def once(seed):
@@ -21,5 +23,6 @@ def once(seed):
     t1 = time.perf_counter()
     p.stdin.close(); p.wait()
     return t1 - t0
-for seed in range(int(sys.argv[2]), int(sys.argv[3])):
-    print(f"terminal {game} seed {seed}: {once(seed):.3f} s", flush=True)
+seed = int(sys.argv[2])
+for run in range(int(sys.argv[3])):
+    print(f"terminal {game} run {run}: {once(seed):.3f} s", flush=True)

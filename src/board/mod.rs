@@ -28,6 +28,12 @@
 //! - **Blank squares.** A square without a fact is empty. A content value that fills at least
 //!   two fifths of the squares of the first sampled state, and more of them than any other, is
 //!   the blank marker, and its squares are empty too.
+//! - **Hexagons.** The board is a grid of hexagons ([`Grid::Hex`]) when a static relation of
+//!   four arguments, read as two squares `(F1 R1 F2 R2)` (or ranks first), relates each square
+//!   to the six a hexagon touches: the four beside it along the axes and the two along one
+//!   diagonal, and to no other (Hex's `adjacent`, `neighbour`...). The relation is evaluated
+//!   from the rules, whatever its name; a square board's neighbour relations have four or
+//!   eight directions and are not taken for one.
 //! - **Labels.** Files are named by their values when these are short alphabetic words,
 //!   else `a`, `b`, `c`...; ranks by their values when these are non-negative integers, else
 //!   `1`, `2`, `3`.... A square is named file then rank (`e2`). A piece is shown by the
@@ -100,6 +106,20 @@ pub struct Change {
     pub placed: Vec<Square>,
 }
 
+/// How the squares of a board touch each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Grid {
+    /// Squares (unless the rules show otherwise).
+    #[default]
+    Squares,
+    /// Hexagons: a square touches the four beside it along the axes and the two along one
+    /// diagonal, `(file + 1, rank + lean)` and `(file - 1, rank - lean)`; `lean` is 1 or -1.
+    Hex {
+        /// The rank step of the diagonal neighbour one file on.
+        lean: i8,
+    },
+}
+
 /// The board of a game: which facts it is made of and how to draw them.
 #[derive(Debug, Clone)]
 pub struct Layout {
@@ -110,6 +130,7 @@ pub struct Layout {
     blank: Option<Vec<Term>>,
     labels: Vec<(Vec<Term>, String)>,
     statics: StaticFacts,
+    grid: Grid,
 }
 
 /// The content of every square, rank by rank from the bottom: `None` when empty.
@@ -213,7 +234,9 @@ impl Layout {
             blank: None,
             labels: Vec::new(),
             statics,
+            grid: Grid::Squares,
         };
+        layout.grid = hex_grid(rules, &layout.file, &layout.rank);
         layout.blank = layout.find_blank(&samples[0]);
         for facts in samples {
             layout.include_contents(facts);
@@ -265,6 +288,11 @@ impl Layout {
         }
         self.labels = piece_labels(&contents);
         true
+    }
+
+    /// Whether the squares are squares or hexagons.
+    pub fn grid(&self) -> Grid {
+        self.grid
     }
 
     /// The board relation.
@@ -622,6 +650,126 @@ fn candidate(
         squares: squares.len(),
         contents: contents.len(),
         names_role,
+    })
+}
+
+/// Most rows the static relations may reach while [`hex_grid`] evaluates them.
+const MAX_STATIC_ROWS: usize = 200_000;
+
+/// The grid the static relations of `rules` show on a board with these axes (see the module
+/// documentation, "Hexagons"): hexagons when a four-argument relation relates every square
+/// to the six a hexagon touches, else squares. Each four-argument relation that depends on
+/// neither `true` nor `does` is evaluated from the rules it depends on, within
+/// [`MAX_STATIC_ROWS`] rows.
+fn hex_grid(rules: &[Rule], file: &Axis, rank: &Axis) -> Grid {
+    use crate::datalog::{Engine, Limits, lower};
+    use crate::gdl::DependencyGraph;
+    let mut names: Vec<Sym> = rules
+        .iter()
+        .filter(|r| r.head.args.len() == 4 && !r.head.rel.is_keyword())
+        .map(|r| r.head.rel)
+        .collect();
+    // Most games have no four-argument relation of their own: nothing to evaluate.
+    if names.is_empty() {
+        return Grid::Squares;
+    }
+    names.sort_by_key(|n| n.name());
+    names.dedup();
+    let graph = DependencyGraph::new(rules);
+    let index = |axis: &Axis| -> HashMap<Term, isize> {
+        axis.values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (v.clone(), i as isize))
+            .collect()
+    };
+    let (files, ranks) = (index(file), index(rank));
+    let squares = files.len() * ranks.len();
+    for name in names {
+        let mut needed = graph.ancestors(name);
+        if needed.iter().any(|r| *r == Sym::TRUE || *r == Sym::DOES) {
+            continue;
+        }
+        needed.push(name);
+        let own: Vec<Rule> = rules
+            .iter()
+            .filter(|r| needed.contains(&r.head.rel))
+            .cloned()
+            .collect();
+        let Ok(lowered) = lower(&own) else {
+            continue;
+        };
+        let Some(rel) = lowered.rel(name, 4) else {
+            continue;
+        };
+        let limits = Limits {
+            max_rows: MAX_STATIC_ROWS,
+            max_total_rows: MAX_STATIC_ROWS,
+            max_terms: MAX_STATIC_ROWS,
+            ..Limits::default()
+        };
+        let strata: Vec<_> = lowered.strata.into_iter().map(|(s, _)| s).collect();
+        let count = strata.len();
+        let mut engine = Engine::new(
+            lowered.pool,
+            &lowered.arities,
+            lowered.rules,
+            strata,
+            limits,
+        );
+        if (0..count).any(|s| engine.evaluate(s).is_err()) {
+            continue;
+        }
+        let rows: Vec<Vec<Term>> = engine
+            .relation(rel)
+            .rows()
+            .map(|row| row.iter().map(|&g| engine.pool.term(g)).collect())
+            .collect();
+        for ranks_first in [false, true] {
+            if let Some(grid) = hex_of(&rows, &files, &ranks, ranks_first, squares) {
+                return grid;
+            }
+        }
+    }
+    Grid::Squares
+}
+
+/// The hexagon grid that `rows` of `(F1 R1 F2 R2)` (`(R1 F1 R2 F2)` when `ranks_first`)
+/// describe, if each of the `squares` has a neighbour and the steps between neighbours are
+/// exactly a hexagon's six.
+fn hex_of(
+    rows: &[Vec<Term>],
+    files: &HashMap<Term, isize>,
+    ranks: &HashMap<Term, isize>,
+    ranks_first: bool,
+    squares: usize,
+) -> Option<Grid> {
+    let (a, b) = if ranks_first {
+        (ranks, files)
+    } else {
+        (files, ranks)
+    };
+    let mut steps = HashSet::new();
+    let mut starts = HashSet::new();
+    for row in rows {
+        let at = |k: usize, axis: &HashMap<Term, isize>| axis.get(&row[k]).copied();
+        let (a1, b1, a2, b2) = (at(0, a)?, at(1, b)?, at(2, a)?, at(3, b)?);
+        let (f1, r1, f2, r2) = if ranks_first {
+            (b1, a1, b2, a2)
+        } else {
+            (a1, b1, a2, b2)
+        };
+        steps.insert((f2 - f1, r2 - r1));
+        starts.insert((f1, r1));
+    }
+    if starts.len() < squares {
+        return None;
+    }
+    [1i8, -1].into_iter().find_map(|lean| {
+        let l = isize::from(lean);
+        let hex: HashSet<(isize, isize)> =
+            [(1, 0), (-1, 0), (0, 1), (0, -1), (1, l), (-1, -l)].into();
+        (steps == hex).then_some(Grid::Hex { lean })
     })
 }
 

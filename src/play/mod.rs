@@ -10,6 +10,7 @@ pub mod notation;
 pub mod progress;
 pub mod terminal;
 
+use std::collections::HashSet;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
@@ -26,7 +27,7 @@ use crate::protocol::message::{spaced, state_text, term_to_sexp};
 use rand::SeedableRng;
 
 use crate::search::auto::{AutoPlayer, LevelBudget};
-use crate::search::hidden::Belief;
+use crate::search::hidden::{Belief, HiddenPlayer};
 use crate::search::{Choice, Player, PlayerKind, SearchConfig, SearchError, new_player};
 
 /// Why playing failed.
@@ -71,7 +72,7 @@ impl PlayError {
 /// | `random` | a uniformly random legal move, at once |
 /// | `easy` | alpha-beta with 1,000 nodes or MCTS with 100 playouts (at most 5 s) |
 /// | `medium` | alpha-beta with 20,000 nodes or MCTS with 1,000 playouts (at most 10 s) |
-/// | `hard` | alpha-beta with 200,000 nodes or MCTS with 10,000 playouts (at most 20 s) |
+/// | `hard` | alpha-beta with 100,000 nodes or MCTS with 10,000 playouts (at most 20 s) |
 /// | a number `S` | Monte Carlo tree search for `S` seconds, as many playouts as fit |
 ///
 /// Which search plays is decided per game without a clock ([`LevelBudget`]): alpha-beta in a
@@ -84,7 +85,7 @@ pub enum Level {
     Easy,
     /// 20,000 nodes or 1,000 playouts.
     Medium,
-    /// 200,000 nodes or 10,000 playouts.
+    /// 100,000 nodes or 10,000 playouts.
     Hard,
     /// A think time in seconds.
     Seconds(f64),
@@ -104,7 +105,7 @@ impl Level {
             ),
             Level::Hard => (
                 PlayerKind::Auto,
-                limits(10_000, 200_000),
+                limits(10_000, 100_000),
                 Duration::from_secs(20),
             ),
             Level::Seconds(s) => (PlayerKind::Mcts, None, Duration::from_secs_f64(s)),
@@ -266,25 +267,31 @@ pub struct Game<M: StateMachine> {
     plies: Vec<Vec<Ply>>,
     /// Playouts of the computer players (and hints), counted as they search.
     progress: Arc<AtomicU64>,
-    /// GDL-II with one human seat: what that role knows (see [`Game::viewer`]).
-    view: Option<HumanView<M::State, M::Move>>,
+    /// In a GDL-II game, per role, what it knows, for the roles that need it: the viewer (see
+    /// [`Game::viewer`]) and every computer seat whose player searches.
+    views: Vec<Option<RoleView<M::State, M::Move>>>,
+    /// The role whose view people are shown (see [`Game::viewer`]).
+    viewer: Option<usize>,
 }
 
-/// What the one human role of a GDL-II game knows: its belief (the states consistent with its
-/// moves and percepts) and, per step, the facts true in all of them and what it saw.
-struct HumanView<S, Mv> {
-    role: usize,
+/// What one role of a GDL-II game knows: its belief (the states consistent with its moves and
+/// percepts) per state so far, and what it saw per step; for the viewer, the facts shown; for
+/// a computer seat, the search that chooses over the belief.
+struct RoleView<S, Mv> {
     /// Per state so far, the role's belief (kept for taking moves back).
     beliefs: Vec<Belief<S, Mv>>,
-    /// Per state so far, the facts known to the role.
+    /// Per state so far, the facts shown to people (the viewer's only; see
+    /// [`Game::facts_at`]).
     known: Vec<Vec<Term>>,
     /// Per step so far, the role's percepts after it.
     percepts: Vec<Vec<Term>>,
+    /// A computer seat's player, which never looks at the true state.
+    search: Option<HiddenPlayer>,
 }
 
-/// Most states of a human role's belief.
+/// Most states of a role's belief in `ggp play` and `ggp web`.
 const VIEW_BELIEF: usize = 256;
-/// Time allowed to follow one step in a human role's belief.
+/// Time allowed to follow one step in a role's belief.
 const VIEW_UPDATE: Duration = Duration::from_millis(500);
 
 type InfoCache<Mv> = (usize, usize, Vec<MoveInfo<Mv>>);
@@ -340,7 +347,8 @@ impl<M: StateMachine + Send + 'static> Game<M> {
             positions: Vec::new(),
             plies: Vec::new(),
             progress: Arc::new(AtomicU64::new(0)),
-            view: None,
+            views: Vec::new(),
+            viewer: None,
         };
         game.set_seats(seats)?;
         Ok(game)
@@ -399,55 +407,88 @@ impl<M: StateMachine + Send + 'static> Game<M> {
     }
 
     /// The role whose view people are shown, in a GDL-II game (with `sees` or `random`) in
-    /// which exactly one seat is a person's: they then see only what that role knows (the
-    /// facts true in every state it cannot tell apart from the true one, its own moves and
-    /// its percepts), never the hidden state. `None` (everything shown) in a game of complete
-    /// information, a game the computer plays alone, or several people at one screen (who
-    /// would see each other's view anyway).
+    /// which exactly one seat is a person's: they then see only what that role knows (see
+    /// [`Game::facts_at`]), its own moves and its percepts, never the hidden state. `None`
+    /// (everything shown) in a game of complete information, a game the computer plays alone,
+    /// or several people at one screen (who would see each other's view anyway).
     pub fn viewer(&self) -> Option<usize> {
-        self.view.as_ref().map(|v| v.role)
+        self.viewer
     }
 
     /// What the viewer saw after the last joint move (empty without a viewer).
     pub fn percepts(&self) -> &[Term] {
-        self.view
-            .as_ref()
+        self.viewer
+            .and_then(|v| self.views.get(v))
+            .and_then(Option::as_ref)
             .and_then(|v| v.percepts.last())
             .map_or(&[], Vec::as_slice)
     }
 
-    /// Rebuilds the viewer's belief from the start of the match.
+    /// Rebuilds the roles' beliefs from the start of the match: in a GDL-II game, the
+    /// viewer's and those of the computer seats that search.
     fn reset_view(&mut self) {
-        self.view = None;
-        let humans: Vec<usize> = (0..self.seats.len())
-            .filter(|&r| self.seats[r] == Seat::Human)
-            .collect();
-        let [role] = humans[..] else {
-            return;
-        };
+        self.views = Vec::new();
+        self.viewer = None;
         if !self.machine.is_gdl2() {
             return;
         }
-        let belief = Belief::new(&self.machine, role, VIEW_BELIEF);
-        let known = belief.known_facts(&self.machine);
-        self.view = Some(HumanView {
-            role,
-            beliefs: vec![belief],
-            known: vec![known],
-            percepts: Vec::new(),
-        });
+        let humans: Vec<usize> = (0..self.seats.len())
+            .filter(|&r| self.seats[r] == Seat::Human)
+            .collect();
+        if let [role] = humans[..] {
+            self.viewer = Some(role);
+        }
+        for role in 0..self.seats.len() {
+            let search = match (&self.seats[role], &self.players[role]) {
+                (Seat::Computer(level), Some(player)) if player.searches() => {
+                    Some(HiddenPlayer::new(
+                        self.seed.wrapping_add(role as u64),
+                        level.budget().1.map(|b| b.playouts),
+                    ))
+                }
+                _ => None,
+            };
+            let view = (self.viewer == Some(role) || search.is_some()).then(|| {
+                let belief = Belief::new(&self.machine, role, VIEW_BELIEF);
+                let known = if self.viewer == Some(role) {
+                    belief.known_facts(&self.machine)
+                } else {
+                    Vec::new()
+                };
+                RoleView {
+                    beliefs: vec![belief],
+                    known: vec![known],
+                    percepts: Vec::new(),
+                    search,
+                }
+            });
+            self.views.push(view);
+        }
         for step in 0..self.moves.len() {
-            self.follow_view(step);
+            self.follow_views(step);
         }
     }
 
-    /// Moves the viewer's belief on by step `step` (its own move and what it saw).
-    fn follow_view(&mut self, step: usize) {
-        let Some(view) = self.view.as_mut() else {
-            return;
-        };
+    /// Moves the roles' beliefs on by step `step` (each role's own move and what it saw).
+    fn follow_views(&mut self, step: usize) {
+        for role in 0..self.views.len() {
+            let Some(mut view) = self.views[role].take() else {
+                continue;
+            };
+            self.follow_view(&mut view, role, step);
+            self.views[role] = Some(view);
+        }
+    }
+
+    /// Moves `role`'s belief on by step `step`. For the viewer, the facts shown after it are
+    /// those it knows (true in every state of its belief) that it saw come about: shown
+    /// before, or known to be false before (a tile it was dealt, a placement it saw). A fact
+    /// it knows only by elimination (the other hand, once every other tile is accounted for)
+    /// is not shown, nor a fact that a sampled or lost belief holds in every state by chance
+    /// unless it was known false before; and never a fact that is false (a lost belief's
+    /// guess).
+    fn follow_view(&mut self, view: &mut RoleView<M::State, M::Move>, role: usize, step: usize) {
         let (state, joint) = (&self.states[step], &self.moves[step]);
-        let role = view.role;
         let percepts = match self.machine.percepts(state, joint, role) {
             Ok(p) => p,
             Err(e) => {
@@ -458,18 +499,34 @@ impl<M: StateMachine + Send + 'static> Game<M> {
         let mv = self.machine.move_term(joint[role]);
         let mut rng = rand::rngs::StdRng::seed_from_u64(self.seed ^ step as u64);
         let deadline = Instant::now() + VIEW_UPDATE;
-        let mut belief = view.beliefs.last().expect("one per state").clone();
-        let known = match belief.update(&mut self.machine, &mv, &percepts, Some(deadline), &mut rng)
-        {
-            Ok(()) => belief.known_facts(&self.machine),
-            Err(e) => {
-                // Only the role's own facts can be shown safely: none.
-                tracing::warn!(
-                    "cannot follow what {} knows: {e}",
-                    self.machine.roles()[role]
-                );
-                Vec::new()
-            }
+        let before = view.beliefs.last().expect("one per state");
+        let mut belief = before.clone();
+        let updated = belief.update(&mut self.machine, &mv, &percepts, Some(deadline), &mut rng);
+        if let Err(e) = &updated {
+            tracing::warn!(
+                "cannot follow what {} knows: {e}",
+                self.machine.roles()[role]
+            );
+        }
+        let known = if self.viewer == Some(role) && updated.is_ok() {
+            let possible: HashSet<Term> = before
+                .states()
+                .iter()
+                .flat_map(|(s, _)| self.machine.state_terms(s))
+                .collect();
+            let shown: HashSet<&Term> = view.known.last().into_iter().flatten().collect();
+            let truth: HashSet<Term> = self
+                .machine
+                .state_terms(&self.states[step + 1])
+                .into_iter()
+                .collect();
+            belief
+                .known_facts(&self.machine)
+                .into_iter()
+                .filter(|f| truth.contains(f) && (shown.contains(f) || !possible.contains(f)))
+                .collect()
+        } else {
+            Vec::new()
         };
         view.beliefs.push(belief);
         view.known.push(known);
@@ -514,9 +571,10 @@ impl<M: StateMachine + Send + 'static> Game<M> {
         self.facts_at(self.step())
     }
 
-    /// The facts of the state after `step` moves that people may see (as [`Game::facts`]).
+    /// The facts of the state after `step` moves that people may see (as [`Game::facts`]):
+    /// with a viewer, those it knows and saw come about (see `follow_view`).
     pub fn facts_at(&self, step: usize) -> Vec<Term> {
-        match &self.view {
+        match self.viewer.and_then(|v| self.views[v].as_ref()) {
             Some(view) => view.known.get(step).cloned().unwrap_or_default(),
             None => self.machine.state_terms(&self.states[step]),
         }
@@ -974,22 +1032,30 @@ impl<M: StateMachine + Send + 'static> Game<M> {
         Err(InputError::NotLegal(text.into(), example))
     }
 
-    /// The computer's choice for `role` at `level` now (a fresh player, as for a hint).
+    /// The computer's choice for `role` at `level` now (a fresh player, as for a hint). In a
+    /// GDL-II game, for a role whose belief is kept (the viewer's), it searches that belief,
+    /// never the true state.
     ///
     /// # Errors
     /// The engine or the search failed.
     pub fn suggest(&mut self, role: usize, level: Level) -> Result<Choice<M::Move>, PlayError> {
-        let mut player = level.player::<M>(
-            self.seed.wrapping_add(1000 + self.step() as u64),
-            Some(self.progress.clone()),
-        );
+        let seed = self.seed.wrapping_add(1000 + self.step() as u64);
+        let deadline = Instant::now() + level.budget().2;
+        if let Some(Some(view)) = self.views.get(role) {
+            let belief = view.beliefs.last().expect("one per state").clone();
+            let mut search = HiddenPlayer::new(seed, level.budget().1.map(|b| b.playouts));
+            return Ok(search.choose(&mut self.machine, &belief, deadline)?);
+        }
+        let mut player = level.player::<M>(seed, Some(self.progress.clone()));
         player.start(&mut self.machine, role, Instant::now())?;
         let state = self.state().clone();
-        let deadline = Instant::now() + level.budget().2;
         Ok(player.choose(&mut self.machine, &state, deadline)?)
     }
 
-    /// The move of computer seat `role` now; `None` for a human seat.
+    /// The move of computer seat `role` now; `None` for a human seat. In a GDL-II game a
+    /// searching player chooses over its role's belief and never reads the true state; if its
+    /// choice is not legal after all (a lost belief's guess), it is replaced by a random legal
+    /// move, as a referee does.
     ///
     /// # Errors
     /// The engine or the search failed.
@@ -997,8 +1063,27 @@ impl<M: StateMachine + Send + 'static> Game<M> {
         let Seat::Computer(level) = self.seats[role] else {
             return Ok(None);
         };
-        let state = self.state().clone();
         let deadline = Instant::now() + level.budget().2;
+        if let Some(Some(view)) = self.views.get_mut(role)
+            && let Some(search) = view.search.as_mut()
+        {
+            let belief = view.beliefs.last().expect("one per state");
+            let mut choice = search.choose(&mut self.machine, belief, deadline)?;
+            let state = self.state().clone();
+            let legal = self.machine.legal_moves(&state, role)?;
+            if !legal.contains(&choice.mv) {
+                tracing::warn!(
+                    "{} chose {}, not legal: a random legal move instead",
+                    self.machine.roles()[role],
+                    self.machine.move_term(choice.mv)
+                );
+                let mut rng = rand::rngs::StdRng::seed_from_u64(self.seed ^ self.step() as u64);
+                choice.mv = *rand::seq::IndexedRandom::choose(legal.as_slice(), &mut rng)
+                    .ok_or(SearchError::NoMove)?;
+            }
+            return Ok(Some(choice));
+        }
+        let state = self.state().clone();
         let player = self.players[role]
             .as_mut()
             .expect("computer seats have players");
@@ -1018,7 +1103,7 @@ impl<M: StateMachine + Send + 'static> Game<M> {
         self.states.push(next);
         self.moves.push(joint);
         self.state_times.push(now_ms());
-        self.follow_view(self.moves.len() - 1);
+        self.follow_views(self.moves.len() - 1);
         Ok(())
     }
 
@@ -1032,7 +1117,7 @@ impl<M: StateMachine + Send + 'static> Game<M> {
         self.state_times.pop();
         self.positions.truncate(self.states.len());
         self.plies.truncate(self.moves.len());
-        if let Some(view) = &mut self.view {
+        for view in self.views.iter_mut().flatten() {
             view.beliefs.pop();
             view.known.pop();
             view.percepts.pop();

@@ -57,7 +57,14 @@ pub struct AlphaBetaSettings {
     /// Find the game's [`Material`] at the start (pieces, owners and values from the state's
     /// shape and the legal moves, see [`heuristic::find_material`]) and value leaves by it.
     pub material: bool,
+    /// With material or a heuristic, add the mobility of the role to move at a leaf:
+    /// [`MOBILITY_WEIGHT`] times the log of its legal moves, for us, against us for the others.
+    pub mobility: bool,
 }
+
+/// The weight of mobility against material (in starting sides, inside the `tanh`): twice the
+/// moves is worth about a pawn's share of chess's starting material.
+pub const MOBILITY_WEIGHT: f64 = 0.05;
 
 /// Random games (of at most [`MATERIAL_PLIES`] plies) sampled to find the material.
 pub const MATERIAL_GAMES: usize = 20;
@@ -73,6 +80,7 @@ impl Default for AlphaBetaSettings {
             max_depth: 300,
             heuristic: false,
             material: true,
+            mobility: true,
         }
     }
 }
@@ -112,6 +120,8 @@ pub struct AlphaBetaPlayer<M: StateMachine> {
     material: Option<Material>,
     /// Per move, how often it refuted a move or was best (history heuristic), over the match.
     history: hashbrown::HashMap<M::Move, u64>,
+    /// Per fact id, its material weight for us, once known.
+    weights: Vec<Option<f64>>,
 }
 
 impl<M: StateMachine> AlphaBetaPlayer<M> {
@@ -136,6 +146,7 @@ impl<M: StateMachine> AlphaBetaPlayer<M> {
             learnt: false,
             material: None,
             history: hashbrown::HashMap::new(),
+            weights: Vec::new(),
         }
     }
 
@@ -158,7 +169,8 @@ impl<M: StateMachine> AlphaBetaPlayer<M> {
     /// third of the time to `deadline` each (the material needs a fixed number of short
     /// random games, well within that unless the clock is very short).
     fn learn(&mut self, machine: &mut M, deadline: Instant) -> Result<(), SearchError> {
-        if self.learnt {
+        // Without a node limit and with no time (a start clock of zero), wait for a clock.
+        if self.learnt || (self.config.max_iterations.is_none() && past(deadline)) {
             return Ok(());
         }
         self.learnt = true;
@@ -217,6 +229,8 @@ impl<M: StateMachine> AlphaBetaPlayer<M> {
             heuristic: self.heuristic.as_ref(),
             material: self.material.as_ref(),
             history: &mut self.history,
+            weights: &mut self.weights,
+            ids: Vec::new(),
             role: self.role,
             generation: self.generation,
             deadline,
@@ -285,6 +299,7 @@ impl<M: StateMachine + Send> Player<M> for AlphaBetaPlayer<M> {
         self.heuristic = None;
         self.material = None;
         self.history.clear();
+        self.weights.clear();
         self.learnt = false;
         let initial = machine.initial_state();
         if machine.is_terminal(&initial)? {
@@ -361,6 +376,8 @@ struct Searcher<'a, M: StateMachine> {
     heuristic: Option<&'a Heuristic>,
     material: Option<&'a Material>,
     history: &'a mut hashbrown::HashMap<M::Move, u64>,
+    weights: &'a mut Vec<Option<f64>>,
+    ids: Vec<u32>,
     role: usize,
     generation: u8,
     deadline: Instant,
@@ -683,13 +700,66 @@ impl<M: StateMachine> Searcher<'_, M> {
         (50.0, false)
     }
 
+    /// The material balance of `state` for us (see [`Material::balance`]), from fact ids where
+    /// the engine has them (each fact's weight found once).
+    fn balance(&mut self, material: &Material, state: &M::State) -> f64 {
+        if !self.machine.fact_ids_into(state, &mut self.ids) {
+            return material.balance(&*self.machine, state, self.role);
+        }
+        let unknown = self
+            .ids
+            .iter()
+            .any(|&id| self.weights.get(id as usize).is_none_or(Option::is_none));
+        if unknown {
+            let terms = self.machine.state_terms(state);
+            for (&id, term) in self.ids.iter().zip(&terms) {
+                let i = id as usize;
+                if self.weights.len() <= i {
+                    self.weights.resize(i + 1, None);
+                }
+                self.weights[i] = Some(material.weight(term, self.role));
+            }
+        }
+        self.ids
+            .iter()
+            .map(|&id| self.weights[id as usize].unwrap_or(0.0))
+            .sum()
+    }
+
+    /// The mobility term of a leaf (see [`AlphaBetaSettings::mobility`]); 0 when off or when
+    /// the legal moves fail.
+    fn mobility(&mut self, state: &M::State) -> f64 {
+        if !self.settings.mobility {
+            return 0.0;
+        }
+        let mut sum = 0.0;
+        for r in 0..self.machine.roles().len() {
+            let Ok(moves) = self.machine.legal_moves(state, r) else {
+                return 0.0;
+            };
+            if moves.len() > 1 {
+                let m = MOBILITY_WEIGHT * (moves.len() as f64).ln();
+                sum += if r == self.role { m } else { -m };
+            }
+        }
+        sum
+    }
+
     /// The heuristic value of a non-terminal state at the depth limit.
     fn evaluate(&mut self, state: &M::State) -> Result<f64, Halt> {
         if let Some(m) = self.material {
-            return Ok(m.value(&*self.machine, state, self.role));
+            let balance = 2.0 * self.balance(m, state) + self.mobility(state);
+            return Ok(50.0 + 50.0 * balance.tanh());
         }
         if let Some(h) = self.heuristic {
-            return Ok(h.value(&*self.machine, state));
+            let v = h.value(&*self.machine, state);
+            let mobility = self.mobility(state);
+            if mobility == 0.0 {
+                return Ok(v);
+            }
+            // Back inside the `tanh`, add the mobility, and out again.
+            let x = ((v - 50.0) / 50.0).clamp(-0.999_999, 0.999_999).atanh();
+            return Ok(50.0 + 50.0 * (x + mobility).tanh());
         }
         let mut buffers = PlayoutBuffers::default();
         let (mut sum, mut count) = (0.0, 0u32);

@@ -66,6 +66,7 @@ pub struct AutoPlayer<M: StateMachine> {
     chosen: Option<Chosen<M>>,
     probe: Option<GameProbe>,
     reason: String,
+    trial: bool,
 }
 
 impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
@@ -78,6 +79,7 @@ impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
             chosen: None,
             probe: None,
             reason: String::new(),
+            trial: true,
         }
     }
 
@@ -87,6 +89,12 @@ impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
             budget: Some(budget),
             ..AutoPlayer::new(config, MctsSettings::default())
         }
+    }
+
+    /// Whether the trial decides (on by default); off, alpha-beta plays only when its search
+    /// of the initial state proves the game's value (the rule before the trial).
+    pub fn set_trial(&mut self, on: bool) {
+        self.trial = on;
     }
 
     /// Why the search was chosen (empty before the start).
@@ -171,7 +179,9 @@ impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
             .as_ref()
             .map_or(TRIAL_PLIES as f64, |p| p.mean_length)
             .clamp(2.0, TRIAL_PLIES as f64);
-        let slice = (left / (TRIAL_GAMES as u32 * expected as u32).max(1)).max(MIN_TRIAL_MOVE);
+        // Games between searches last longer than random ones: half as long again.
+        let moves = (TRIAL_GAMES as f64 * 1.5 * expected) as u32;
+        let slice = (left / moves.max(1)).max(MIN_TRIAL_MOVE);
         let mut score = 0.0;
         let mut played = 0;
         for game in 0..TRIAL_GAMES {
@@ -199,6 +209,8 @@ impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
             }
             let mut state = machine.initial_state();
             let mut value = 0.5;
+            let started = Instant::now();
+            let mut plies = 0;
             for _ in 0..TRIAL_PLIES {
                 if machine.is_terminal(&state)? {
                     value = f64::from(goal_or_zero(machine, &state, ab_role)?) / 100.0;
@@ -213,7 +225,13 @@ impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
                     joint.push(p.choose(machine, &state, deadline)?.mv);
                 }
                 state = machine.next_state(&state, &joint)?;
+                plies += 1;
             }
+            tracing::debug!(
+                "auto trial game {game}: alpha-beta as role {ab_role} scored {value} in {plies} plies, {:.2} s, {} ms a move",
+                started.elapsed().as_secs_f64(),
+                slice.as_millis()
+            );
             score += value;
             played += 1;
         }
@@ -269,7 +287,11 @@ impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
         }
         let now = Instant::now();
         let half = now + deadline.saturating_duration_since(now) / 2;
-        let (score, games) = self.trial(machine, half)?;
+        let (score, games) = if self.trial {
+            self.trial(machine, half)?
+        } else {
+            (0.5, 0)
+        };
         let now = Instant::now();
         let half = now + deadline.saturating_duration_since(now) / 2;
         let mut alphabeta = self.alphabeta_player();

@@ -150,6 +150,14 @@ impl Material {
     pub fn value<M: StateMachine>(&self, machine: &M, state: &M::State, role: usize) -> f64 {
         50.0 + 50.0 * (2.0 * self.balance(machine, state, role)).tanh()
     }
+
+    /// What one fact adds to [`balance`](Self::balance) for `role` (0 if it is no piece).
+    pub fn weight(&self, fact: &Term, role: usize) -> f64 {
+        key_of(fact)
+            .and_then(|k| self.pieces.get(&k))
+            .map_or(0.0, |&(owner, v)| if owner == role { v } else { -v })
+            / self.side
+    }
 }
 
 /// Finds the material of a game (see [`Material`]) from `games` random games of at most
@@ -641,6 +649,30 @@ mod tests {
                 _ => None,
             })
             .expect("a constant")
+    }
+
+    #[test]
+    fn a_move_moves_the_piece_on_the_first_square_it_names() {
+        let t = |text: &str| crate::gdl::parse_term(text).expect("a term");
+        let facts = [t("(cell e 2 wp)"), t("(cell e 4 b)"), t("(ep e 3)")];
+        let mut squares: hashbrown::HashMap<&[Term], Vec<Key>> = hashbrown::HashMap::new();
+        for f in &facts {
+            if let Term::App(_, args) = f {
+                squares
+                    .entry(&args[..args.len() - 1])
+                    .or_default()
+                    .push(key_of(f).expect("a group"));
+            }
+        }
+        let Term::App(_, args) = t("(move e 2 e 4)") else {
+            panic!("an application")
+        };
+        let keys = first_square(&args, &[2, 1], &squares).expect("a square");
+        assert_eq!(keys, &vec![key_of(&facts[0]).expect("a group")]);
+        let Term::App(_, args) = t("(drop 3)") else {
+            panic!("an application")
+        };
+        assert!(first_square(&args, &[2, 1], &squares).is_none());
     }
 
     #[test]

@@ -28,7 +28,7 @@ pub mod mcts;
 pub mod probe;
 mod spec;
 
-pub use spec::{ALPHABETA_KEYS, MCTS_KEYS, PlayerSpec, SpecError};
+pub use spec::{ALPHABETA_KEYS, AUTO_KEYS, MCTS_KEYS, PlayerSpec, SpecError};
 
 use std::time::Instant;
 
@@ -163,7 +163,11 @@ where
             config,
             spec.alphabeta_settings(),
         )),
-        PlayerKind::Auto => Box::new(auto::AutoPlayer::<M>::new(config, spec.mcts_settings())),
+        PlayerKind::Auto => {
+            let mut player = auto::AutoPlayer::<M>::new(config, spec.mcts_settings());
+            player.set_trial(spec.auto_trial());
+            Box::new(player)
+        }
     }
 }
 

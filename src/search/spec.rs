@@ -102,6 +102,12 @@ pub const MCTS_KEYS: &[(&str, &str)] = &[
     ("leaf", "with batch: playouts per leaf of a round (integer)"),
 ];
 
+/// The options `auto` has besides those of `mcts`: key and meaning.
+pub const AUTO_KEYS: &[(&str, &str)] = &[(
+    "trial",
+    "pick alpha-beta or MCTS by trial games at the start clock (on or off)",
+)];
+
 /// The options of `alphabeta`: key and meaning.
 pub const ALPHABETA_KEYS: &[(&str, &str)] = &[
     (
@@ -117,6 +123,14 @@ pub const ALPHABETA_KEYS: &[(&str, &str)] = &[
         "heuristic",
         "leaves valued by a heuristic learnt from random games (on or off)",
     ),
+    (
+        "material",
+        "leaves valued by material found from the state's shape and the moves (on or off)",
+    ),
+    (
+        "mobility",
+        "with material or a heuristic, leaves also valued by the mover's mobility (on or off)",
+    ),
 ];
 
 impl PlayerSpec {
@@ -131,10 +145,21 @@ impl PlayerSpec {
         if matches!(self.kind, PlayerKind::Mcts | PlayerKind::Auto) {
             for (k, v) in &self.options {
                 // Checked when parsed.
-                let _ = set_mcts(&mut settings, &self.name(), k, v);
+                if !(self.kind == PlayerKind::Auto && AUTO_KEYS.iter().any(|a| a.0 == k)) {
+                    let _ = set_mcts(&mut settings, &self.name(), k, v);
+                }
             }
         }
         settings
+    }
+
+    /// Whether `auto` picks its search by a trial at the start clock (`trial=on`, the default).
+    pub fn auto_trial(&self) -> bool {
+        self.options
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "trial")
+            .is_none_or(|(_, v)| switch("auto", "trial", v, AUTO_KEYS).unwrap_or(true))
     }
 
     /// The alpha-beta settings the options ask for (defaults elsewhere).
@@ -190,6 +215,9 @@ impl FromStr for PlayerSpec {
                 .ok_or_else(|| SpecError::Malformed(item.to_string(), player.clone()))?;
             let (k, v) = (k.trim(), v.trim());
             match kind {
+                PlayerKind::Auto if k == "trial" => {
+                    switch(&player, k, v, AUTO_KEYS)?;
+                }
                 PlayerKind::Mcts | PlayerKind::Auto => set_mcts(&mut mcts, &player, k, v)?,
                 PlayerKind::Alphabeta => set_alphabeta(&mut alphabeta, &player, k, v)?,
                 PlayerKind::Random | PlayerKind::Legal | PlayerKind::Flat => {
@@ -310,6 +338,8 @@ fn set_alphabeta(
         "leaf" => s.leaf_playouts = value(player, key, v, keys)?,
         "depth" => s.max_depth = value(player, key, v, keys)?,
         "heuristic" => s.heuristic = switch(player, key, v, keys)?,
+        "material" => s.material = switch(player, key, v, keys)?,
+        "mobility" => s.mobility = switch(player, key, v, keys)?,
         _ => return Err(unknown(player, key, keys)),
     }
     Ok(())

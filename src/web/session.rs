@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicU64;
 
 use serde::Serialize;
 
-use crate::board::{Layout, Square, content_text, facts_by_relation};
+use crate::board::{Grid, Layout, Square, content_text, facts_by_relation};
 use crate::engine::{self, EngineChoice, Machine, UseMachine};
 use crate::gdl::{Description, Term};
 use crate::machine::StateMachine;
@@ -52,6 +52,9 @@ pub struct BoardView {
     pub rank_values: Vec<String>,
     /// Square contents, rank by rank from the bottom (`null` when empty).
     pub cells: Vec<Option<CellView>>,
+    /// When the squares are hexagons (found from the rules, see [`Grid::Hex`]): the rank
+    /// step of the diagonal neighbour one file on, 1 or -1.
+    pub hex: Option<i8>,
 }
 
 /// A legal move of a human seat.
@@ -634,6 +637,10 @@ fn board_view(layout: &Layout, facts: &[Term], roles: &[Term]) -> BoardView {
         file_values: values(layout.files()),
         rank_values: values(layout.ranks()),
         cells,
+        hex: match layout.grid() {
+            Grid::Hex { lean } => Some(lean),
+            Grid::Squares => None,
+        },
     }
 }
 

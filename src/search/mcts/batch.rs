@@ -174,41 +174,71 @@ mod tests {
 
     use super::*;
     use crate::gdl::Description;
-    use crate::propnet::{Budget, PropnetMachine};
+    use crate::propnet::{Budget, MoveId, PropnetMachine, PropnetState};
     use crate::search::mcts::tree::Node;
 
-    fn setup() -> (
-        PropnetMachine,
-        Tree<crate::propnet::PropnetState, crate::propnet::MoveId>,
-    ) {
-        let description =
-            Description::from_text(include_str!("../../../rules/ticTacToe.kif")).unwrap();
-        let mut m = PropnetMachine::new(&description, &Budget::default()).unwrap();
-        let mut tree = Tree::new(64 << 20, false);
-        let initial = m.initial_state();
-        let root = Node::new(&mut m, initial).unwrap();
-        tree.reset(root);
-        (m, tree)
+    /// A ticTacToe tree with a fresh root, and what a round needs.
+    struct Fixture {
+        m: PropnetMachine,
+        tree: Tree<PropnetState, MoveId>,
+        policies: Policies<PropnetMachine>,
+        ctx: Context,
+        rng: Xoshiro256PlusPlus,
+        lanes: Lanes<PropnetState, MoveId>,
     }
 
-    fn context() -> Context {
-        Context {
-            deadline: Instant::now() + Duration::from_secs(3600),
-            stop: AtomicBool::new(false),
-            max_steps: 5000,
-            prior: 0,
-            progress: None,
-            batch: None,
+    impl Fixture {
+        fn new() -> Fixture {
+            let description =
+                Description::from_text(include_str!("../../../rules/ticTacToe.kif")).unwrap();
+            let mut m = PropnetMachine::new(&description, &Budget::default()).unwrap();
+            let mut tree = Tree::new(64 << 20, false);
+            let initial = m.initial_state();
+            tree.reset(Node::new(&mut m, initial).unwrap());
+            let settings = MctsSettings::default();
+            Fixture {
+                m,
+                tree,
+                policies: Policies {
+                    select: settings.selection(),
+                    playout: settings.playout(),
+                    eval: settings.evaluation(None),
+                },
+                ctx: Context {
+                    deadline: Instant::now() + Duration::from_secs(3600),
+                    stop: AtomicBool::new(false),
+                    max_steps: 5000,
+                    prior: 0,
+                    progress: None,
+                    batch: None,
+                },
+                rng: Xoshiro256PlusPlus::seed_from_u64(5),
+                lanes: Lanes::default(),
+            }
         }
-    }
 
-    /// Every node's visits equal each role's summed move visits (no virtual loss left).
-    fn consistent<S, Mv>(tree: &Tree<S, Mv>) -> bool {
-        tree.nodes.iter().all(|n| {
-            n.stats
-                .iter()
-                .all(|s| s.iter().map(|s| s.visits).sum::<u32>() == n.visits)
-        })
+        fn round(&mut self, size: usize, leaf: usize) -> Round {
+            let f = self;
+            round(
+                &mut f.tree,
+                &mut f.m,
+                &mut f.rng,
+                &f.ctx,
+                &mut f.policies,
+                &mut f.lanes,
+                size,
+                leaf,
+            )
+        }
+
+        /// Every node's visits equal each role's summed move visits (no virtual loss left).
+        fn consistent(&self) -> bool {
+            self.tree.nodes.iter().all(|n| {
+                n.stats
+                    .iter()
+                    .all(|s| s.iter().map(|s| s.visits).sum::<u32>() == n.visits)
+            })
+        }
     }
 
     /// Virtual losses spread a round over the tree: nine descents from a fresh ticTacToe root
@@ -217,34 +247,17 @@ mod tests {
     /// A second round of 40 adds exactly 40 visits, and no virtual visit is left behind.
     #[test]
     fn a_round_backs_each_lane_up_along_its_own_path() {
-        let (mut m, mut tree) = setup();
-        let settings = MctsSettings::default();
-        let mut policies = Policies {
-            select: settings.selection(),
-            playout: settings.playout(),
-            eval: settings.evaluation(None),
-        };
-        let ctx = context();
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
-        let mut lanes = Lanes::default();
-        let round1 = round(
-            &mut tree,
-            &mut m,
-            &mut rng,
-            &ctx,
-            &mut policies,
-            &mut lanes,
-            9,
-            1,
-        );
-        assert_eq!((round1.iterations, round1.errors), (9, 0));
-        let root = &tree.nodes[0];
+        let mut f = Fixture::new();
+        let first = f.round(9, 1);
+        assert_eq!((first.iterations, first.errors), (9, 0));
+        let root = &f.tree.nodes[0];
         assert_eq!(root.visits, 9);
         assert_eq!(root.children.len(), 9);
         assert!(root.stats[0].iter().all(|s| s.visits == 1));
         // x's rewards at the root are the lanes' goals for x (0, 0.5 or 1 each).
         let sum: f64 = root.stats[0].iter().map(|s| s.sum).sum();
-        let goals: f64 = lanes
+        let goals: f64 = f
+            .lanes
             .ends
             .iter()
             .map(|e| match e {
@@ -253,81 +266,35 @@ mod tests {
             })
             .sum();
         assert!((sum - goals).abs() < 1e-9);
-        assert!(consistent(&tree));
-        let round2 = round(
-            &mut tree,
-            &mut m,
-            &mut rng,
-            &ctx,
-            &mut policies,
-            &mut lanes,
-            40,
-            1,
-        );
-        assert_eq!(round2.iterations, 40);
-        assert_eq!(tree.nodes[0].visits, 49);
-        assert!(consistent(&tree));
-        // Leaf parallelism: 40 playouts, 8 per leaf, from 5 new leaves.
-        let round3 = round(
-            &mut tree,
-            &mut m,
-            &mut rng,
-            &ctx,
-            &mut policies,
-            &mut lanes,
-            40,
-            8,
-        );
-        assert_eq!(round3.iterations, 40);
-        assert_eq!(tree.nodes[0].visits, 89);
-        let leaves = lanes.owner.iter().max().map_or(0, |&o| o + 1);
+        assert!(f.consistent());
+        assert_eq!(f.round(40, 1).iterations, 40);
+        assert_eq!(f.tree.nodes[0].visits, 49);
+        assert!(f.consistent());
+        // Leaf parallelism: 40 playouts, at most 8 per leaf, all of a leaf's from its state.
+        assert_eq!(f.round(40, 8).iterations, 40);
+        assert_eq!(f.tree.nodes[0].visits, 89);
+        let (owner, starts) = (&f.lanes.owner, &f.lanes.starts);
+        let leaves = owner.iter().max().map_or(0, |&o| o + 1);
         assert!(leaves >= 5, "{leaves} leaves");
-        for (i, &o) in lanes.owner.iter().enumerate() {
-            let first = lanes.owner.iter().position(|&x| x == o).unwrap();
-            assert_eq!(lanes.starts[i], lanes.starts[first]);
-            assert!(lanes.owner.iter().filter(|&&x| x == o).count() <= 8);
+        for (i, &o) in owner.iter().enumerate() {
+            let first = owner.iter().position(|&x| x == o).unwrap();
+            assert_eq!(starts[i], starts[first]);
+            assert!(owner.iter().filter(|&&x| x == o).count() <= 8);
         }
-        assert!(consistent(&tree));
+        assert!(f.consistent());
     }
 
     /// A round the deadline interrupts backs nothing up and leaves no virtual loss.
     #[test]
     fn an_interrupted_round_leaves_the_tree_as_it_was() {
-        let (mut m, mut tree) = setup();
-        let settings = MctsSettings::default();
-        let mut policies = Policies {
-            select: settings.selection(),
-            playout: settings.playout(),
-            eval: settings.evaluation(None),
-        };
-        let mut ctx = context();
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
-        let mut lanes = Lanes::default();
-        round(
-            &mut tree,
-            &mut m,
-            &mut rng,
-            &ctx,
-            &mut policies,
-            &mut lanes,
-            20,
-            1,
-        );
-        let visits = tree.nodes[0].visits;
-        ctx.deadline = Instant::now();
-        let r = round(
-            &mut tree,
-            &mut m,
-            &mut rng,
-            &ctx,
-            &mut policies,
-            &mut lanes,
-            20,
-            1,
-        );
+        let mut f = Fixture::new();
+        f.round(20, 1);
+        let visits = f.tree.nodes[0].visits;
+        f.ctx.deadline = Instant::now();
+        let r = f.round(20, 1);
         assert!(r.deadline);
         assert_eq!(r.iterations, 0);
-        assert_eq!(tree.nodes[0].visits, visits);
-        assert!(consistent(&tree));
+        assert_eq!(f.tree.nodes[0].visits, visits);
+        assert!(f.consistent());
     }
 }
