@@ -10,7 +10,7 @@ use ggp::gdl::{Description, Term, parse_term};
 use ggp::machine::{EngineFailure, MachineError, StateMachine};
 use ggp::propnet::{Budget, PropnetMachine};
 use ggp::search::alphabeta::AlphaBetaPlayer;
-use ggp::search::mcts::MctsPlayer;
+use ggp::search::mcts::{MctsPlayer, MctsSettings};
 use ggp::search::probe::probe;
 use ggp::search::{Player, PlayerKind, PlayerSpec, SearchConfig, new_player};
 use rand::SeedableRng;
@@ -49,6 +49,13 @@ fn config(seed: u64, iterations: u64) -> SearchConfig {
         max_iterations: Some(iterations),
         ..SearchConfig::default()
     }
+}
+
+/// MCTS without the start-clock heuristic (the default learns for a quarter of the start clock,
+/// up to 8 s): for tests about something else that start players with a far deadline.
+fn plain_mcts<M: StateMachine + Send + 'static>(cfg: &SearchConfig) -> Box<dyn Player<M>> {
+    let spec: PlayerSpec = "mcts:heuristic=off".parse().unwrap();
+    spec.build(cfg)
 }
 
 /// A deadline far enough away that only the iteration limit stops a search.
@@ -349,7 +356,11 @@ fn mcts_solver_agrees_with_alphabeta_late_in_connect_four() {
 #[test]
 fn mcts_reuses_its_tree() {
     let mut m = propnet(&ours("connectFour"));
-    let mut player = MctsPlayer::new(config(6, 2000));
+    let settings = MctsSettings {
+        heuristic: false,
+        ..MctsSettings::default()
+    };
+    let mut player = MctsPlayer::with_settings(config(6, 2000), settings);
     player.start(&mut m, 0, far()).unwrap();
     assert_eq!(player.stats().iterations, 2000);
     let initial = m.initial_state();
@@ -391,10 +402,8 @@ fn mcts_plays_a_simultaneous_game_on_datalog() {
 #[test]
 fn mcts_plays_rock_paper_scissors_to_the_end() {
     let mut m = propnet(&base("roshambo2"));
-    let mut players: Vec<Box<dyn Player<PropnetMachine>>> = vec![
-        new_player(PlayerKind::Mcts, &config(8, 500)),
-        new_player(PlayerKind::Mcts, &config(9, 500)),
-    ];
+    let mut players: Vec<Box<dyn Player<PropnetMachine>>> =
+        vec![plain_mcts(&config(8, 500)), plain_mcts(&config(9, 500))];
     let goals = play_match(&mut m, &mut players, Duration::from_secs(60));
     assert_eq!(goals.len(), 2);
 }
@@ -407,7 +416,7 @@ fn mcts_against_random<M: StateMachine + Send + 'static>(
 ) -> (Vec<u8>, Vec<u8>) {
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
     for game in 0..games {
-        let mcts = new_player::<M>(PlayerKind::Mcts, &config(game, iterations));
+        let mcts = plain_mcts::<M>(&config(game, iterations));
         let random = new_player::<M>(PlayerKind::Random, &config(100 + game, 0));
         let mcts_role = (game % 2) as usize;
         let mut players = if mcts_role == 0 {
@@ -862,6 +871,44 @@ fn think_prints_the_solved_value_of_tic_tac_toe() {
     assert!(out.status.success(), "{stdout}");
     assert!(stdout.contains("alphabeta: move (mark "), "{stdout}");
     assert!(stdout.contains("value 50.0 proven true"), "{stdout}");
+}
+
+/// Over a whole breakthrough match the node pool stays within its bound (a small one, so it
+/// fills), with transpositions and GRAVE's statistics on, and every move is legal.
+#[test]
+fn the_node_pool_stays_within_its_bound_over_a_long_match() {
+    let mut m = propnet(&base("breakthrough"));
+    let budget = 1 << 20;
+    let settings = MctsSettings {
+        heuristic: false,
+        transpositions: true,
+        grave: 50,
+        memory_bytes: budget,
+        ..MctsSettings::default()
+    };
+    let mut mcts = MctsPlayer::with_settings(config(15, 1500), settings);
+    let mut random = new_player::<PropnetMachine>(PlayerKind::Random, &config(16, 0));
+    mcts.start(&mut m, 0, far()).unwrap();
+    random.start(&mut m, 1, far()).unwrap();
+    let mut state = m.initial_state();
+    let (mut plies, mut most) = (0, 0);
+    while !m.is_terminal(&state).unwrap() {
+        let ours = mcts.choose(&mut m, &state, far()).unwrap().mv;
+        let theirs = random.choose(&mut m, &state, far()).unwrap().mv;
+        assert!(mcts.memory() <= budget, "{} > {budget}", mcts.memory());
+        most = most.max(mcts.memory());
+        state = m
+            .next_state(&state, &[ours, theirs])
+            .expect("players make legal moves");
+        plies += 1;
+    }
+    assert!(most > budget / 2, "the pool never filled: {most} bytes");
+    assert!(plies > 10, "{plies} plies");
+    assert_eq!(
+        m.goals(&state).unwrap()[0],
+        100,
+        "mcts beats a random mover"
+    );
 }
 
 #[test]

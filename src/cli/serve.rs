@@ -28,10 +28,9 @@ pub struct ServeArgs {
     /// Threads for the search (default: the machine's cores).
     #[arg(long, default_value_t = default_threads())]
     threads: usize,
-    /// The player: NAME[:key=value,...] (see the README's player specs). The default, `auto`
-    /// with MCTS playouts cut after 2 moves and valued by heuristics learnt at the start clock,
-    /// scored 0.63 against plain `mcts` over 98 matches (see the README).
-    #[arg(long, default_value = "auto:heuristic=on,cutoff=2")]
+    /// The player: NAME[:key=value,...] (see the README's player specs); options not given
+    /// take the library's defaults.
+    #[arg(long, default_value = "auto")]
     player: PlayerSpec,
     /// The engine that runs the games.
     #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]

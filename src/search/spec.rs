@@ -88,6 +88,14 @@ pub const MCTS_KEYS: &[(&str, &str)] = &[
         "with a heuristic: visits a new node's heuristic value counts as (integer)",
     ),
     (
+        "transpositions",
+        "one node per state, shared by the move orders reaching it (on or off)",
+    ),
+    (
+        "grave",
+        "GRAVE selection: visits a node needs to lend its AMAF statistics (integer, 50 is Cazenave's; 0 for off)",
+    ),
+    (
         "batch",
         "playouts per round side by side on the propnet's batch, 0 for one at a time (integer)",
     ),
@@ -303,6 +311,8 @@ fn set_mcts(s: &mut MctsSettings, player: &str, key: &str, v: &str) -> Result<()
         "heuristic" => s.heuristic = switch(player, key, v, keys)?,
         "cutoff" => s.cutoff = value(player, key, v, keys)?,
         "prior" => s.prior = value(player, key, v, keys)?,
+        "transpositions" => s.transpositions = switch(player, key, v, keys)?,
+        "grave" => s.grave = value(player, key, v, keys)?,
         "batch" => s.batch = value(player, key, v, keys)?,
         "leaf" => {
             s.leaf = value(player, key, v, keys)?;

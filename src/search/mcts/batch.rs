@@ -38,7 +38,7 @@ pub(super) fn round_size<M: StateMachine>(
 /// Buffers of a round, reused across rounds.
 pub(super) struct Lanes<S, Mv> {
     /// One path per descent that needs playouts.
-    paths: Vec<Scratch<Mv>>,
+    paths: Vec<Scratch<S, Mv>>,
     /// One start state per playout.
     starts: Vec<S>,
     /// For each playout, the path (index into `paths`) it belongs to.
@@ -192,7 +192,7 @@ mod tests {
             let description =
                 Description::from_text(include_str!("../../../rules/ticTacToe.kif")).unwrap();
             let mut m = PropnetMachine::new(&description, &Budget::default()).unwrap();
-            let mut tree = Tree::new(64 << 20);
+            let mut tree = Tree::new(64 << 20, false);
             let initial = m.initial_state();
             tree.reset(Node::new(&mut m, initial).unwrap());
             let settings = MctsSettings::default();

@@ -27,9 +27,14 @@
 //! once, and the search stops as soon as the root is settled.
 //!
 //! **Tree reuse.** The tree of the previous search is kept. When [`Player::choose`] is called
-//! with a new state, it is looked for among the previous root's children and grandchildren;
-//! if found, that subtree becomes the new tree (copied into a fresh arena, dropping the rest),
-//! else a new tree is started.
+//! with a new state, it is looked for among the previous root's children and grandchildren
+//! (with transpositions: anywhere, by its hash); if found, what it reaches becomes the new
+//! tree (copied into a fresh arena, dropping the rest), else a new tree is started.
+//!
+//! **Transpositions** ([`MctsSettings::transpositions`]) make the tree a graph with one node
+//! per state, and **GRAVE** ([`MctsSettings::grave`], [`Grave`]) blends AMAF statistics into
+//! selection; both are off by default (see [`tree`] and [`select`]; the README gives the
+//! matches).
 //!
 //! **Threads: root parallelisation.** Each thread has its own tree, its own machine (from
 //! [`StateMachine::fork`]) and its own random generator, and the trees' root statistics are
@@ -73,7 +78,7 @@ const MAX_LEARNING_GAMES: usize = 100_000;
 pub use eval::{Evaluation, GoalEvaluation, HeuristicEvaluation};
 use parallel::{Context, MoveSummary, Worker, merge_root, run_all};
 pub use playout::{DecisivePlayout, MastPlayout, PlayoutPolicy, UniformPlayout};
-pub use select::{MoveView, Selection, Ucb1};
+pub use select::{Grave, MoveView, Selection, Ucb1};
 use tree::{Node, Tree};
 
 /// Tuning of the MCTS player.
@@ -93,13 +98,19 @@ pub struct MctsSettings {
     /// Playouts that take a win in one when the mover has one ([`DecisivePlayout`]; MAST,
     /// when on, comes first).
     pub decisive: bool,
-    /// Learn a heuristic per role at the start clock ([`crate::search::heuristic`]) and value
-    /// playouts cut after [`cutoff`](Self::cutoff) moves with it.
+    /// Learn a heuristic per role at the start clock ([`crate::search::heuristic`], a quarter
+    /// of it, at most 8 s) and value playouts cut after [`cutoff`](Self::cutoff) moves with it.
+    /// On by default: the one place that decides what `ggp serve`, `think`, `match` and
+    /// `tournament` play unless a spec says otherwise.
     pub heuristic: bool,
     /// With a heuristic: moves a playout makes before its state is valued by the heuristic.
     pub cutoff: usize,
     /// With a heuristic: a new node's estimate counts as this many visits of its move.
     pub prior: u32,
+    /// Share one node among the move orders that reach the same state (see [`tree`]).
+    pub transpositions: bool,
+    /// GRAVE selection ([`Grave`]) with this reference threshold; 0 for plain UCB1.
+    pub grave: u32,
     /// Playouts per round run side by side on an engine that plays many at once (the
     /// propnet's batch, [`StateMachine::playouts_from`]); 0 or 1: one iteration at a time.
     /// Uniform playouts only: with MAST or decisive playouts, or on an engine that plays one
@@ -113,6 +124,13 @@ pub struct MctsSettings {
 impl MctsSettings {
     /// The selection rule these settings ask for.
     pub fn selection(&self) -> Box<dyn Selection> {
+        if self.grave > 0 {
+            return Box::new(Grave {
+                exploration: self.exploration,
+                reference: self.grave,
+                bias: Grave::BIAS,
+            });
+        }
         Box::new(Ucb1 {
             exploration: self.exploration,
         })
@@ -162,9 +180,11 @@ impl Default for MctsSettings {
             mast: false,
             mast_epsilon: 0.4,
             decisive: false,
-            heuristic: false,
-            cutoff: 8,
+            heuristic: true,
+            cutoff: 2,
             prior: 0,
+            transpositions: false,
+            grave: 0,
             batch: 0,
             leaf: 1,
         }
@@ -244,6 +264,11 @@ impl<M: StateMachine> MctsPlayer<M> {
     pub fn nodes(&self) -> usize {
         self.trees.iter().map(|t| t.nodes.len()).sum()
     }
+
+    /// Estimated bytes the trees use now (at most [`MctsSettings::memory_bytes`]).
+    pub fn memory(&self) -> usize {
+        self.trees.iter().map(Tree::bytes).sum()
+    }
 }
 
 impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
@@ -261,7 +286,9 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
         }
         let threads = self.forks.len() + 1;
         let budget = self.settings.memory_bytes / threads;
-        self.trees = (0..threads).map(|_| Tree::new(budget)).collect();
+        self.trees = (0..threads)
+            .map(|_| Tree::new(budget, self.settings.transpositions))
+            .collect();
         self.rngs = (0..threads as u64)
             .map(|i| {
                 Xoshiro256PlusPlus::seed_from_u64(
@@ -541,6 +568,7 @@ mod tests {
             low: vec![0.0; 3].into(),
             high: vec![1.0; 3].into(),
             n_joint: 6,
+            amaf: Vec::new(),
         };
         let key = node.key(&[2, 0, 1]);
         assert_eq!(key, 2 + 3);

@@ -173,7 +173,7 @@ impl MoveSummary {
 }
 
 /// `role`'s root moves as in `moves` (the first tree's), each merged over `trees`.
-pub(super) fn merge_root<S: Clone + Eq, Mv: Copy + PartialEq>(
+pub(super) fn merge_root<S: Clone + Eq + std::hash::Hash, Mv: Copy + Eq + std::hash::Hash>(
     trees: &[Tree<S, Mv>],
     role: usize,
     moves: &[Mv],

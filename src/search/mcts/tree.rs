@@ -1,6 +1,24 @@
 //! The search tree: nodes in an arena, selection down the tree, expansion, back-up, and
 //! tree reuse between moves.
 //!
+//! **Transpositions** (when on): the arena is a graph. A state reached again by another order
+//! of moves is found by its hash (checked equal, so a collision only misses a share) and the
+//! existing node is linked as the new child, so every path to it shares its statistics and
+//! subtree. Statistics stay on the edges (per move at the parent, as without transpositions),
+//! and a node's visit count adds the visits through all its parents (UCT1 of Childs, Brodeur
+//! and Kocsis, "Transpositions and Move Groups in Monte Carlo Tree Search", 2008). In GGP a
+//! state determines its whole future (legal moves, goals and successors depend on the state
+//! alone), so sharing by state is sound whatever the move history; the solver's bounds stay
+//! sound too, because a node's bounds only come from its children's. A badly formed game may
+//! repeat a state (a cycle): the descent stops where it would reach a node already on its path
+//! and plays out from there, so the back-up never counts a node twice.
+//!
+//! **Node pool.** The arena holds at most [`super::MctsSettings::memory_bytes`] (estimated)
+//! per tree; when full the tree stops growing and keeps playing out from its leaves. After
+//! each move the new root's graph is kept (copied breadth first into a fresh arena, the
+//! index rebuilt) and every node it does not reach is dropped, so the pool recycles the
+//! abandoned part of the previous search and a long match never grows past the bound.
+//!
 //! A node holds every role's legal moves and one [`Stat`] per move; children are keyed by the
 //! joint move. [`Tree::iterate`] runs one iteration with the thread's [`Policies`]: the
 //! selection rule scores moves, the playout policy plays past the tree, the evaluation scores
@@ -8,6 +26,9 @@
 //! selecting.
 
 use std::collections::VecDeque;
+use std::hash::{BuildHasher, Hash};
+
+use hashbrown::{DefaultHashBuilder, HashMap};
 
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -44,6 +65,9 @@ pub(super) struct Node<S, Mv> {
     pub(super) high: Box<[f64]>,
     /// Number of joint moves (product of the move counts).
     pub(super) n_joint: u64,
+    /// With GRAVE: per role, AMAF statistics (visits, summed reward) of every move the role
+    /// chose below this node (empty until the first update).
+    pub(super) amaf: Vec<HashMap<Mv, (u32, f64)>>,
 }
 
 impl<S: Clone, Mv: Copy> Node<S, Mv> {
@@ -62,6 +86,7 @@ impl<S: Clone, Mv: Copy> Node<S, Mv> {
             low: vec![0.0; n_roles].into(),
             high: vec![1.0; n_roles].into(),
             n_joint: 1,
+            amaf: Vec::new(),
         };
         if machine.is_terminal(&node.state)? {
             let goals = (0..n_roles)
@@ -101,6 +126,7 @@ impl<S: Clone, Mv: Copy> Node<S, Mv> {
             low: vec![0.0; n_roles].into(),
             high: vec![0.0; n_roles].into(),
             n_joint: 1,
+            amaf: Vec::new(),
         }
     }
 
@@ -125,6 +151,11 @@ impl<S: Clone, Mv: Copy> Node<S, Mv> {
                 .moves
                 .iter()
                 .map(|m| m.len() * per_move + 48)
+                .sum::<usize>()
+            + self
+                .amaf
+                .iter()
+                .map(|a| a.capacity() * AMAF_BYTES + 48)
                 .sum::<usize>()
     }
 
@@ -167,12 +198,13 @@ impl<S: Clone, Mv: Copy> Node<S, Mv> {
 pub(super) enum Leaf<S> {
     /// At a settled node (or a new one, terminal or dead): its value per role, 0..1.
     Value(Vec<f64>),
-    /// At a new node (or one the full tree could not keep): a playout starts from its state.
+    /// At a new node (or one the full tree could not keep, or a repeated one): a playout
+    /// starts from its state.
     Playout(S),
 }
 
 /// Buffers reused across iterations.
-pub(super) struct Scratch<Mv> {
+pub(super) struct Scratch<S, Mv> {
     /// Nodes from the root to the last node reached.
     path: Vec<u32>,
     /// Move index per role at each path node but the last.
@@ -183,9 +215,13 @@ pub(super) struct Scratch<Mv> {
     tree_moves: Vec<Mv>,
     /// A new node's estimated rewards.
     estimate: Vec<f64>,
+    /// The state a new node is made for.
+    fresh: Option<S>,
+    /// Per role, the moves chosen at and below a path node (AMAF updates).
+    seen: Vec<Vec<Mv>>,
 }
 
-impl<Mv> Default for Scratch<Mv> {
+impl<S, Mv> Default for Scratch<S, Mv> {
     fn default() -> Self {
         Scratch {
             path: Vec::new(),
@@ -194,43 +230,119 @@ impl<Mv> Default for Scratch<Mv> {
             rewards: Vec::new(),
             tree_moves: Vec::new(),
             estimate: Vec::new(),
+            fresh: None,
+            seen: Vec::new(),
         }
     }
 }
 
-/// One search tree in an arena; the root is node 0.
+/// Estimated bytes of one entry of the transposition index.
+const INDEX_BYTES: usize = 24;
+/// Estimated bytes of one AMAF entry (move, visits, sum, the table's slack).
+const AMAF_BYTES: usize = 40;
+
+/// The most entries a table's capacity grows by when one more is inserted.
+fn growth<K, V>(table: &HashMap<K, V>) -> usize {
+    if table.len() < table.capacity() {
+        0
+    } else {
+        table.capacity() + 8
+    }
+}
+
+/// One search tree (a graph with transpositions) in an arena; the root is node 0.
 pub(super) struct Tree<S, Mv> {
     pub(super) nodes: Vec<Node<S, Mv>>,
     /// Estimated bytes in use.
     bytes: usize,
     /// Estimated bytes allowed.
     budget: usize,
+    /// With transpositions: node id by the hash of its state.
+    index: Option<HashMap<u64, u32>>,
+    hasher: DefaultHashBuilder,
 }
 
-impl<S: Clone + Eq, Mv: Copy> Tree<S, Mv> {
-    pub(super) fn new(budget: usize) -> Tree<S, Mv> {
+impl<S: Clone + Eq + Hash, Mv: Copy + Eq + Hash> Tree<S, Mv> {
+    /// An empty tree of at most `budget` estimated bytes, sharing transpositions if asked.
+    pub(super) fn new(budget: usize, transpositions: bool) -> Tree<S, Mv> {
         Tree {
             nodes: Vec::new(),
             bytes: 0,
             budget,
+            index: transpositions.then(HashMap::new),
+            hasher: DefaultHashBuilder::default(),
         }
+    }
+
+    /// Estimated bytes in use (at most the budget, but for a root bigger than it).
+    pub(super) fn bytes(&self) -> usize {
+        self.bytes
     }
 
     pub(super) fn reset(&mut self, root: Node<S, Mv>) {
         self.bytes = root.bytes();
         self.nodes.clear();
         self.nodes.push(root);
+        self.reindex();
+    }
+
+    /// Rebuilds the transposition index from the arena.
+    fn reindex(&mut self) {
+        let Some(mut index) = self.index.take() else {
+            return;
+        };
+        index.clear();
+        for (id, node) in self.nodes.iter().enumerate() {
+            index
+                .entry(self.hasher.hash_one(&node.state))
+                .or_insert(id as u32);
+        }
+        self.bytes += index.len() * INDEX_BYTES;
+        self.index = Some(index);
+    }
+
+    /// The node holding `state`, if the transposition index knows it.
+    pub(super) fn find(&self, state: &S) -> Option<u32> {
+        let index = self.index.as_ref()?;
+        let &id = index.get(&self.hasher.hash_one(state))?;
+        (self.nodes[id as usize].state == *state).then_some(id)
+    }
+
+    /// Links the existing node `child` as the child `key` of `parent` (a transposition), if
+    /// the budget allows.
+    fn link(&mut self, parent: u32, key: u64, child: u32) -> bool {
+        if self.bytes + 16 > self.budget {
+            return false;
+        }
+        self.bytes += 16;
+        let p = &mut self.nodes[parent as usize];
+        p.children.push((key, child));
+        if let Some(m) = p.mover() {
+            let i = p.index_in(key, m);
+            p.stats[m][i].child = Some(child);
+        }
+        true
     }
 
     pub(super) fn root_settled(&self) -> bool {
         self.nodes.first().is_some_and(Node::settled)
     }
 
-    /// Makes the node for `state` among the root, its children and its grandchildren the new
-    /// root, keeping its subtree; false if there is none.
+    /// Makes the node for `state` the new root, keeping its subtree (or subgraph); false if
+    /// there is none. Without transpositions it is looked for among the root, its children and
+    /// its grandchildren.
     pub(super) fn reroot(&mut self, state: &S) -> bool {
         if self.nodes.is_empty() {
             return false;
+        }
+        if self.index.is_some() {
+            return match self.find(state) {
+                Some(found) => {
+                    self.compact(found);
+                    true
+                }
+                None => false,
+            };
         }
         let mut level = vec![0u32];
         for _ in 0..3 {
@@ -249,40 +361,48 @@ impl<S: Clone + Eq, Mv: Copy> Tree<S, Mv> {
         false
     }
 
-    /// Keeps only the subtree of `root`, renumbered breadth first from 0.
+    /// Keeps only the nodes `root` reaches, renumbered breadth first from 0 (the pool drops
+    /// the rest).
     fn compact(&mut self, root: u32) {
         if root == 0 {
+            // Every node was added below the root.
             return;
+        }
+        const NONE: u32 = u32::MAX;
+        let mut new_id = vec![NONE; self.nodes.len()];
+        let mut order = vec![root];
+        new_id[root as usize] = 0;
+        let mut queue = VecDeque::from([root]);
+        while let Some(old) = queue.pop_front() {
+            for &(_, child) in &self.nodes[old as usize].children {
+                if new_id[child as usize] == NONE {
+                    new_id[child as usize] = order.len() as u32;
+                    order.push(child);
+                    queue.push_back(child);
+                }
+            }
         }
         let mut slots: Vec<Option<Node<S, Mv>>> = std::mem::take(&mut self.nodes)
             .into_iter()
             .map(Some)
             .collect();
-        let mut queue = VecDeque::from([root]);
-        let mut renumbered: Vec<(u32, u32)> = Vec::new();
-        let mut assigned = 1u32;
         self.bytes = 0;
-        while let Some(old) = queue.pop_front() {
+        for old in order {
             let Some(mut node) = slots[old as usize].take() else {
                 continue;
             };
-            renumbered.clear();
             for (_, child) in &mut node.children {
-                queue.push_back(*child);
-                renumbered.push((*child, assigned));
-                *child = assigned;
-                assigned += 1;
+                *child = new_id[*child as usize];
             }
             for stats in &mut node.stats {
                 for s in stats {
-                    if let Some(c) = s.child {
-                        s.child = renumbered.iter().find(|r| r.0 == c).map(|r| r.1);
-                    }
+                    s.child = s.child.map(|c| new_id[c as usize]);
                 }
             }
             self.bytes += node.bytes() + node.children.len() * 16;
             self.nodes.push(node);
         }
+        self.reindex();
     }
 
     /// Adds a node as the child `key` of `parent`, if the budget allows.
@@ -293,6 +413,13 @@ impl<S: Clone + Eq, Mv: Copy> Tree<S, Mv> {
         }
         let id = self.nodes.len() as u32;
         self.bytes += bytes;
+        if let Some(index) = &mut self.index
+            && let hashbrown::hash_map::Entry::Vacant(e) =
+                index.entry(self.hasher.hash_one(&node.state))
+        {
+            e.insert(id);
+            self.bytes += INDEX_BYTES;
+        }
         self.nodes.push(node);
         let p = &mut self.nodes[parent as usize];
         p.children.push((key, id));
@@ -313,6 +440,7 @@ impl<S: Clone + Eq, Mv: Copy> Tree<S, Mv> {
         role: usize,
         rule: &dyn Selection,
         mover: bool,
+        amaf_ref: u32,
         rng: &mut impl Rng,
     ) -> u32 {
         let node = &self.nodes[id as usize];
@@ -320,6 +448,17 @@ impl<S: Clone + Eq, Mv: Copy> Tree<S, Mv> {
         if stats.len() == 1 {
             return 0;
         }
+        // With GRAVE, the reference node's AMAF statistics of each move (none while empty).
+        let amaf = rule
+            .amaf_ref()
+            .and_then(|_| self.nodes[amaf_ref as usize].amaf.get(role))
+            .filter(|a| !a.is_empty());
+        let amaf_of = |i: usize| {
+            amaf.and_then(|a| a.get(&node.moves[role][i]))
+                .map(|&(n, sum)| (n, sum / f64::from(n.max(1))))
+        };
+        // A move not yet visited is tried first, at random, unless AMAF statistics value it.
+        let fresh = |i: usize, s: &Stat| s.visits == 0 && amaf_of(i).is_none();
         let sure = node.low[role];
         let worth = |s: &Stat| match s.child {
             Some(child) if mover => {
@@ -332,14 +471,15 @@ impl<S: Clone + Eq, Mv: Copy> Tree<S, Mv> {
         let consider = |s: &Stat| open == 0 || worth(s);
         let unvisited = stats
             .iter()
-            .filter(|s| s.visits == 0 && consider(s))
+            .enumerate()
+            .filter(|&(i, s)| fresh(i, s) && consider(s))
             .count();
         if unvisited > 0 {
             let k = rng.random_range(0..unvisited);
             let i = stats
                 .iter()
                 .enumerate()
-                .filter(|(_, s)| s.visits == 0 && consider(s))
+                .filter(|&(i, s)| fresh(i, s) && consider(s))
                 .nth(k)
                 .map_or(0, |(i, _)| i);
             return i as u32;
@@ -357,6 +497,7 @@ impl<S: Clone + Eq, Mv: Copy> Tree<S, Mv> {
                 visits: s.visits,
                 mean: settled.unwrap_or(s.sum / f64::from(s.visits.max(1))),
                 parent_visits: node.visits,
+                amaf: amaf_of(i),
             };
             let score = rule.score(&view);
             if score > best.0 {
@@ -374,7 +515,7 @@ impl<S: Clone + Eq, Mv: Copy> Tree<S, Mv> {
         rng: &mut Xoshiro256PlusPlus,
         ctx: &Context,
         policies: &mut Policies<M>,
-        scratch: &mut Scratch<Mv>,
+        scratch: &mut Scratch<S, Mv>,
     ) -> Result<(), Halt>
     where
         M: StateMachine<State = S, Move = Mv>,
@@ -404,7 +545,7 @@ impl<S: Clone + Eq, Mv: Copy> Tree<S, Mv> {
         rng: &mut Xoshiro256PlusPlus,
         ctx: &Context,
         policies: &mut Policies<M>,
-        scratch: &mut Scratch<Mv>,
+        scratch: &mut Scratch<S, Mv>,
     ) -> Result<Leaf<S>, Halt>
     where
         M: StateMachine<State = S, Move = Mv>,
@@ -413,73 +554,83 @@ impl<S: Clone + Eq, Mv: Copy> Tree<S, Mv> {
         scratch.path.clear();
         scratch.choices.clear();
         let mut id = 0u32;
+        let reference = policies.select.amaf_ref();
+        // The closest node of the path with enough visits to lend its AMAF statistics.
+        let mut amaf_ref = 0u32;
         loop {
             scratch.path.push(id);
             let node = &self.nodes[id as usize];
             if let Some(v) = node.value() {
                 return Ok(Leaf::Value(v.to_vec()));
             }
+            if reference.is_some_and(|r| node.visits >= r) {
+                amaf_ref = id;
+            }
             let mover = node.mover();
             let start = scratch.choices.len();
             for r in 0..n_roles {
-                let pick = self.select(id, r, &*policies.select, mover == Some(r), rng);
+                let pick = self.select(id, r, &*policies.select, mover == Some(r), amaf_ref, rng);
                 scratch.choices.push(pick);
             }
             let node = &self.nodes[id as usize];
             let key = node.key(&scratch.choices[start..]);
-            if let Some(child) = node.child(key) {
-                id = child;
-                continue;
-            }
-            scratch.joint.clear();
-            scratch
-                .joint
-                .extend((0..n_roles).map(|r| node.moves[r][scratch.choices[start + r] as usize]));
-            let state = machine.next_state_unchecked(&node.state, &scratch.joint)?;
-            if past(ctx.deadline) {
-                return Err(Halt::Deadline);
-            }
-            let child = Node::new(machine, state.clone())
-                .unwrap_or_else(|_| Node::dead(state.clone(), n_roles));
-            let settled = child.value().map(<[f64]>::to_vec);
-            if let Some(c) = self.add_child(id, key, child) {
-                scratch.path.push(c);
-                if settled.is_none()
-                    && ctx.prior > 0
-                    && policies
-                        .eval
-                        .estimate(machine, &state, &mut scratch.estimate)
-                {
-                    // The new node's estimate counts as `prior` visits of the moves to it.
-                    let w = f64::from(ctx.prior);
-                    let node = &mut self.nodes[id as usize];
-                    for r in 0..n_roles {
-                        let s = &mut node.stats[r][scratch.choices[start + r] as usize];
-                        s.visits = s.visits.saturating_add(ctx.prior);
-                        s.sum += w * scratch.estimate[r];
+            let child = match node.child(key) {
+                Some(child) => Some(child),
+                None => {
+                    scratch.joint.clear();
+                    scratch.joint.extend(
+                        (0..n_roles).map(|r| node.moves[r][scratch.choices[start + r] as usize]),
+                    );
+                    let state = machine.next_state_unchecked(&node.state, &scratch.joint)?;
+                    if past(ctx.deadline) {
+                        return Err(Halt::Deadline);
+                    }
+                    match self.find(&state) {
+                        // A transposition: share the node reached by another order of moves.
+                        Some(other) if self.link(id, key, other) => Some(other),
+                        _ => {
+                            scratch.fresh = Some(state);
+                            None
+                        }
                     }
                 }
-            }
-            return Ok(match settled {
-                Some(v) => Leaf::Value(v),
-                None => Leaf::Playout(state),
+            };
+            return Ok(match child {
+                Some(child) if !scratch.path.contains(&child) => {
+                    id = child;
+                    continue;
+                }
+                // A cycle (the game repeats a state): play out from the repeated node.
+                Some(child) => Leaf::Playout(self.nodes[child as usize].state.clone()),
+                None => {
+                    let Some(state) = scratch.fresh.take() else {
+                        unreachable!("the new state was just stored");
+                    };
+                    match self.expand(id, key, &state, start, machine, ctx, policies, scratch) {
+                        Some(v) => Leaf::Value(v),
+                        None => Leaf::Playout(state),
+                    }
+                }
             });
         }
     }
 
-    /// The second half of an iteration: backs `rewards` up the path `scratch` holds and tells
-    /// the playout policy.
+    /// The second half of an iteration: backs `rewards` up the path `scratch` holds, updates
+    /// the AMAF statistics if the selection uses them, and tells the playout policy.
     pub(super) fn complete<M>(
         &mut self,
         n_roles: usize,
         policies: &mut Policies<M>,
-        scratch: &mut Scratch<Mv>,
+        scratch: &mut Scratch<S, Mv>,
         rewards: Vec<f64>,
     ) where
         M: StateMachine<State = S, Move = Mv>,
     {
         scratch.rewards = rewards;
         self.back_up(scratch, n_roles);
+        if policies.select.amaf_ref().is_some() {
+            self.update_amaf(scratch, n_roles);
+        }
         if policies.playout.learns() {
             scratch.tree_moves.clear();
             for (k, pick) in scratch.choices.chunks(n_roles.max(1)).enumerate() {
@@ -497,7 +648,7 @@ impl<S: Clone + Eq, Mv: Copy> Tree<S, Mv> {
     /// A virtual loss on the path `scratch` holds: one visit worth nothing added to every node
     /// and move on it (`add`), or taken off again before the real back-up. Several descents
     /// made before any playout is backed up then spread over the tree.
-    pub(super) fn virtual_loss(&mut self, scratch: &Scratch<Mv>, n_roles: usize, add: bool) {
+    pub(super) fn virtual_loss(&mut self, scratch: &Scratch<S, Mv>, n_roles: usize, add: bool) {
         let n_chosen = scratch.choices.len() / n_roles.max(1);
         for k in 0..n_chosen {
             let node = &mut self.nodes[scratch.path[k] as usize];
@@ -516,8 +667,92 @@ impl<S: Clone + Eq, Mv: Copy> Tree<S, Mv> {
         }
     }
 
+    /// Adds the node for `state` as the child `key` of `id` (if the budget allows; the path
+    /// gets it) and gives it its prior; its value if it is settled (terminal or dead).
+    #[allow(clippy::too_many_arguments)]
+    fn expand<M>(
+        &mut self,
+        id: u32,
+        key: u64,
+        state: &S,
+        start: usize,
+        machine: &mut M,
+        ctx: &Context,
+        policies: &mut Policies<M>,
+        scratch: &mut Scratch<S, Mv>,
+    ) -> Option<Vec<f64>>
+    where
+        M: StateMachine<State = S, Move = Mv>,
+    {
+        let n_roles = machine.roles().len();
+        let child = Node::new(machine, state.clone())
+            .unwrap_or_else(|_| Node::dead(state.clone(), n_roles));
+        let settled = child.value().map(<[f64]>::to_vec);
+        if let Some(c) = self.add_child(id, key, child) {
+            scratch.path.push(c);
+            if settled.is_none()
+                && ctx.prior > 0
+                && policies
+                    .eval
+                    .estimate(machine, state, &mut scratch.estimate)
+            {
+                // The new node's estimate counts as `prior` visits of the moves to it.
+                let w = f64::from(ctx.prior);
+                let node = &mut self.nodes[id as usize];
+                for r in 0..n_roles {
+                    let s = &mut node.stats[r][scratch.choices[start + r] as usize];
+                    s.visits = s.visits.saturating_add(ctx.prior);
+                    s.sum += w * scratch.estimate[r];
+                }
+            }
+        }
+        settled
+    }
+
+    /// Adds the rewards to the AMAF statistics of every move each role chose at or below each
+    /// path node (each move once per iteration); new entries only while the budget allows.
+    fn update_amaf(&mut self, scratch: &mut Scratch<S, Mv>, n_roles: usize) {
+        let n_chosen = scratch.choices.len() / n_roles.max(1);
+        scratch.seen.resize_with(n_roles, Vec::new);
+        for seen in &mut scratch.seen {
+            seen.clear();
+        }
+        for k in (0..n_chosen).rev() {
+            let node = &mut self.nodes[scratch.path[k] as usize];
+            for r in 0..n_roles {
+                let mv = node.moves[r][scratch.choices[k * n_roles + r] as usize];
+                if !scratch.seen[r].contains(&mv) {
+                    scratch.seen[r].push(mv);
+                }
+            }
+            if node.amaf.is_empty() {
+                if self.bytes + n_roles * 48 > self.budget {
+                    continue;
+                }
+                node.amaf = vec![HashMap::new(); n_roles];
+                self.bytes += n_roles * 48;
+            }
+            for r in 0..n_roles {
+                if node.moves[r].len() < 2 {
+                    continue;
+                }
+                let table = &mut node.amaf[r];
+                for mv in &scratch.seen[r] {
+                    if let Some(e) = table.get_mut(mv) {
+                        e.0 = e.0.saturating_add(1);
+                        e.1 += scratch.rewards[r];
+                    } else if self.bytes + growth(table) * AMAF_BYTES <= self.budget {
+                        let before = table.capacity();
+                        table.insert(*mv, (1, scratch.rewards[r]));
+                        self.bytes += (table.capacity() - before) * AMAF_BYTES;
+                    }
+                }
+            }
+        }
+    }
+
     /// Adds the rewards along the path and tightens the bounds bottom up, while they change.
-    fn back_up(&mut self, scratch: &Scratch<Mv>, n_roles: usize) {
+    fn back_up(&mut self, scratch: &Scratch<S, Mv>, n_roles: usize) {
         let n_chosen = scratch.choices.len() / n_roles.max(1);
         for k in 0..n_chosen {
             let node = &mut self.nodes[scratch.path[k] as usize];
@@ -532,6 +767,96 @@ impl<S: Clone + Eq, Mv: Copy> Tree<S, Mv> {
             if !self.tighten(scratch.path[k] as usize) {
                 break;
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+    use std::sync::atomic::AtomicBool;
+    use std::time::{Duration, Instant};
+
+    use rand::SeedableRng;
+
+    use super::*;
+    use crate::gdl::Description;
+    use crate::propnet::{Budget, PropnetMachine};
+    use crate::search::mcts::{GoalEvaluation, Ucb1, UniformPlayout};
+
+    /// A tic-tac-toe tree after `iterations` iterations, with or without transpositions.
+    fn searched(
+        transpositions: bool,
+        iterations: usize,
+    ) -> Tree<<PropnetMachine as StateMachine>::State, <PropnetMachine as StateMachine>::Move> {
+        let text = include_str!("../../../rules/ticTacToe.kif");
+        let d = Description::from_text(text).expect("the sheet parses");
+        let mut m = PropnetMachine::new(&d, &Budget::default()).expect("the game grounds");
+        let mut tree = Tree::new(64 << 20, transpositions);
+        let initial = m.initial_state();
+        let root = Node::new(&mut m, initial).expect("the root expands");
+        tree.reset(root);
+        let ctx = Context {
+            deadline: Instant::now() + Duration::from_secs(600),
+            stop: AtomicBool::new(false),
+            max_steps: 100,
+            prior: 0,
+            progress: None,
+            batch: None,
+        };
+        let mut policies = Policies::<PropnetMachine> {
+            select: Box::new(Ucb1 { exploration: 0.4 }),
+            playout: Box::new(UniformPlayout::default()),
+            eval: Box::new(GoalEvaluation),
+        };
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
+        let mut scratch = Scratch::default();
+        for _ in 0..iterations {
+            tree.iterate(&mut m, &mut rng, &ctx, &mut policies, &mut scratch)
+                .map_err(|_| "an iteration failed")
+                .unwrap();
+        }
+        tree
+    }
+
+    #[test]
+    fn a_state_reached_by_two_orders_shares_one_node() {
+        let tree = searched(true, 3000);
+        let states: HashSet<_> = tree.nodes.iter().map(|n| n.state.clone()).collect();
+        assert_eq!(states.len(), tree.nodes.len(), "one node per state");
+        let links: usize = tree.nodes.iter().map(|n| n.children.len()).sum();
+        assert!(
+            links > tree.nodes.len() - 1,
+            "some node has two parents: {links} links, {} nodes",
+            tree.nodes.len()
+        );
+        // Without transpositions the same search holds the same state more than once.
+        let plain = searched(false, 3000);
+        let states: HashSet<_> = plain.nodes.iter().map(|n| n.state.clone()).collect();
+        assert!(states.len() < plain.nodes.len());
+    }
+
+    #[test]
+    fn the_new_root_keeps_only_what_it_reaches() {
+        let mut tree = searched(true, 3000);
+        let (_, child) = tree.nodes[0].children[0];
+        let (_, grandchild) = tree.nodes[child as usize].children[0];
+        let state = tree.nodes[grandchild as usize].state.clone();
+        let before = tree.nodes.len();
+        assert!(tree.reroot(&state));
+        assert_eq!(tree.nodes[0].state, state);
+        assert!(tree.nodes.len() < before);
+        // Every kept node is reached from the new root, and the index finds each.
+        let mut seen = vec![false; tree.nodes.len()];
+        let mut stack = vec![0u32];
+        while let Some(id) = stack.pop() {
+            if !std::mem::replace(&mut seen[id as usize], true) {
+                stack.extend(tree.nodes[id as usize].children.iter().map(|c| c.1));
+            }
+        }
+        assert!(seen.iter().all(|&s| s));
+        for (id, node) in tree.nodes.iter().enumerate() {
+            assert_eq!(tree.find(&node.state), Some(id as u32));
         }
     }
 }
