@@ -356,8 +356,10 @@ fn mcts_solver_agrees_with_alphabeta_late_in_connect_four() {
 #[test]
 fn mcts_reuses_its_tree() {
     let mut m = propnet(&ours("connectFour"));
+    // One node per iteration (batched rounds grow a node per `leaf` playouts).
     let settings = MctsSettings {
         heuristic: false,
+        batch: 0,
         ..MctsSettings::default()
     };
     let mut player = MctsPlayer::with_settings(config(6, 2000), settings);
@@ -884,6 +886,8 @@ fn the_node_pool_stays_within_its_bound_over_a_long_match() {
         transpositions: true,
         grave: 50,
         memory_bytes: budget,
+        // One node per iteration, so that 1,500 iterations a move fill the pool.
+        batch: 0,
         ..MctsSettings::default()
     };
     let mut mcts = MctsPlayer::with_settings(config(15, 1500), settings);

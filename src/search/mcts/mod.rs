@@ -185,8 +185,8 @@ impl Default for MctsSettings {
             prior: 0,
             transpositions: false,
             grave: 0,
-            batch: 0,
-            leaf: 1,
+            batch: 256,
+            leaf: 8,
         }
     }
 }
