@@ -74,13 +74,27 @@ impl Factoring {
             .collect()
     }
 
-    /// Whether some move can be pruned: a free move, or a move of an irrelevant component.
+    /// Per role, the moves that cannot change the outcome: free moves and the moves of
+    /// components neither goal nor terminal reads. All of a role's idle moves are the same
+    /// move as far as the outcome goes.
+    pub fn idle_moves(&self) -> Vec<Vec<Term>> {
+        let mut idle = vec![Vec::new(); self.goal_reads.len()];
+        let irrelevant = self.irrelevant();
+        let moves = irrelevant
+            .iter()
+            .flat_map(|&c| &self.components[c].moves)
+            .chain(&self.free_moves);
+        for (role, mv) in moves {
+            if let Some(list) = idle.get_mut(*role) {
+                list.push(mv.clone());
+            }
+        }
+        idle
+    }
+
+    /// Whether some role has two or more idle moves, so that keeping one prunes the others.
     pub fn prunes_moves(&self) -> bool {
-        !self.free_moves.is_empty()
-            || self
-                .irrelevant()
-                .iter()
-                .any(|&c| !self.components[c].moves.is_empty())
+        self.idle_moves().iter().any(|m| m.len() >= 2)
     }
 
     /// Each move's component (`None`: a free move), keyed by (role number, move term).
@@ -494,6 +508,7 @@ mod tests {
             let f = factor_sheet(name);
             assert!(f.irrelevant().is_empty(), "{name}: {f:?}");
             assert_eq!(f.free_moves.len(), 2, "{name}: the two noops");
+            assert!(!f.prunes_moves(), "{name}: one noop per role");
         }
         let f = factor_sheet("ticTacToe");
         assert_eq!(f.components.len(), 1);

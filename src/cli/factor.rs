@@ -70,7 +70,7 @@ pub fn render(f: &Factoring, roles: &[Term], all: bool) -> String {
             readers.push("terminal".into());
         }
         let read = if readers.is_empty() {
-            "read by neither goal nor terminal: its moves are pruned by factor=on".to_string()
+            "read by neither goal nor terminal: its moves are idle".to_string()
         } else {
             format!("read by {}", readers.join(", "))
         };
@@ -99,6 +99,16 @@ pub fn render(f: &Factoring, roles: &[Term], all: bool) -> String {
     }
     if !f.free_moves.is_empty() {
         let _ = writeln!(out, "free moves (change nothing): {}", moves(&f.free_moves));
+    }
+    for (role, idle) in f.idle_moves().iter().enumerate() {
+        if idle.len() >= 2 {
+            let _ = writeln!(
+                out,
+                "factor=on keeps one of {} idle moves of {}",
+                idle.len(),
+                roles[role]
+            );
+        }
     }
     out
 }

@@ -37,20 +37,16 @@ pub struct Pruned<M: StateMachine> {
 impl<M: StateMachine> Pruned<M> {
     /// `inner` with the moves `factoring` finds idle pruned; `None` when there are none.
     pub fn new(inner: M, factoring: Arc<Factoring>) -> Option<Pruned<M>> {
-        let mut idle: Vec<HashSet<M::Move>> = vec![HashSet::new(); inner.roles().len()];
-        let mut add = |role: usize, mv: &Term| {
-            if let (Some(set), Some(m)) = (idle.get_mut(role), inner.find_move(mv)) {
-                set.insert(m);
-            }
-        };
-        for c in factoring.irrelevant() {
-            for (role, mv) in &factoring.components[c].moves {
-                add(*role, mv);
-            }
-        }
-        for (role, mv) in &factoring.free_moves {
-            add(*role, mv);
-        }
+        let idle: Vec<HashSet<M::Move>> = factoring
+            .idle_moves()
+            .iter()
+            .map(|moves| {
+                let set: HashSet<M::Move> =
+                    moves.iter().filter_map(|mv| inner.find_move(mv)).collect();
+                // One idle move is kept anyway: nothing to prune.
+                if set.len() >= 2 { set } else { HashSet::new() }
+            })
+            .collect();
         if idle.iter().all(HashSet::is_empty) {
             return None;
         }
