@@ -32,11 +32,22 @@ pub struct Pruned<M: StateMachine> {
     factoring: Arc<Factoring>,
     /// Per role, the moves that cannot change the outcome.
     idle: Arc<Vec<HashSet<M::Move>>>,
+    /// A role kept to the moves of one component ([`Pruned::focused`]), and those moves.
+    focus: Option<(usize, Arc<HashSet<M::Move>>)>,
 }
 
 impl<M: StateMachine> Pruned<M> {
     /// `inner` with the moves `factoring` finds idle pruned; `None` when there are none.
     pub fn new(inner: M, factoring: Arc<Factoring>) -> Option<Pruned<M>> {
+        let pruned = Pruned::all(inner, factoring);
+        if pruned.idle.iter().all(HashSet::is_empty) {
+            return None;
+        }
+        Some(pruned)
+    }
+
+    /// `inner` with the idle moves pruned, if any.
+    fn all(inner: M, factoring: Arc<Factoring>) -> Pruned<M> {
         let idle: Vec<HashSet<M::Move>> = factoring
             .idle_moves()
             .iter()
@@ -47,14 +58,31 @@ impl<M: StateMachine> Pruned<M> {
                 if set.len() >= 2 { set } else { HashSet::new() }
             })
             .collect();
-        if idle.iter().all(HashSet::is_empty) {
-            return None;
-        }
-        Some(Pruned {
+        Pruned {
             inner,
             factoring,
             idle: Arc::new(idle),
-        })
+            focus: None,
+        }
+    }
+
+    /// `inner` with the idle moves pruned (if any) and role `role` kept to the moves of
+    /// component `component` (and one idle move) wherever it has one of those.
+    pub fn focused(
+        inner: M,
+        factoring: Arc<Factoring>,
+        role: usize,
+        component: usize,
+    ) -> Pruned<M> {
+        let moves: HashSet<M::Move> = factoring.components[component]
+            .moves
+            .iter()
+            .filter(|(r, _)| *r == role)
+            .filter_map(|(_, mv)| inner.find_move(mv))
+            .collect();
+        let mut pruned = Pruned::all(inner, factoring);
+        pruned.focus = Some((role, Arc::new(moves)));
+        pruned
     }
 
     /// How many moves of each role may be pruned.
@@ -83,21 +111,36 @@ impl<M: StateMachine> StateMachine for Pruned<M> {
     ) -> Result<(), MachineError> {
         let start = out.len();
         self.inner.legal_moves_into(state, role, out)?;
-        let Some(idle) = self.idle.get(role).filter(|s| !s.is_empty()) else {
-            return Ok(());
-        };
-        let mut passed = false;
-        let mut kept = start;
-        for i in start..out.len() {
-            let mv = out[i];
-            let is_idle = idle.contains(&mv);
-            if !is_idle || !passed {
-                passed |= is_idle;
-                out[kept] = mv;
-                kept += 1;
+        if let Some(idle) = self.idle.get(role).filter(|s| !s.is_empty()) {
+            let mut passed = false;
+            let mut kept = start;
+            for i in start..out.len() {
+                let mv = out[i];
+                let is_idle = idle.contains(&mv);
+                if !is_idle || !passed {
+                    passed |= is_idle;
+                    out[kept] = mv;
+                    kept += 1;
+                }
+            }
+            out.truncate(kept);
+        }
+        if let Some((focus_role, focus)) = &self.focus
+            && *focus_role == role
+        {
+            let idle = &self.idle[role];
+            let keep = |mv: &M::Move| focus.contains(mv) || idle.contains(mv);
+            if out[start..].iter().any(|mv| focus.contains(mv)) {
+                let mut kept = start;
+                for i in start..out.len() {
+                    if keep(&out[i]) {
+                        out[kept] = out[i];
+                        kept += 1;
+                    }
+                }
+                out.truncate(kept);
             }
         }
-        out.truncate(kept);
         Ok(())
     }
 
@@ -142,6 +185,7 @@ impl<M: StateMachine> StateMachine for Pruned<M> {
             inner: self.inner.fork()?,
             factoring: Arc::clone(&self.factoring),
             idle: Arc::clone(&self.idle),
+            focus: self.focus.clone(),
         })
     }
 
@@ -225,6 +269,120 @@ where
     }
 }
 
+impl<M> FactoredPlayer<M>
+where
+    M: StateMachine + Send + 'static,
+{
+    fn start_plain(
+        &mut self,
+        machine: &mut M,
+        role: usize,
+        deadline: Instant,
+    ) -> Result<(), SearchError> {
+        let mut player = new_unfactored_player(&self.spec, &self.config);
+        player.start(machine, role, deadline)?;
+        self.inner = Inner::Plain(player);
+        Ok(())
+    }
+
+    /// A one-role game whose goal reads several components our moves change: the player
+    /// searches the whole (pruned) game and each component alone for an equal share of the
+    /// start clock, and keeps the search whose first move promises most (the whole game
+    /// unless a component alone promises strictly more).
+    fn start_focused(
+        &mut self,
+        machine: &mut M,
+        factoring: &Arc<Factoring>,
+        whole: M,
+        role: usize,
+        focuses: &[usize],
+        deadline: Instant,
+    ) -> Result<(), SearchError> {
+        let state = machine.initial_state();
+        let share = deadline
+            .saturating_duration_since(Instant::now())
+            .div_f64((focuses.len() + 1) as f64);
+        let mut best: Option<Trial<M>> = None;
+        let candidates = std::iter::once(None).chain(focuses.iter().copied().map(Some));
+        for (i, focus) in candidates.enumerate() {
+            let base = if i == 0 { whole.fork() } else { machine.fork() };
+            let Some(base) = base else { break };
+            let mut pruned = match focus {
+                None => Pruned::all(base, Arc::clone(factoring)),
+                Some(c) => Pruned::focused(base, Arc::clone(factoring), role, c),
+            };
+            let until = (Instant::now() + share).min(deadline);
+            let mut player: Box<dyn Player<Pruned<M>>> =
+                new_unfactored_player(&self.spec, &self.config);
+            player.start(&mut pruned, role, until)?;
+            let value = match player.choose(&mut pruned, &state, until) {
+                Ok(choice) => choice.value.unwrap_or(-1.0),
+                Err(SearchError::NoMove) => -1.0,
+                Err(e) => return Err(e),
+            };
+            tracing::debug!(?focus, value, "factor: trial of a component alone");
+            if best.as_ref().is_none_or(|b| value > b.value) {
+                best = Some(Trial {
+                    value,
+                    player,
+                    machine: pruned,
+                    focus,
+                });
+            }
+        }
+        let Some(best) = best else {
+            return self.start_plain(machine, role, deadline);
+        };
+        tracing::info!(
+            "factor: {} (value {:.1})",
+            best.focus.map_or("the whole game".to_string(), |c| format!(
+                "component {} alone",
+                c + 1
+            )),
+            best.value
+        );
+        self.inner = Inner::Pruned {
+            player: best.player,
+            machine: best.machine,
+        };
+        Ok(())
+    }
+}
+
+/// One search tried at the start clock by [`FactoredPlayer::start_focused`].
+struct Trial<M: StateMachine> {
+    value: f64,
+    player: Box<dyn Player<Pruned<M>>>,
+    machine: Pruned<M>,
+    focus: Option<usize>,
+}
+
+/// The components a one-role game's player tries alone: those the goal or terminal reads
+/// that hold moves of ours, when there are two to [`MOST_FOCUSES`]; none otherwise.
+fn focus_candidates(factoring: &Factoring, n_roles: usize, role: usize) -> Vec<usize> {
+    if n_roles != 1 {
+        return Vec::new();
+    }
+    let ours: Vec<usize> = factoring
+        .relevant()
+        .into_iter()
+        .filter(|&c| {
+            factoring.components[c]
+                .moves
+                .iter()
+                .any(|(r, _)| *r == role)
+        })
+        .collect();
+    if (2..=MOST_FOCUSES).contains(&ours.len()) {
+        ours
+    } else {
+        Vec::new()
+    }
+}
+
+/// The most components of a one-role game tried one at a time at the start clock.
+const MOST_FOCUSES: usize = 4;
+
 impl<M> Player<M> for FactoredPlayer<M>
 where
     M: StateMachine + Send + 'static,
@@ -239,23 +397,28 @@ where
         role: usize,
         deadline: Instant,
     ) -> Result<(), SearchError> {
-        let pruned = machine
-            .factoring()
-            .and_then(|f| Pruned::new(machine.fork()?, f));
-        self.inner = match pruned {
-            Some(mut machine) => {
+        let Some(factoring) = machine.factoring() else {
+            return self.start_plain(machine, role, deadline);
+        };
+        let focuses = focus_candidates(&factoring, machine.roles().len(), role);
+        if !focuses.is_empty()
+            && let Some(whole) = machine.fork()
+        {
+            return self.start_focused(machine, &factoring, whole, role, &focuses, deadline);
+        }
+        match machine.fork().and_then(|m| Pruned::new(m, factoring)) {
+            Some(mut pruned) => {
                 let mut player: Box<dyn Player<Pruned<M>>> =
                     new_unfactored_player(&self.spec, &self.config);
-                player.start(&mut machine, role, deadline)?;
-                Inner::Pruned { player, machine }
+                player.start(&mut pruned, role, deadline)?;
+                self.inner = Inner::Pruned {
+                    player,
+                    machine: pruned,
+                };
+                Ok(())
             }
-            None => {
-                let mut player = new_unfactored_player(&self.spec, &self.config);
-                player.start(machine, role, deadline)?;
-                Inner::Plain(player)
-            }
-        };
-        Ok(())
+            None => self.start_plain(machine, role, deadline),
+        }
     }
 
     fn choose(
@@ -328,6 +491,36 @@ mod tests {
         assert!(names(&pruned, &moves).contains(&"flipa".to_string()));
         let mut plain = m;
         assert_eq!(plain.legal_moves(&s, 0).unwrap().len(), 4);
+    }
+
+    #[test]
+    fn a_focus_keeps_one_component_where_it_can() {
+        // The goal reads both switches; focused on `a`'s component, only flipa (and the
+        // one idle move, wait) stays legal.
+        let text = TWO_SWITCHES
+            .replace(
+                "(<= (goal p 100) (true a))",
+                "(<= (goal p 100) (true a) (true b))",
+            )
+            .replace(
+                "(<= (goal p 0) (not (true a)))",
+                "(<= (goal p 0) (not (true b)))",
+            );
+        let m = machine(&text);
+        let f = m.factoring().unwrap();
+        let a = f
+            .components
+            .iter()
+            .position(|c| c.facts.iter().any(|t| t.to_string() == "a"))
+            .unwrap();
+        assert_eq!(focus_candidates(&f, 1, 0).len(), 2);
+        assert_eq!(focus_candidates(&f, 2, 0), Vec::<usize>::new());
+        let mut focused = Pruned::focused(m.fork().unwrap(), Arc::clone(&f), 0, a);
+        let s = focused.initial_state();
+        let moves = focused.legal_moves(&s, 0).unwrap();
+        assert_eq!(names(&focused, &moves), ["flipa"]);
+        let mut whole = Pruned::all(m.fork().unwrap(), f);
+        assert_eq!(whole.legal_moves(&s, 0).unwrap().len(), 4);
     }
 
     #[test]
