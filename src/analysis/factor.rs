@@ -92,9 +92,13 @@ impl Factoring {
         idle
     }
 
-    /// Whether some role has two or more idle moves, so that keeping one prunes the others.
+    /// Whether some role has two or more idle moves and a free move to stand for them, so
+    /// that `factor=on` prunes the others (see `search::factor`).
     pub fn prunes_moves(&self) -> bool {
-        self.idle_moves().iter().any(|m| m.len() >= 2)
+        self.idle_moves()
+            .iter()
+            .enumerate()
+            .any(|(role, m)| m.len() >= 2 && self.free_moves.iter().any(|(r, _)| *r == role))
     }
 
     /// Each move's component (`None`: a free move), keyed by (role number, move term).
@@ -553,7 +557,8 @@ mod tests {
         assert_eq!(f.components.len(), 3);
         assert_eq!(f.relevant().len(), 3);
         assert!(f.shared.iter().any(|t| t.to_string() == "(seriesGame 0)"));
-        // The medium and impossible ones add sub-games the goal never reads.
+        // The medium and impossible ones add sub-games the goal never reads; with no free
+        // move to stand for their moves, nothing is pruned.
         for name in [
             "factoringMediumTurtleBrain",
             "factoringImpossibleTurtleBrain",
@@ -561,8 +566,18 @@ mod tests {
             let f = factor_sheet(name);
             assert_eq!(f.components.len(), 21, "{name}");
             assert_eq!(f.relevant().len(), 10, "{name}");
-            assert!(f.prunes_moves(), "{name}");
+            assert_eq!(f.idle_moves()[0].len(), 44, "{name}");
+            assert!(!f.prunes_moves(), "{name}");
         }
+        // Placing queens is idle in queens08lg (only quitting loses), but running out of
+        // safe squares forces the quit: with no free move, nothing is pruned.
+        let f = factor_sheet("queens08lg");
+        assert_eq!(f.irrelevant().len(), 1);
+        assert!(!f.prunes_moves());
+        // Decoy moves that change nothing are pruned to one.
+        let f = factor_sheet("point_grab");
+        assert!(f.prunes_moves());
+        assert_eq!(f.free_moves.len(), 16);
     }
 
     #[test]

@@ -101,10 +101,11 @@ pub fn render(f: &Factoring, roles: &[Term], all: bool) -> String {
         let _ = writeln!(out, "free moves (change nothing): {}", moves(&f.free_moves));
     }
     for (role, idle) in f.idle_moves().iter().enumerate() {
-        if idle.len() >= 2 {
+        let has_free = f.free_moves.iter().any(|(r, _)| *r == role);
+        if idle.len() >= 2 && has_free {
             let _ = writeln!(
                 out,
-                "factor=on keeps one of {} idle moves of {}",
+                "factor=on keeps one of {} idle moves of {} (a free move, where one is legal)",
                 idle.len(),
                 roles[role]
             );
