@@ -121,6 +121,10 @@ impl<M: StateMachine> StateMachine for Counted<M> {
         self.inner.is_nature(role)
     }
 
+    fn factoring(&self) -> Option<Arc<crate::analysis::Factoring>> {
+        self.inner.factoring()
+    }
+
     fn fork(&self) -> Option<Counted<M>> {
         Some(Counted {
             inner: self.inner.fork()?,

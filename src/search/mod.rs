@@ -12,6 +12,8 @@
 //!   turn-taking constant-sum games.
 //! - [`heuristic`]: a state evaluation learnt at the start clock from random games (fact counts
 //!   that correlate with the outcome), for alpha-beta's leaves.
+//! - [`factor`]: any of them on the game with the moves of sub-games that cannot change the
+//!   outcome pruned (`factor=on`).
 //! - [`probe`]: random playouts that tell which of the two suits a game; the `auto` player
 //!   uses them.
 //!
@@ -21,6 +23,7 @@
 
 pub mod alphabeta;
 pub mod auto;
+pub mod factor;
 mod flat;
 pub mod heuristic;
 pub mod hidden;
@@ -28,7 +31,7 @@ pub mod mcts;
 pub mod probe;
 mod spec;
 
-pub use spec::{ALPHABETA_KEYS, AUTO_KEYS, MCTS_KEYS, PlayerSpec, SpecError};
+pub use spec::{ALPHABETA_KEYS, AUTO_KEYS, FACTOR_KEY, MCTS_KEYS, PlayerSpec, SpecError};
 
 use std::time::Instant;
 
@@ -147,6 +150,20 @@ where
 
 /// A new player as `spec` says.
 fn new_player_with<M>(spec: &PlayerSpec, config: &SearchConfig) -> Box<dyn Player<M>>
+where
+    M: StateMachine + Send + 'static,
+{
+    if spec.factor() {
+        return Box::new(factor::FactoredPlayer::new(
+            spec.without_factor(),
+            config.clone(),
+        ));
+    }
+    new_unfactored_player(spec, config)
+}
+
+/// A new player as `spec` says, ignoring its `factor` option.
+fn new_unfactored_player<M>(spec: &PlayerSpec, config: &SearchConfig) -> Box<dyn Player<M>>
 where
     M: StateMachine + Send + 'static,
 {

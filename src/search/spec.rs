@@ -108,6 +108,13 @@ pub const AUTO_KEYS: &[(&str, &str)] = &[(
     "pick alpha-beta or MCTS by trial games at the start clock (on or off)",
 )];
 
+/// The option every searching player (`flat`, `mcts`, `alphabeta`, `auto`) has: key and
+/// meaning (see [`super::factor`]).
+pub const FACTOR_KEY: (&str, &str) = (
+    "factor",
+    "prune the moves of sub-games neither goal nor terminal reads (on or off)",
+);
+
 /// The options of `alphabeta`: key and meaning.
 pub const ALPHABETA_KEYS: &[(&str, &str)] = &[
     (
@@ -160,6 +167,28 @@ impl PlayerSpec {
             .rev()
             .find(|(k, _)| k == "trial")
             .is_none_or(|(_, v)| switch("auto", "trial", v, AUTO_KEYS).unwrap_or(true))
+    }
+
+    /// Whether the player searches the factored game (`factor=on`; off by default).
+    pub fn factor(&self) -> bool {
+        self.options
+            .iter()
+            .rev()
+            .find(|(k, _)| k == FACTOR_KEY.0)
+            .is_some_and(|(_, v)| switch("", FACTOR_KEY.0, v, &[FACTOR_KEY]).unwrap_or(false))
+    }
+
+    /// The same spec without its `factor` option.
+    pub fn without_factor(&self) -> PlayerSpec {
+        PlayerSpec {
+            kind: self.kind,
+            options: self
+                .options
+                .iter()
+                .filter(|(k, _)| k != FACTOR_KEY.0)
+                .cloned()
+                .collect(),
+        }
     }
 
     /// The alpha-beta settings the options ask for (defaults elsewhere).
@@ -215,6 +244,11 @@ impl FromStr for PlayerSpec {
                 .ok_or_else(|| SpecError::Malformed(item.to_string(), player.clone()))?;
             let (k, v) = (k.trim(), v.trim());
             match kind {
+                PlayerKind::Flat | PlayerKind::Mcts | PlayerKind::Alphabeta | PlayerKind::Auto
+                    if k == FACTOR_KEY.0 =>
+                {
+                    switch(&player, k, v, &[FACTOR_KEY])?;
+                }
                 PlayerKind::Auto if k == "trial" => {
                     switch(&player, k, v, AUTO_KEYS)?;
                 }
@@ -224,7 +258,11 @@ impl FromStr for PlayerSpec {
                     return Err(SpecError::UnknownKey {
                         player,
                         key: k.to_string(),
-                        known: "none".into(),
+                        known: if kind == PlayerKind::Flat {
+                            FACTOR_KEY.0.into()
+                        } else {
+                            "none".into()
+                        },
                     });
                 }
             }
@@ -382,6 +420,14 @@ mod tests {
         let e = "deep".parse::<PlayerSpec>().unwrap_err();
         assert!(e.to_string().contains("flat"), "{e}");
         assert!("random:c=1".parse::<PlayerSpec>().is_err());
+        assert!("random:factor=on".parse::<PlayerSpec>().is_err());
+        assert!("auto:factor=maybe".parse::<PlayerSpec>().is_err());
+        let spec: PlayerSpec = "auto:factor=on,c=0.5".parse().unwrap();
+        assert!(spec.factor());
+        assert_eq!(spec.without_factor().to_string(), "auto:c=0.5");
+        assert_eq!(spec.mcts_settings().exploration, 0.5);
+        assert!(!"auto".parse::<PlayerSpec>().unwrap().factor());
+        assert!("flat:factor=on".parse::<PlayerSpec>().unwrap().factor());
         assert!("mcts:c".parse::<PlayerSpec>().is_err());
     }
 }
