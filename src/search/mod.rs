@@ -12,6 +12,7 @@
 //!   turn-taking constant-sum games.
 //! - [`heuristic`]: a state evaluation learnt at the start clock from random games (fact counts
 //!   that correlate with the outcome), for alpha-beta's leaves.
+//! - [`puzzle`]: best-first search for a line to goal 100 in single-player games.
 //! - [`probe`]: random playouts that tell which of the two suits a game; the `auto` player
 //!   uses them.
 //!
@@ -26,6 +27,7 @@ pub mod heuristic;
 pub mod hidden;
 pub mod mcts;
 pub mod probe;
+pub mod puzzle;
 mod spec;
 
 pub use spec::{ALPHABETA_KEYS, AUTO_KEYS, MCTS_KEYS, PlayerSpec, SpecError};
@@ -51,7 +53,11 @@ pub enum PlayerKind {
     Mcts,
     /// Alpha-beta with iterative deepening (two-player turn-taking zero-sum games).
     Alphabeta,
-    /// Probes the game at the start and plays alpha-beta when the game qualifies for it and
+    /// Single-player puzzles: a best-first search for a line to goal 100, MCTS until it finds
+    /// one (MCTS alone in other games).
+    Puzzle,
+    /// Probes the game at the start and plays a puzzle search in single-player games, and
+    /// alpha-beta when the game qualifies for it and
     /// alpha-beta solves it within the start clock, MCTS otherwise (see [`probe`]).
     Auto,
 }
@@ -163,9 +169,11 @@ where
             config,
             spec.alphabeta_settings(),
         )),
+        PlayerKind::Puzzle => Box::new(puzzle::PuzzlePlayer::new(config, spec.mcts_settings())),
         PlayerKind::Auto => {
             let mut player = auto::AutoPlayer::<M>::new(config, spec.mcts_settings());
             player.set_trial(spec.auto_trial());
+            player.set_puzzle(spec.auto_puzzle());
             Box::new(player)
         }
     }
