@@ -17,6 +17,10 @@
 //!    all the search is a depth-first search with a transposition table, which suits the
 //!    constraint puzzles (queens, tours) whose solutions all lie at the same depth.
 //!
+//! A queued state waits with its parent's goal and heuristic; its own are evaluated only when
+//! it comes to the top of the open list (and if they are lower it goes back in its place), so
+//! the many states that are never expanded cost only their transition and terminal test.
+//!
 //! Every new state is checked at once: a terminal one is scored, never queued, and the best
 //! terminal goal found so far is kept with its line. A terminal state with goal 100 ends the
 //! search ([`Outcome::Solved`]); the line to it is replayed through the rules with every move's
@@ -141,7 +145,10 @@ struct Priority {
 
 /// A state waiting to be expanded.
 struct Open<S> {
+    /// Its own priority once evaluated; until then its parent's (with its own depth).
     priority: Priority,
+    /// Whether `priority` is the state's own.
+    evaluated: bool,
     node: u32,
     state: S,
 }
@@ -195,6 +202,8 @@ pub struct PuzzleSearch<M: StateMachine> {
     seq: u64,
     stats: PuzzleStats,
     evaluator: Option<Evaluator>,
+    /// Whether the open list was keyed without the current evaluator.
+    stale: bool,
     role: usize,
     legal: Vec<M::Move>,
     values: Vec<f64>,
@@ -220,6 +229,7 @@ impl<M: StateMachine> PuzzleSearch<M> {
             seq: 0,
             stats: PuzzleStats::default(),
             evaluator: None,
+            stale: false,
             role: 0,
             legal: Vec::new(),
             values: Vec::new(),
@@ -229,6 +239,7 @@ impl<M: StateMachine> PuzzleSearch<M> {
     /// Guides the search by a learnt heuristic for the role (from the next root on; `None`:
     /// by the goal and depth alone).
     pub fn set_heuristic(&mut self, heuristic: Option<Heuristic>) {
+        self.stale = heuristic.is_some() || self.evaluator.is_some();
         self.evaluator = heuristic.map(|h| Evaluator::new(vec![Some(h)]));
     }
 
@@ -266,7 +277,7 @@ impl<M: StateMachine> PuzzleSearch<M> {
     pub fn set_root(&mut self, machine: &mut M, state: &M::State) -> Result<(), MachineError> {
         let hash = self.hash(state);
         if self.root.as_ref() == Some(state) {
-            self.rekey(machine)?;
+            self.rekey(0);
             return Ok(());
         }
         match self.seen.get(&hash).copied() {
@@ -284,6 +295,7 @@ impl<M: StateMachine> PuzzleSearch<M> {
         self.best = None;
         self.complete = true;
         self.full = false;
+        self.stale = false;
         self.stats = PuzzleStats::default();
         let hash = self.hash(state);
         self.nodes.push(Node {
@@ -301,6 +313,7 @@ impl<M: StateMachine> PuzzleSearch<M> {
             let priority = self.priority(machine, state, 0)?;
             self.open.push(Open {
                 priority,
+                evaluated: true,
                 node: 0,
                 state: state.clone(),
             });
@@ -359,23 +372,23 @@ impl<M: StateMachine> PuzzleSearch<M> {
         self.complete = false;
         self.full = false;
         self.root = Some(state);
-        self.rekey(machine)
+        self.rekey(base);
+        Ok(())
     }
 
-    /// Orders the open list again (after the heuristic or the root changed).
-    fn rekey(&mut self, machine: &mut M) -> Result<(), MachineError> {
-        let open = std::mem::take(&mut self.open).into_vec();
-        let mut keyed = BinaryHeap::with_capacity(open.len());
-        for mut o in open {
-            let depth = self.nodes[o.node as usize].depth;
-            o.priority = Priority {
-                seq: o.priority.seq,
-                ..self.priority(machine, &o.state, depth)?
-            };
-            keyed.push(o);
+    /// Counts depths from a root `base` moves deeper, and marks every open state to be
+    /// evaluated again if the heuristic changed (it is, when it comes to the top).
+    fn rekey(&mut self, base: u32) {
+        if base == 0 && !self.stale {
+            return;
         }
-        self.open = keyed;
-        Ok(())
+        let stale = std::mem::take(&mut self.stale);
+        let mut open = std::mem::take(&mut self.open).into_vec();
+        for o in &mut open {
+            o.priority.depth -= base;
+            o.evaluated &= !stale;
+        }
+        self.open = open.into();
     }
 
     fn priority(
@@ -430,7 +443,7 @@ impl<M: StateMachine> PuzzleSearch<M> {
             if done.is_multiple_of(CLOCK_EVERY) && past(deadline) {
                 return Ok(Outcome::Stopped);
             }
-            let Some(open) = self.open.pop() else {
+            let Some(mut open) = self.open.pop() else {
                 if self.complete {
                     return Ok(Outcome::Exhausted);
                 }
@@ -442,6 +455,22 @@ impl<M: StateMachine> PuzzleSearch<M> {
                 self.reset(machine, &root)?;
                 continue;
             };
+            if !open.evaluated {
+                // Its own value: expanded now if it is no worse than its parent's, else queued
+                // again in its place.
+                let own = self.priority(machine, &open.state, open.priority.depth)?;
+                let lower =
+                    (own.goal, own.heuristic) < (open.priority.goal, open.priority.heuristic);
+                open.priority = Priority {
+                    seq: open.priority.seq,
+                    ..own
+                };
+                open.evaluated = true;
+                if lower {
+                    self.open.push(open);
+                    continue;
+                }
+            }
             self.expand(machine, open)?;
             done += 1;
             self.stats.expanded += 1;
@@ -497,9 +526,15 @@ impl<M: StateMachine> PuzzleSearch<M> {
                 self.best = Some((goal, id));
             }
         } else {
-            let priority = self.priority(machine, &next, depth)?;
+            // Evaluated when it comes to the top (most children never do).
+            self.seq += 1;
             self.open.push(Open {
-                priority,
+                priority: Priority {
+                    depth,
+                    seq: self.seq,
+                    ..open.priority
+                },
+                evaluated: false,
                 node: id,
                 state: next,
             });
@@ -668,7 +703,7 @@ impl<M: StateMachine + Send + 'static> PuzzlePlayer<M> {
         };
         let outcome = search.run(machine, deadline, self.expansions)?;
         let stats = search.stats();
-        tracing::debug!("puzzle search: {outcome:?}, {stats:?}");
+        tracing::info!("puzzle search: {outcome:?}, {stats:?}");
         if outcome != Outcome::Solved {
             return Ok(false);
         }
@@ -818,13 +853,14 @@ impl<M: StateMachine + Send + 'static> Player<M> for PuzzlePlayer<M> {
         {
             let theirs = mcts.value.unwrap_or(0.0);
             if line.goal > 0 && f64::from(line.goal) >= theirs {
-                tracing::debug!(
+                tracing::info!(
                     "puzzle: playing the best line found (goal {}), MCTS expects {theirs:.1}",
                     line.goal
                 );
                 return Ok(self.choice(mv, line.goal, false));
             }
         }
+        tracing::info!("puzzle: MCTS's move, {:?}", mcts.value);
         Ok(mcts)
     }
 }
