@@ -281,7 +281,7 @@ impl<M: StateMachine> PuzzleSearch<M> {
             return Ok(());
         }
         match self.seen.get(&hash).copied() {
-            Some(n) if self.root.is_some() => self.keep_below(machine, n, state.clone())?,
+            Some(n) if self.root.is_some() => self.keep_below(n, state.clone()),
             _ => self.reset(machine, state)?,
         }
         Ok(())
@@ -322,7 +322,7 @@ impl<M: StateMachine> PuzzleSearch<M> {
     }
 
     /// Keeps only what descends from node `n` (whose state is `state`), renumbered.
-    fn keep_below(&mut self, machine: &mut M, n: u32, state: M::State) -> Result<(), MachineError> {
+    fn keep_below(&mut self, n: u32, state: M::State) {
         let n = n as usize;
         // Parents come before their children, so one pass marks every descendant.
         let mut map = vec![u32::MAX; self.nodes.len()];
@@ -373,7 +373,6 @@ impl<M: StateMachine> PuzzleSearch<M> {
         self.full = false;
         self.root = Some(state);
         self.rekey(base);
-        Ok(())
     }
 
     /// Counts depths from a root `base` moves deeper, and marks every open state to be
