@@ -61,8 +61,6 @@ use super::{Choice, Player, SearchConfig, SearchError, past};
 const STATE_BYTES: usize = 160;
 /// Estimated bytes of one transposition entry (hash, node, the table's slack).
 const SEEN_BYTES: usize = 24;
-/// The clock is read once per this many expansions.
-const CLOCK_EVERY: u64 = 64;
 
 /// Why a game is not a puzzle this search can play.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -439,7 +437,8 @@ impl<M: StateMachine> PuzzleSearch<M> {
             if max_expansions.is_some_and(|m| done >= m) {
                 return Ok(Outcome::Stopped);
             }
-            if done.is_multiple_of(CLOCK_EVERY) && past(deadline) {
+            // Read before every expansion: one can take milliseconds (many children).
+            if past(deadline) {
                 return Ok(Outcome::Stopped);
             }
             let Some(mut open) = self.open.pop() else {
