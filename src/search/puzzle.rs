@@ -57,6 +57,8 @@ use super::heuristic::{Evaluator, Heuristic};
 use super::mcts::{MctsPlayer, MctsSettings};
 use super::{Choice, Player, SearchConfig, SearchError, past};
 
+/// The part of each play clock the search gets while no solution is known (MCTS the rest).
+const SEARCH_SHARE: (u32, u32) = (1, 3);
 /// A guess at the heap bytes of one queued state and the table's slack for one entry.
 const STATE_BYTES: usize = 160;
 /// Estimated bytes of one transposition entry (hash, node, the table's slack).
@@ -347,10 +349,12 @@ impl<M: StateMachine> PuzzleSearch<M> {
             }
         }
         self.nodes = kept;
-        self.seen.clear();
-        for (i, node) in self.nodes.iter().enumerate() {
-            self.seen.insert(node.hash, i as u32);
-        }
+        // In place: no rehashing of a table of millions within a play clock.
+        self.seen.retain(|_, v| {
+            let m = map[*v as usize];
+            *v = m;
+            m != u32::MAX
+        });
         let open = std::mem::take(&mut self.open);
         self.open = open
             .into_iter()
@@ -542,9 +546,14 @@ impl<M: StateMachine> PuzzleSearch<M> {
 
     /// Drops the worse half of the open list; marks the search full if that is not enough.
     fn cut(&mut self) {
-        let mut open = std::mem::take(&mut self.open).into_sorted_vec();
+        let mut open = std::mem::take(&mut self.open).into_vec();
         let keep = open.len() / 2;
-        open.drain(..open.len() - keep);
+        // The best `keep` last, in linear time (a sort of millions would stall a play clock).
+        let cut = open.len() - keep;
+        if keep > 0 {
+            open.select_nth_unstable(cut);
+        }
+        open.drain(..cut);
         self.open = open.into();
         self.complete = false;
         self.stats.cuts += 1;
@@ -701,7 +710,7 @@ impl<M: StateMachine + Send + 'static> PuzzlePlayer<M> {
         };
         let outcome = search.run(machine, deadline, self.expansions)?;
         let stats = search.stats();
-        tracing::info!("puzzle search: {outcome:?}, {stats:?}");
+        tracing::debug!("puzzle search: {outcome:?}, {stats:?}");
         if outcome != Outcome::Solved {
             return Ok(false);
         }
@@ -823,10 +832,10 @@ impl<M: StateMachine + Send + 'static> Player<M> for PuzzlePlayer<M> {
             search.set_root(machine, state)?;
         }
         let now = Instant::now();
-        let half = now + deadline.saturating_duration_since(now) / 2;
+        let share = now + deadline.saturating_duration_since(now) * SEARCH_SHARE.0 / SEARCH_SHARE.1;
         let exhausted = self.search.as_ref().is_some_and(PuzzleSearch::exhausted);
         if !exhausted
-            && self.search(machine, half)?
+            && self.search(machine, share)?
             && let Some(mv) = self.planned(state)
         {
             return Ok(self.choice(mv, 100, true));
@@ -846,19 +855,17 @@ impl<M: StateMachine + Send + 'static> Player<M> for PuzzlePlayer<M> {
             self.start_mcts(machine, Instant::now())?;
         }
         let mcts = self.mcts.choose(machine, state, deadline)?;
+        // MCTS's mean underrates what it will reach as it searches on (in puzzles it often
+        // reaches 100 from a mean of 25), so the line is played over its move only when MCTS
+        // has proven that it cannot do as well.
         if let Some(line) = best
             && let Some(&mv) = line.moves.first()
+            && mcts.proven
+            && mcts.value.is_some_and(|v| v < f64::from(line.goal))
         {
-            let theirs = mcts.value.unwrap_or(0.0);
-            if line.goal > 0 && f64::from(line.goal) >= theirs {
-                tracing::info!(
-                    "puzzle: playing the best line found (goal {}), MCTS expects {theirs:.1}",
-                    line.goal
-                );
-                return Ok(self.choice(mv, line.goal, false));
-            }
+            tracing::debug!("puzzle: playing the best line found (goal {})", line.goal);
+            return Ok(self.choice(mv, line.goal, true));
         }
-        tracing::info!("puzzle: MCTS's move, {:?}", mcts.value);
         Ok(mcts)
     }
 }
