@@ -903,6 +903,28 @@ mod tests {
         DatalogMachine::new(&Description::from_text(&text).unwrap()).unwrap()
     }
 
+    /// A search rooted at the initial state.
+    fn from_start(
+        m: &mut DatalogMachine,
+        settings: PuzzleSettings,
+    ) -> PuzzleSearch<DatalogMachine> {
+        let mut search = PuzzleSearch::new(m, settings).unwrap();
+        let initial = m.initial_state();
+        search.set_root(m, &initial).unwrap();
+        search
+    }
+
+    /// A player started with a budget of 1,000 expansions.
+    fn started(m: &mut DatalogMachine) -> PuzzlePlayer<DatalogMachine> {
+        let config = SearchConfig {
+            max_iterations: Some(1_000),
+            ..SearchConfig::default()
+        };
+        let mut player = PuzzlePlayer::new(config, MctsSettings::default());
+        player.start(m, 0, far()).unwrap();
+        player
+    }
+
     fn far() -> Instant {
         Instant::now() + Duration::from_secs(3600)
     }
@@ -922,9 +944,7 @@ mod tests {
     #[test]
     fn finds_the_line_to_100() {
         let mut m = numbers(5);
-        let mut search = PuzzleSearch::new(&m, PuzzleSettings::default()).unwrap();
-        let initial = m.initial_state();
-        search.set_root(&mut m, &initial).unwrap();
+        let mut search = from_start(&mut m, PuzzleSettings::default());
         assert_eq!(search.run(&mut m, far(), None).unwrap(), Outcome::Solved);
         let line = search.solution(&mut m).unwrap().expect("a solution");
         assert_eq!(line.goal, 100);
@@ -940,9 +960,7 @@ mod tests {
     fn without_a_solution_it_sees_everything_and_keeps_the_best_line() {
         // In three moves 13 and 12 are out of reach; 8 (double three times) scores 30.
         let mut m = numbers(3);
-        let mut search = PuzzleSearch::new(&m, PuzzleSettings::default()).unwrap();
-        let initial = m.initial_state();
-        search.set_root(&mut m, &initial).unwrap();
+        let mut search = from_start(&mut m, PuzzleSettings::default());
         assert_eq!(search.run(&mut m, far(), None).unwrap(), Outcome::Exhausted);
         assert!(search.exhausted());
         assert!(search.solution(&mut m).unwrap().is_none());
@@ -955,9 +973,7 @@ mod tests {
     #[test]
     fn a_budget_stops_it_and_it_goes_on_from_there() {
         let mut m = numbers(5);
-        let mut search = PuzzleSearch::new(&m, PuzzleSettings::default()).unwrap();
-        let initial = m.initial_state();
-        search.set_root(&mut m, &initial).unwrap();
+        let mut search = from_start(&mut m, PuzzleSettings::default());
         assert_eq!(
             search.run(&mut m, far(), Some(1)).unwrap(),
             Outcome::Stopped
@@ -969,9 +985,7 @@ mod tests {
     #[test]
     fn a_new_root_keeps_what_lies_below_it() {
         let mut m = numbers(5);
-        let mut search = PuzzleSearch::new(&m, PuzzleSettings::default()).unwrap();
-        let initial = m.initial_state();
-        search.set_root(&mut m, &initial).unwrap();
+        let mut search = from_start(&mut m, PuzzleSettings::default());
         search.run(&mut m, far(), None).unwrap();
         let line = search.solution(&mut m).unwrap().unwrap();
         let expanded = search.stats().expanded;
@@ -996,10 +1010,7 @@ mod tests {
     #[test]
     fn the_memory_bound_is_kept() {
         let mut m = numbers(5);
-        let settings = PuzzleSettings { memory_bytes: 1 };
-        let mut search = PuzzleSearch::new(&m, settings).unwrap();
-        let initial = m.initial_state();
-        search.set_root(&mut m, &initial).unwrap();
+        let mut search = from_start(&mut m, PuzzleSettings { memory_bytes: 1 });
         assert_eq!(search.run(&mut m, far(), None).unwrap(), Outcome::Full);
         assert!(search.stats().cuts > 0);
         assert!(!search.exhausted());
@@ -1017,12 +1028,7 @@ mod tests {
     #[test]
     fn the_player_plays_its_solution_to_the_end() {
         let mut m = numbers(5);
-        let config = SearchConfig {
-            max_iterations: Some(1_000),
-            ..SearchConfig::default()
-        };
-        let mut player = PuzzlePlayer::new(config, MctsSettings::default());
-        player.start(&mut m, 0, far()).unwrap();
+        let mut player = started(&mut m);
         assert!(player.solved());
         let mut s = m.initial_state();
         while !m.is_terminal(&s).unwrap() {
@@ -1036,12 +1042,7 @@ mod tests {
     #[test]
     fn off_the_plan_it_searches_again() {
         let mut m = numbers(5);
-        let config = SearchConfig {
-            max_iterations: Some(1_000),
-            ..SearchConfig::default()
-        };
-        let mut player = PuzzlePlayer::new(config, MctsSettings::default());
-        player.start(&mut m, 0, far()).unwrap();
+        let mut player = started(&mut m);
         // A move the plan did not make (a late move replaced by the referee, say): 1, 2, 3.
         let mut s = m.initial_state();
         let inc = m
