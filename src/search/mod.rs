@@ -14,6 +14,7 @@
 //!   that correlate with the outcome), for alpha-beta's leaves.
 //! - [`factor`]: any of them on the game with the moves of sub-games that cannot change the
 //!   outcome pruned (`factor=on`).
+//! - [`puzzle`]: best-first search for a line to goal 100 in single-player games.
 //! - [`probe`]: random playouts that tell which of the two suits a game; the `auto` player
 //!   uses them.
 //!
@@ -29,6 +30,7 @@ pub mod heuristic;
 pub mod hidden;
 pub mod mcts;
 pub mod probe;
+pub mod puzzle;
 mod spec;
 
 pub use spec::{ALPHABETA_KEYS, AUTO_KEYS, FACTOR_KEY, MCTS_KEYS, PlayerSpec, SpecError};
@@ -54,7 +56,11 @@ pub enum PlayerKind {
     Mcts,
     /// Alpha-beta with iterative deepening (two-player turn-taking zero-sum games).
     Alphabeta,
-    /// Probes the game at the start and plays alpha-beta when the game qualifies for it and
+    /// Single-player puzzles: a best-first search for a line to goal 100, MCTS until it finds
+    /// one (MCTS alone in other games).
+    Puzzle,
+    /// Probes the game at the start and plays a puzzle search in single-player games, and
+    /// alpha-beta when the game qualifies for it and
     /// alpha-beta solves it within the start clock, MCTS otherwise (see [`probe`]).
     Auto,
 }
@@ -180,9 +186,11 @@ where
             config,
             spec.alphabeta_settings(),
         )),
+        PlayerKind::Puzzle => Box::new(puzzle::PuzzlePlayer::new(config, spec.mcts_settings())),
         PlayerKind::Auto => {
             let mut player = auto::AutoPlayer::<M>::new(config, spec.mcts_settings());
             player.set_trial(spec.auto_trial());
+            player.set_puzzle(spec.auto_puzzle());
             Box::new(player)
         }
     }

@@ -64,7 +64,8 @@ pub enum SpecError {
     },
 }
 
-/// The options of `mcts` (and `auto`): key and meaning.
+/// The options of `mcts` (and of `auto` and `puzzle`, whose fallback is MCTS; `memory` also
+/// bounds the puzzle search): key and meaning.
 pub const MCTS_KEYS: &[(&str, &str)] = &[
     ("c", "UCB1 exploration constant on 0..1 rewards (number)"),
     ("memory", "MiB all trees may use (integer)"),
@@ -103,10 +104,16 @@ pub const MCTS_KEYS: &[(&str, &str)] = &[
 ];
 
 /// The options `auto` has besides those of `mcts`: key and meaning.
-pub const AUTO_KEYS: &[(&str, &str)] = &[(
-    "trial",
-    "pick alpha-beta or MCTS by trial games at the start clock (on or off)",
-)];
+pub const AUTO_KEYS: &[(&str, &str)] = &[
+    (
+        "trial",
+        "pick alpha-beta or MCTS by trial games at the start clock (on or off)",
+    ),
+    (
+        "puzzle",
+        "single-player games played by the puzzle search (on or off)",
+    ),
+];
 
 /// The option every searching player (`flat`, `mcts`, `alphabeta`, `auto`) has: key and
 /// meaning (see [`super::factor`]).
@@ -149,7 +156,10 @@ impl PlayerSpec {
     /// The MCTS settings the options ask for (defaults elsewhere).
     pub fn mcts_settings(&self) -> MctsSettings {
         let mut settings = MctsSettings::default();
-        if matches!(self.kind, PlayerKind::Mcts | PlayerKind::Auto) {
+        if matches!(
+            self.kind,
+            PlayerKind::Mcts | PlayerKind::Auto | PlayerKind::Puzzle
+        ) {
             for (k, v) in &self.options {
                 // Checked when parsed.
                 if !(self.kind == PlayerKind::Auto && AUTO_KEYS.iter().any(|a| a.0 == k)) {
@@ -162,11 +172,22 @@ impl PlayerSpec {
 
     /// Whether `auto` picks its search by a trial at the start clock (`trial=on`, the default).
     pub fn auto_trial(&self) -> bool {
+        self.auto_switch("trial")
+    }
+
+    /// Whether `auto` plays single-player games with the puzzle search (`puzzle=on`, the
+    /// default).
+    pub fn auto_puzzle(&self) -> bool {
+        self.auto_switch("puzzle")
+    }
+
+    /// An on/off key of `auto`, on unless the spec says off.
+    fn auto_switch(&self, key: &str) -> bool {
         self.options
             .iter()
             .rev()
-            .find(|(k, _)| k == "trial")
-            .is_none_or(|(_, v)| switch("auto", "trial", v, AUTO_KEYS).unwrap_or(true))
+            .find(|(k, _)| k == key)
+            .is_none_or(|(_, v)| switch("auto", key, v, AUTO_KEYS).unwrap_or(true))
     }
 
     /// Whether the player searches the factored game (`factor=on`; off by default).
@@ -249,10 +270,12 @@ impl FromStr for PlayerSpec {
                 {
                     switch(&player, k, v, &[FACTOR_KEY])?;
                 }
-                PlayerKind::Auto if k == "trial" => {
+                PlayerKind::Auto if AUTO_KEYS.iter().any(|a| a.0 == k) => {
                     switch(&player, k, v, AUTO_KEYS)?;
                 }
-                PlayerKind::Mcts | PlayerKind::Auto => set_mcts(&mut mcts, &player, k, v)?,
+                PlayerKind::Mcts | PlayerKind::Auto | PlayerKind::Puzzle => {
+                    set_mcts(&mut mcts, &player, k, v)?;
+                }
                 PlayerKind::Alphabeta => set_alphabeta(&mut alphabeta, &player, k, v)?,
                 PlayerKind::Random | PlayerKind::Legal | PlayerKind::Flat => {
                     return Err(SpecError::UnknownKey {
