@@ -8,6 +8,11 @@
 // The human's moves are chosen by a fixed rule (below), and the server's random player is
 // seeded (`ggp web --seed 1`), so a run plays the same games every time.
 //
+// Then it plays 1. e4 against the computer at `medium` (alpha-beta) and checks the thinking
+// indicator: every status shown while it thinks counts positions, and the reply says how many
+// it searched (`web-chess-medium-1200.png`; `web-chess-thinking-1200.png` too when the page
+// showed the indicator by the time it was looked at).
+//
 // Then it lets the computer play 20 steps of checkers, reversi and hex (sheets of rules/, each
 // with its display description), and saves `web-GAME-1200.png`.
 //
@@ -189,6 +194,40 @@ async function play(page, game, seats, width, midAfter) {
   return view;
 }
 
+// Chess against `medium`: 1. e4 clicked; the statuses shown until the reply are recorded
+// as they change.
+async function thinking(page) {
+  await page.setViewportSize({ width: 1200, height: 900 });
+  await start(page, "chess", ["human", "medium"]);
+  let view = await waitOurs(page);
+  await page.evaluate(() => {
+    window.statuses = [];
+    new MutationObserver(() => window.statuses.push(document.getElementById("status").textContent))
+      .observe(document.getElementById("status"), { childList: true, characterData: true, subtree: true });
+  });
+  const e4 = view.moves[0].find((m) => m.notation === "e4");
+  await clickMove(page, view, e4);
+  await page.waitForFunction(() => window.currentView.step > 0);
+  const shots = [];
+  if (await page.evaluate(() => window.currentView.thinking)) {
+    shots.push(path.join(outdir, "web-chess-thinking-1200.png"));
+    await page.screenshot({ path: shots[0], fullPage: true });
+  }
+  view = await waitOurs(page);
+  const file = path.join(outdir, "web-chess-medium-1200.png");
+  await page.screenshot({ path: file, fullPage: true });
+  shots.push(file);
+  const statuses = await page.evaluate(() => window.statuses.filter((s) => s.startsWith("Computer thinking")));
+  const last = await page.evaluate(() => document.getElementById("last").textContent);
+  for (const s of statuses) {
+    if (!/^Computer thinking \(black\): [\d,]+ positions so far$/.test(s)) throw new Error(`status ${s}`);
+  }
+  const searched = /the computer searched ([\d,]+) positions/.exec(last);
+  if (!searched || Number(searched[1].replace(/,/g, "")) <= 0) throw new Error(`last move line: ${last}`);
+  console.log(`chess-medium: ${statuses.length} thinking statuses (${statuses.slice(-1)[0] || "none"}), `
+    + `${last}; ${shots.join(" ")}`);
+}
+
 async function main() {
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), "ggp-chromium-"));
   const context = await chromium.launchPersistentContext(profile, {
@@ -210,6 +249,7 @@ async function main() {
       dominupFixed: [["random", "human"], 1200, 4],
       dominup: [["human", "random", "random"], 390, 3],
     };
+    if (!process.env.GGP_BOARDS) await thinking(page);
     for (const game of games) {
       const [seats, width, mid] = plan[game];
       const view = await play(page, game, seats, width, mid);
