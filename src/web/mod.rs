@@ -146,7 +146,8 @@ struct Slot {
     progress_start: AtomicU64,
     /// The step the computers' last reply led to, with the work it took.
     searched: Mutex<Option<(usize, u64, Work)>>,
-    /// The last position computed, answered while the game is locked.
+    /// The view of the position now (before the computer's move while it thinks), stored by
+    /// each change of the game; `None` after an undo, until computed afresh.
     shown: Mutex<Option<View>>,
     /// What went wrong in the last search, told once.
     failure: Mutex<Option<String>>,
@@ -341,6 +342,7 @@ impl App {
                     }
                     game.choose(req.role, req.index)?;
                     *lock(&slot.searched) = None;
+                    *lock(&slot.shown) = None;
                     let view = game.view(slot.id)?;
                     let waiting = view.waiting;
                     *lock(&slot.shown) = Some(view);
@@ -361,8 +363,10 @@ impl App {
             "undo" => {
                 let req: Id = parse(body)?;
                 let slot = self.slot(req.id)?;
-                try_game(&slot)?.undo()?;
+                let undone = try_game(&slot)?.undo();
                 *lock(&slot.searched) = None;
+                *lock(&slot.shown) = None;
+                undone?;
                 self.shown(&slot)
             }
             "record" => {
@@ -497,52 +501,58 @@ impl App {
                     game.step()?;
                     game.view(slot.id)
                 }));
-                match outcome {
-                    Ok(Ok(view)) => {
-                        *lock(&slot.searched) =
-                            Some((view.step, slot.work(), slot.progress.work()));
-                        *lock(&slot.shown) = Some(view);
+                let reply = match outcome {
+                    Ok(Ok(view)) => Some(view),
+                    Ok(Err(e)) => {
+                        *lock(&slot.failure) = Some(e.to_string());
+                        None
                     }
-                    Ok(Err(e)) => *lock(&slot.failure) = Some(e.to_string()),
-                    Err(_) => *lock(&slot.failure) = Some("the computer's search failed".into()),
-                }
+                    Err(_) => {
+                        *lock(&slot.failure) = Some("the computer's search failed".into());
+                        None
+                    }
+                };
                 drop(game);
                 searches.fetch_sub(1, Ordering::SeqCst);
-                slot.done_thinking();
+                slot.done_thinking(reply);
             });
         if let Err(e) = spawned {
-            slot.done_thinking();
+            slot.done_thinking(None);
             self.searches.fetch_sub(1, Ordering::SeqCst);
             return Err(Failure(503, format!("cannot start the computer: {e}")));
         }
         Ok(())
     }
 
-    /// The position as the page shows it: fresh when the game is free, else the last one
-    /// with the computer's work so far; the position of a computer's reply with the work it
-    /// took.
+    /// The position as the page shows it: the view kept since the game last changed (each
+    /// change stores the view it leads to, so that an answer never computes it twice), or a
+    /// fresh one when none is kept and the game is free. While the computer thinks, the
+    /// position before its move with its work so far; the position of its reply with the work
+    /// it took.
     fn shown(&self, slot: &Slot) -> Result<Value, Failure> {
-        let fresh = match slot.game.try_lock() {
-            Ok(mut game) if !slot.thinking.load(Ordering::SeqCst) => Some(game.view(slot.id)?),
-            Err(TryLockError::Poisoned(e)) if !slot.thinking.load(Ordering::SeqCst) => {
-                Some(e.into_inner().view(slot.id)?)
-            }
-            _ => None,
+        // Read together with `thinking` (the thinker stores its reply and clears `thinking`
+        // under the same lock), so that a reply is never shown as still thinking.
+        let (thinking, kept, searched) = {
+            let _moved = lock(&slot.moved.0);
+            let thinking = slot.thinking.load(Ordering::SeqCst);
+            (thinking, lock(&slot.shown).clone(), *lock(&slot.searched))
         };
-        let mut view = match fresh {
-            Some(view) => {
-                *lock(&slot.shown) = Some(view.clone());
-                view
+        let mut view = match kept {
+            Some(view) => view,
+            None => {
+                let fresh = match slot.game.try_lock() {
+                    Ok(mut game) if !thinking => game.view(slot.id)?,
+                    Err(TryLockError::Poisoned(e)) if !thinking => e.into_inner().view(slot.id)?,
+                    _ => return Err(Failure(409, "the game is busy; try again".into())),
+                };
+                *lock(&slot.shown) = Some(fresh.clone());
+                fresh
             }
-            None => lock(&slot.shown)
-                .clone()
-                .ok_or_else(|| Failure(409, "the game is busy; try again".into()))?,
         };
-        let thinking = slot.thinking.load(Ordering::SeqCst);
         let (searched, work) = if thinking {
             (slot.work(), Some(slot.progress.work()))
         } else {
-            match *lock(&slot.searched) {
+            match searched {
                 Some((step, count, work)) if step == view.step => (count, Some(work)),
                 _ => (0, None),
             }
@@ -688,7 +698,6 @@ impl App {
 }
 
 impl Slot {
-    /// The computer has moved (or failed): the waiting requests are woken at once.
     /// The work of the search under way (or the last one) so far.
     fn work(&self) -> u64 {
         self.progress
@@ -696,9 +705,15 @@ impl Slot {
             .saturating_sub(self.progress_start.load(Ordering::SeqCst))
     }
 
-    fn done_thinking(&self) {
+    /// The computer has moved (`reply`: the view of the position it led to, kept with the
+    /// work it took) or failed: the waiting requests are woken at once.
+    fn done_thinking(&self, reply: Option<View>) {
         let (mutex, moved) = &self.moved;
         let _guard = lock(mutex);
+        if let Some(view) = reply {
+            *lock(&self.searched) = Some((view.step, self.work(), self.progress.work()));
+            *lock(&self.shown) = Some(view);
+        }
         self.thinking.store(false, Ordering::SeqCst);
         moved.notify_all();
     }
