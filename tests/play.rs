@@ -798,6 +798,48 @@ fn hex_boards_are_found_by_their_neighbour_relation() {
     }
 }
 
+/// Issue 15: what each side of a Hex game connects is found from random games played to
+/// their end, by the shape of the stones' chains, whatever the names: Hex's red joins the
+/// first and last file (drawn as the top and bottom rows), blue the ranks; hexPie the same
+/// with its `red` and `blue` markers (its roles are `player1` and `player2`), and a scrambled
+/// copy gives the renamed contents. Square boards get none.
+#[test]
+fn hex_sides_are_found_from_ended_games() {
+    use ggp::board::{JOIN_GAMES, sample_ends};
+    use ggp::propnet::{Budget, PropnetMachine};
+    let joins = |text: &str| {
+        let description = Description::from_text(text).unwrap();
+        let mut machine = PropnetMachine::new(&description, &Budget::default()).unwrap();
+        let samples = sample_states(&mut machine, 1).unwrap();
+        let mut layout = Layout::detect(&samples, description.rules()).unwrap();
+        // No time limit that matters: the games are the same on every machine.
+        let ends = sample_ends(
+            &mut machine,
+            1,
+            JOIN_GAMES,
+            std::time::Duration::from_secs(600),
+        );
+        layout.find_joins(&ends.unwrap());
+        layout.joins().map(|c| {
+            c.map(|c| {
+                c.iter()
+                    .map(|t| t.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+        })
+    };
+    let named = |a: &str, b: &str| [Some(a.to_string()), Some(b.to_string())];
+    assert_eq!(joins(&read("rules/hex.kif")), named("red", "blue"));
+    let pie = read(&format!("{BASE}/hexPie.kif"));
+    assert_eq!(joins(&pie), named("red", "blue"));
+    let (scrambled, names) = scramble(&pie);
+    assert_eq!(joins(&scrambled), named(&names["red"], &names["blue"]));
+    for sheet in ["rules/chess.kif", "rules/reversi.kif"] {
+        assert_eq!(joins(&read(sheet)), [None, None], "{sheet}");
+    }
+}
+
 /// A computer seat of a GDL-II game chooses over its role's belief, never the true state:
 /// in Monty Hall, after the same moves and percepts, the candidate chooses the same whether
 /// the car is behind its door or the other one (a player reading the state would stay in one

@@ -17,7 +17,9 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::board::{Change, Layout, Square, Typed, sample_states};
+use crate::board::{
+    Change, Grid, JOIN_GAMES, JOIN_TIME, Layout, Square, Typed, sample_ends, sample_states,
+};
 use crate::chess::MoveShape;
 use crate::engine::LoadError;
 use crate::gdl::{Rule, Term, parse_term};
@@ -298,6 +300,22 @@ const VIEW_UPDATE: Duration = Duration::from_millis(500);
 
 type InfoCache<Mv> = (usize, usize, Vec<MoveInfo<Mv>>);
 
+/// On a hexagon board, finds what each side connects from random games played to their end
+/// (see [`Layout::find_joins`]).
+fn find_joins<M: StateMachine>(
+    layout: Option<&mut Layout>,
+    machine: &mut M,
+    seed: u64,
+) -> Result<(), MachineError> {
+    if let Some(layout) = layout
+        && matches!(layout.grid(), Grid::Hex { .. })
+    {
+        let ends = sample_ends(machine, seed, JOIN_GAMES, JOIN_TIME)?;
+        layout.find_joins(&ends);
+    }
+    Ok(())
+}
+
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
     SystemTime::now()
@@ -327,7 +345,8 @@ impl<M: StateMachine + Send + 'static> Game<M> {
             )));
         }
         let samples = sample_states(&mut machine, seed)?;
-        let layout = Layout::detect(&samples, rules);
+        let mut layout = Layout::detect(&samples, rules);
+        find_joins(layout.as_mut(), &mut machine, seed)?;
         let chess = notation::ChessView::detect(&machine);
         let initial = machine.initial_state();
         let start_time = now_ms();
@@ -367,6 +386,7 @@ impl<M: StateMachine + Send + 'static> Game<M> {
         let Some(mut layout) = Layout::detect_in(&samples, rules, |rel| rel.name() == name) else {
             return Ok(false);
         };
+        find_joins(Some(&mut layout), &mut self.machine, self.seed)?;
         for state in &self.states {
             layout.include(&self.machine.state_terms(state));
         }

@@ -53,6 +53,10 @@ pub struct BoardView {
     /// When the squares are hexagons (found from the rules, see [`Grid::Hex`]): the rank
     /// step of the diagonal neighbour one file on, 1 or -1.
     pub hex: Option<i8>,
+    /// On a hexagon board, the content (as in [`CellView::text`]) whose chains join the first
+    /// and last file (`top-bottom`, as the page draws files) and the first and last rank
+    /// (`left-right`), when random games show it (see [`Layout::find_joins`]).
+    pub edges: Option<std::collections::BTreeMap<&'static str, String>>,
 }
 
 /// A legal move of a human seat.
@@ -650,6 +654,15 @@ fn board_view(layout: &Layout, facts: &[Term], roles: &[Term]) -> BoardView {
         hex: match layout.grid() {
             Grid::Hex { lean } => Some(lean),
             Grid::Squares => None,
+        },
+        edges: {
+            let edges: std::collections::BTreeMap<&'static str, String> =
+                ["top-bottom", "left-right"]
+                    .into_iter()
+                    .zip(layout.joins())
+                    .filter_map(|(side, content)| Some((side, content_text(content?))))
+                    .collect();
+            (!edges.is_empty()).then_some(edges)
         },
     }
 }
