@@ -178,6 +178,8 @@ async function play(page, game, seats, width, midAfter) {
     const last = await page.evaluate(() => window.currentView.history);
     const mine = last.filter(([step]) => step === view.step);
     if (!mine.length) throw new Error(`${game}: move ${term} left no history`);
+    const said = await page.evaluate(() => document.getElementById("last").textContent);
+    if (/undefined|searched 0 /.test(said)) throw new Error(`${game}: last move line "${said}"`);
     moves++;
     if (moves > 300) throw new Error(`${game}: not over after 300 moves`);
   }
