@@ -14,7 +14,11 @@ port=${PORT:-9487}
 $bin web --port $port --seed 1 > /dev/null 2>&1 &
 server=$!
 trap 'kill $server' EXIT
-sleep 1
+# Until the server answers (it may take a while to start on a loaded machine).
+for _ in $(seq 1 60); do
+  curl -sf "http://127.0.0.1:$port/api/games" > /dev/null && break
+  sleep 0.5
+done
 rounds="${1:-3}"
 # Taken in turns, a few runs each, so that the machine's load falls on both alike.
 for round in $(seq 1 "$rounds"); do

@@ -534,6 +534,11 @@ fn browser_plays_whole_games_by_clicking_at_desktop_and_phone_width() {
             || stdout.contains("has no pieces left)"),
         "Jeson Mor's ending unnamed:\n{stdout}"
     );
+    // hexPie, uploaded without a description: hexagons and the edges found from its games.
+    let pie = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/games/base/hexPie.kif");
+    if pie.exists() {
+        assert!(stdout.contains("hexPie: step"), "{stdout}");
+    }
     // Checkers, reversi and hex drawn from their display descriptions.
     for game in ["checkers", "reversi", "hex"] {
         assert!(

@@ -14,7 +14,8 @@
 // showed the indicator by the time it was looked at).
 //
 // Then it lets the computer play 20 steps of checkers, reversi and hex (sheets of rules/, each
-// with its display description), and saves `web-GAME-1200.png`.
+// with its display description), and saves `web-GAME-1200.png`; and the same for hexPie of
+// ../shared/games/base, uploaded (no description: its hexagons and edges come from its rules).
 //
 // Usage: node boards.cjs URL OUTDIR   (run by tests/web.rs, which sets NODE_PATH)
 "use strict";
@@ -222,7 +223,7 @@ async function thinking(page) {
   const statuses = await page.evaluate(() => window.statuses.filter((s) => s.startsWith("Computer thinking")));
   const last = await page.evaluate(() => document.getElementById("last").textContent);
   for (const s of statuses) {
-    if (!/^Computer thinking \(black\): [\d,]+ positions so far$/.test(s)) throw new Error(`status ${s}`);
+    if (!/^Computer thinking \(black\)(: [\d,]+ positions so far)?$/.test(s)) throw new Error(`status ${s}`);
   }
   const searched = /the computer searched ([\d,]+) positions/.exec(last);
   if (!searched || Number(searched[1].replace(/,/g, "")) <= 0) throw new Error(`last move line: ${last}`);
@@ -271,6 +272,22 @@ async function main() {
         await page.screenshot({ path: file, fullPage: true });
         console.log(`${game}: step ${view.step}, ${shapes} ${expect[game]} elements, ${file}`);
         if (shapes < 10) throw new Error(`${game}: ${shapes} ${expect[game]} elements`);
+      }
+      // hexPie, uploaded (no display description): hexagons by shape, and the edges each
+      // side connects found from ended games, drawn in its stones' colours.
+      const pie = path.join(__dirname, "../../../shared/games/base/hexPie.kif");
+      if (fs.existsSync(pie)) {
+        await page.goto(url);
+        await page.setInputFiles("#upload", pie);
+        await page.waitForSelector('#game option[value="upload:hexPie"]', { state: "attached" });
+        await start(page, "upload:hexPie", ["random", "random"]);
+        await page.waitForFunction(() => window.currentView && (window.currentView.step >= 20 || window.currentView.terminal), null, { timeout: 60000 });
+        const view = await page.evaluate(() => window.currentView);
+        const edges = await page.$$eval("#board line", (e) => e.map((l) => l.getAttribute("stroke")));
+        const file = path.join(outdir, "web-hexPie-1200.png");
+        await page.screenshot({ path: file, fullPage: true });
+        console.log(`hexPie: step ${view.step}, edges ${JSON.stringify(view.board.edges)}, lines ${edges.join(" ")}, ${file}`);
+        if (view.board.hex == null || edges.length !== 4 || new Set(edges).size !== 2) throw new Error("hexPie: no hexagons or edges");
       }
     }
     if (errors.length) throw new Error("page errors: " + errors.join("; "));
