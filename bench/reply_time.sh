@@ -13,7 +13,7 @@ export NODE_PATH="$PWD/target/tmp/browser-deps/node_modules"
 port=${PORT:-9487}
 $bin web --port $port --seed 1 > /dev/null 2>&1 &
 server=$!
-trap 'kill $server' EXIT
+trap 'kill $server; wait $server 2>/dev/null' EXIT
 # Until the server answers (it may take a while to start on a loaded machine).
 for _ in $(seq 1 60); do
   curl -sf "http://127.0.0.1:$port/api/games" > /dev/null && break
