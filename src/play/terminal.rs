@@ -982,6 +982,20 @@ mod tests {
         assert_eq!(figurine(Color::Black, Role::Queen, Glyphs::Ascii), 'q');
     }
 
+    /// Role 0's computer move with a progress sink: what the sink was shown. The game's count
+    /// ends at the search's own count of its work.
+    fn computer_move_shown<M: StateMachine + Send + 'static>(game: &mut Game<M>) -> String {
+        let buffer = Arc::new(Mutex::new(Vec::<u8>::new()));
+        let mut options = Options::plain(Duration::ZERO, Level::Easy);
+        options.progress = Some(ProgressSink(buffer.clone()));
+        let choice = think(game, 0, &options, |g| g.computer_move(0))
+            .unwrap()
+            .unwrap();
+        assert_eq!(game.progress().count(), choice.iterations);
+        assert!(choice.iterations > 0);
+        String::from_utf8(buffer.lock().unwrap().clone()).unwrap()
+    }
+
     #[test]
     fn the_progress_line_counts_the_playouts_of_the_search() {
         use crate::datalog::DatalogMachine;
@@ -991,16 +1005,8 @@ mod tests {
         let machine = DatalogMachine::new(&description).unwrap();
         let seats = vec![Seat::Computer(Level::Easy), Seat::Human];
         let mut game = Game::new(machine, description.rules(), text, seats, 1).unwrap();
-        let buffer = Arc::new(Mutex::new(Vec::<u8>::new()));
-        let mut options = Options::plain(Duration::ZERO, Level::Easy);
-        options.progress = Some(ProgressSink(buffer.clone()));
-        let choice = think(&mut game, 0, &options, |g| g.computer_move(0))
-            .unwrap()
-            .unwrap();
         // Every playout of the search was counted as it went.
-        assert_eq!(game.progress().count(), choice.iterations);
-        assert!(choice.iterations > 0);
-        let shown = String::from_utf8(buffer.lock().unwrap().clone()).unwrap();
+        let shown = computer_move_shown(&mut game);
         assert!(shown.starts_with("\r\x1b[Kred is thinking: "), "{shown:?}");
         assert!(shown.ends_with(" s\r\x1b[K"), "{shown:?}");
         // Without a sink nothing is shown, and the search is the same.
@@ -1019,15 +1025,7 @@ mod tests {
         let machine = PropnetMachine::new(&description, &Budget::default()).unwrap();
         let seats = vec![Seat::Computer(Level::Easy), Seat::Human];
         let mut game = Game::new(machine, description.rules(), text, seats, 1).unwrap();
-        let buffer = Arc::new(Mutex::new(Vec::<u8>::new()));
-        let mut options = Options::plain(Duration::ZERO, Level::Easy);
-        options.progress = Some(ProgressSink(buffer.clone()));
-        let choice = think(&mut game, 0, &options, |g| g.computer_move(0))
-            .unwrap()
-            .unwrap();
-        assert_eq!(game.progress().count(), choice.iterations);
-        assert!(choice.iterations > 0);
-        let shown = String::from_utf8(buffer.lock().unwrap().clone()).unwrap();
+        let shown = computer_move_shown(&mut game);
         let first = shown.split("\r\x1b[K").nth(1).unwrap();
         assert!(first.starts_with("white is thinking: "), "{shown:?}");
         assert!(first.contains(" positions, "), "{shown:?}");
