@@ -297,5 +297,5 @@ async function main() {
   }
 }
 
-const timer = setTimeout(() => { console.error("timed out"); process.exit(3); }, 240000);
+const timer = setTimeout(() => { console.error("timed out"); process.exit(3); }, 480000);
 main().then(() => { clearTimeout(timer); }, (e) => { console.error(e); process.exit(1); });
