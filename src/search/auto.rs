@@ -295,6 +295,14 @@ impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
         }
     }
 
+    fn work(&self) -> super::Work {
+        match &self.chosen {
+            Some(Chosen::AlphaBeta(p)) => p.work(),
+            Some(Chosen::Mcts(p)) => p.work(),
+            None => super::Work::default(),
+        }
+    }
+
     fn start(
         &mut self,
         machine: &mut M,

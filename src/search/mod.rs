@@ -74,9 +74,30 @@ pub struct SearchConfig {
     pub seed: u64,
     /// Stop a search after this many playouts (or nodes), whatever the clock says.
     pub max_iterations: Option<u64>,
-    /// A counter the search adds each finished playout to as it goes, for a progress display
-    /// (Monte Carlo tree search; other players leave it alone).
+    /// A counter the search adds its work to as it goes, for a progress display: each
+    /// finished playout (Monte Carlo tree search) or each position searched (alpha-beta); see
+    /// [`Player::work`]. Other players leave it alone.
     pub progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+}
+
+/// What a search adds to [`SearchConfig::progress`] as it goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Work {
+    /// Finished playouts (Monte Carlo searches).
+    #[default]
+    Playouts,
+    /// Positions searched (alpha-beta).
+    Positions,
+}
+
+impl Work {
+    /// The plural noun people read: `playouts`, `positions`.
+    pub fn noun(self) -> &'static str {
+        match self {
+            Work::Playouts => "playouts",
+            Work::Positions => "positions",
+        }
+    }
 }
 
 impl Default for SearchConfig {
@@ -143,6 +164,12 @@ pub trait Player<M: StateMachine>: Send {
     /// keeps choosing among its legal moves.
     fn searches(&self) -> bool {
         true
+    }
+
+    /// What the player adds to [`SearchConfig::progress`] as it searches (known after
+    /// [`Player::start`]).
+    fn work(&self) -> Work {
+        Work::Playouts
     }
 }
 
