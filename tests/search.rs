@@ -232,6 +232,43 @@ fn mcts_on_two_threads_finds_the_connect_four_win() {
     assert!(choice.proven);
 }
 
+/// Two threads sharing one tree (`parallel=tree`), one iteration at a time and in batched
+/// rounds, find the Connect Four win (proven) and the block within an iteration budget; the
+/// budget is shared, not given to each thread.
+#[test]
+fn a_shared_tree_finds_the_connect_four_win_and_block() {
+    let mut m = propnet(&ours("connectFour"));
+    let win = after(&mut m, SEED_POSITION);
+    let block = after(&mut m, MUST_BLOCK);
+    for spec in ["mcts:parallel=tree", "mcts:parallel=tree,batch=64,leaf=8"] {
+        let settings = spec.parse::<PlayerSpec>().unwrap().mcts_settings();
+        for seed in 0..2 {
+            let cfg = SearchConfig {
+                threads: 2,
+                ..config(seed, 3000)
+            };
+            let mut player = MctsPlayer::with_settings(cfg, settings.clone());
+            player.start(&mut m, 0, Instant::now()).unwrap();
+            let choice = player.choose(&mut m, &win, far()).unwrap();
+            assert_eq!(player.stats().threads, 2);
+            assert_eq!(
+                printed(&m, choice.mv),
+                "(drop 2)",
+                "{spec} {seed}: {choice:?}"
+            );
+            assert!(choice.proven);
+            let choice = player.choose(&mut m, &block, far()).unwrap();
+            assert_eq!(
+                printed(&m, choice.mv),
+                "(drop 7)",
+                "{spec} {seed}: {choice:?}"
+            );
+            let stats = player.stats();
+            assert_eq!(stats.iterations + stats.errors, 3000, "{spec} {seed}");
+        }
+    }
+}
+
 // MCTS.
 
 #[test]

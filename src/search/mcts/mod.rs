@@ -36,13 +36,14 @@
 //! selection; both are off by default (see [`tree`] and [`select`]; the README gives the
 //! matches).
 //!
-//! **Threads: root parallelisation.** Each thread has its own tree, its own machine (from
-//! [`StateMachine::fork`]) and its own random generator, and the trees' root statistics are
-//! merged to choose the move. This needs no lock, no virtual loss and no shared mutable state
-//! (only a stop flag when a tree settles its root), keeps each thread deterministic for a
-//! seed, and is the same code on one thread; with the two to four threads we run on, root
-//! parallelisation plays about as well as a shared tree (Chaslot, Winands and van den Herik,
-//! "Parallel Monte-Carlo Tree Search", 2008). Engines that cannot fork run one thread.
+//! **Threads** ([`MctsSettings::parallel`], see [`parallel`]). Each thread has its own machine
+//! (from [`StateMachine::fork`]), random generator and policies. By default (root
+//! parallelisation) each also has its own tree, and the trees' root statistics are merged to
+//! choose the move: no lock, no virtual loss, each thread deterministic for a seed (Chaslot,
+//! Winands and van den Herik, "Parallel Monte-Carlo Tree Search", 2008). With
+//! [`Parallelism::Tree`] the threads share one tree under a lock, with a virtual loss on each
+//! path while its playout runs, so that the threads spread over the tree and a deep line is
+//! searched once rather than once per thread. Engines that cannot fork run one thread.
 //!
 //! **Clock and memory.** The clock is checked before every iteration and before every move
 //! of a playout; an iteration cut by the deadline is dropped. Nodes are counted with an
@@ -76,7 +77,8 @@ const MAX_LEARNING: std::time::Duration = std::time::Duration::from_secs(8);
 const MAX_LEARNING_GAMES: usize = 100_000;
 
 pub use eval::{Evaluation, GoalEvaluation, HeuristicEvaluation};
-use parallel::{Context, MoveSummary, Worker, merge_root, run_all};
+pub use parallel::Parallelism;
+use parallel::{Context, Hand, MoveSummary, Worker, merge_root, run_all, run_shared};
 pub use playout::{DecisivePlayout, MastPlayout, PlayoutPolicy, UniformPlayout};
 pub use select::{Grave, MoveView, Selection, Ucb1};
 use tree::{Node, Tree};
@@ -119,6 +121,8 @@ pub struct MctsSettings {
     /// With `batch`: playouts from each leaf of a round (leaf parallelism; 1: every playout
     /// from its own leaf).
     pub leaf: usize,
+    /// How several threads share the search: a tree each (root) or one tree (tree).
+    pub parallel: Parallelism,
 }
 
 impl MctsSettings {
@@ -187,6 +191,7 @@ impl Default for MctsSettings {
             grave: 0,
             batch: 0,
             leaf: 1,
+            parallel: Parallelism::Root,
         }
     }
 }
@@ -202,7 +207,7 @@ pub struct MctsStats {
     pub nodes: usize,
     /// Nodes kept from the previous search's trees.
     pub reused: usize,
-    /// Threads (trees) searched.
+    /// Threads searched.
     pub threads: usize,
     /// Wall-clock seconds of the search.
     pub seconds: f64,
@@ -285,8 +290,12 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
             }
         }
         let threads = self.forks.len() + 1;
-        let budget = self.settings.memory_bytes / threads;
-        self.trees = (0..threads)
+        let trees = match self.settings.parallel {
+            Parallelism::Root => threads,
+            Parallelism::Tree => 1,
+        };
+        let budget = self.settings.memory_bytes / trees;
+        self.trees = (0..trees)
             .map(|_| Tree::new(budget, self.settings.transpositions))
             .collect();
         self.rngs = (0..threads as u64)
@@ -341,7 +350,7 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
             progress: self.config.progress.clone(),
             batch: batch::round_size(&self.settings, &*machine),
         };
-        let threads = self.trees.len();
+        let threads = self.rngs.len();
         let limit = self.config.max_iterations.unwrap_or(u64::MAX);
         let quota = |i: usize| {
             let (t, i) = (threads as u64, i as u64);
@@ -352,22 +361,33 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
             }
         };
         let machines = std::iter::once(machine).chain(self.forks.iter_mut());
-        let workers: Vec<Worker<'_, M>> = self
-            .trees
+        let hands = self
+            .rngs
             .iter_mut()
-            .zip(self.rngs.iter_mut())
             .zip(self.policies.iter_mut())
             .zip(machines)
-            .enumerate()
-            .map(|(i, (((tree, rng), policies), machine))| Worker {
-                tree,
+            .map(|((rng, policies), machine)| Hand {
                 machine,
                 rng,
                 policies,
-                quota: quota(i),
-            })
-            .collect();
-        let counts = run_all(workers, &ctx);
+            });
+        let counts = match self.settings.parallel {
+            Parallelism::Tree => run_shared(&mut self.trees[0], hands.collect(), limit, &ctx),
+            Parallelism::Root => {
+                let workers: Vec<Worker<'_, M>> = self
+                    .trees
+                    .iter_mut()
+                    .zip(hands)
+                    .enumerate()
+                    .map(|(i, (tree, hand))| Worker {
+                        tree,
+                        hand,
+                        quota: quota(i),
+                    })
+                    .collect();
+                run_all(workers, &ctx)
+            }
+        };
         self.stats = MctsStats {
             iterations: counts.iter().map(|c| c.iterations).sum(),
             errors: counts.iter().map(|c| c.errors).sum(),
