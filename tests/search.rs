@@ -269,6 +269,56 @@ fn a_shared_tree_finds_the_connect_four_win_and_block() {
     }
 }
 
+/// Pondering on the opponent's turn grows the tree the next choice reuses; with pondering off,
+/// or under an iteration budget (which is per move), there is nothing to ponder.
+#[test]
+fn mcts_ponders_on_the_opponents_turn_and_reuses_the_tree() {
+    let mut m = propnet(&ours("connectFour"));
+    let state = after(&mut m, &["(drop 4)"]);
+    let spec: PlayerSpec = "mcts:heuristic=off,ponder=on".parse().unwrap();
+    let settings = spec.mcts_settings();
+    assert!(settings.ponder);
+    let cfg = SearchConfig {
+        seed: 3,
+        ..SearchConfig::default()
+    };
+    let mut player = MctsPlayer::with_settings(cfg.clone(), settings.clone());
+    player.start(&mut m, 0, Instant::now()).unwrap();
+    // Red has played; yellow to move. Ponder in slices until the tree has grown.
+    let until = Instant::now() + Duration::from_secs(30);
+    while player.nodes() < 200 && Instant::now() < until {
+        let more = player
+            .ponder(&mut m, &state, Instant::now() + Duration::from_millis(20))
+            .unwrap();
+        assert!(more);
+    }
+    assert!(player.nodes() >= 200, "{} nodes", player.nodes());
+    let reply = after(&mut m, &["(drop 4)", "(drop 4)"]);
+    let choice = player
+        .choose(&mut m, &reply, Instant::now() + Duration::from_millis(50))
+        .unwrap();
+    let stats = player.stats();
+    assert!(stats.reused > 0, "{stats:?}");
+    assert!(stats.pondered >= 200, "{stats:?}");
+    assert!(choice.iterations > 0);
+    // Off, or with a budget: nothing to do.
+    let mut off = MctsPlayer::with_settings(
+        cfg,
+        MctsSettings {
+            ponder: false,
+            ..settings.clone()
+        },
+    );
+    off.start(&mut m, 0, Instant::now()).unwrap();
+    assert!(
+        !off.ponder(&mut m, &state, Instant::now() + Duration::from_millis(20))
+            .unwrap()
+    );
+    let mut budgeted = MctsPlayer::with_settings(config(3, 100), settings);
+    budgeted.start(&mut m, 0, Instant::now()).unwrap();
+    assert!(!budgeted.ponder(&mut m, &state, far()).unwrap());
+}
+
 // MCTS.
 
 #[test]

@@ -104,6 +104,10 @@ pub const MCTS_KEYS: &[(&str, &str)] = &[
         "parallel",
         "threads search a tree each, roots merged (root), or one shared tree with virtual loss (tree)",
     ),
+    (
+        "ponder",
+        "keep searching while waiting for the next request: the opponents' turns, after a reply (on or off)",
+    ),
 ];
 
 /// The options `auto` has besides those of `mcts`: key and meaning.
@@ -324,6 +328,7 @@ fn set_mcts(s: &mut MctsSettings, player: &str, key: &str, v: &str) -> Result<()
                 return Err(bad_value(player, key, v, keys));
             }
         }
+        "ponder" => s.ponder = switch(player, key, v, keys)?,
         "parallel" => {
             s.parallel = match v.to_ascii_lowercase().as_str() {
                 "root" => Parallelism::Root,

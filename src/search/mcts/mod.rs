@@ -123,6 +123,9 @@ pub struct MctsSettings {
     pub leaf: usize,
     /// How several threads share the search: a tree each (root) or one tree (tree).
     pub parallel: Parallelism,
+    /// Keep searching while waiting for the next request ([`Player::ponder`]): on the
+    /// opponents' turns, from the start clock's end to the first move, and after a reply.
+    pub ponder: bool,
 }
 
 impl MctsSettings {
@@ -192,6 +195,7 @@ impl Default for MctsSettings {
             batch: 0,
             leaf: 1,
             parallel: Parallelism::Root,
+            ponder: false,
         }
     }
 }
@@ -203,6 +207,9 @@ pub struct MctsStats {
     pub iterations: u64,
     /// Iterations dropped because the engine failed.
     pub errors: u64,
+    /// Iterations run by pondering ([`Player::ponder`]) since the move before (after a
+    /// choice; 0 after a pondering search).
+    pub pondered: u64,
     /// Nodes in all trees after the search.
     pub nodes: usize,
     /// Nodes kept from the previous search's trees.
@@ -231,6 +238,8 @@ pub struct MctsPlayer<M: StateMachine> {
     /// One heuristic per role, learnt at the start clock when asked for.
     heuristics: Option<Vec<Option<Heuristic>>>,
     stats: MctsStats,
+    /// Iterations run by [`Player::ponder`] since the last move was chosen.
+    pondered: u64,
 }
 
 impl<M: StateMachine> MctsPlayer<M> {
@@ -252,6 +261,7 @@ impl<M: StateMachine> MctsPlayer<M> {
             policies: Vec::new(),
             heuristics: None,
             stats: MctsStats::default(),
+            pondered: 0,
         }
     }
 
@@ -397,6 +407,7 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
             seconds: started.elapsed().as_secs_f64(),
             root_settled: self.trees.iter().any(Tree::root_settled),
             last_error: counts.into_iter().find_map(|c| c.last_error),
+            pondered: 0,
         };
         Ok(())
     }
@@ -504,7 +515,34 @@ impl<M: StateMachine + Send + 'static> Player<M> for MctsPlayer<M> {
             return Err(SearchError::NoMove);
         }
         self.search(machine, state, deadline)?;
+        self.stats.pondered = std::mem::take(&mut self.pondered);
+        tracing::debug!(
+            iterations = self.stats.iterations,
+            pondered = self.stats.pondered,
+            reused = self.stats.reused,
+            "mcts searched"
+        );
         self.best()
+    }
+
+    /// Searches `state` until `until`, growing the tree the next [`Player::choose`] reuses;
+    /// nothing to do when pondering is off, under an iteration budget (which is per move), or
+    /// once the state is terminal or its value settled.
+    fn ponder(
+        &mut self,
+        machine: &mut M,
+        state: &M::State,
+        until: Instant,
+    ) -> Result<bool, SearchError> {
+        if !self.settings.ponder
+            || self.config.max_iterations.is_some()
+            || machine.is_terminal(state)?
+        {
+            return Ok(false);
+        }
+        self.search(machine, state, until)?;
+        self.pondered += self.stats.iterations;
+        Ok(!self.stats.root_settled)
     }
 }
 
