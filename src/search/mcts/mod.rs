@@ -516,12 +516,14 @@ impl<M: StateMachine + Send + 'static> Player<M> for MctsPlayer<M> {
         }
         self.search(machine, state, deadline)?;
         self.stats.pondered = std::mem::take(&mut self.pondered);
-        tracing::debug!(
-            iterations = self.stats.iterations,
-            pondered = self.stats.pondered,
-            reused = self.stats.reused,
-            "mcts searched"
-        );
+        if self.stats.pondered > 0 {
+            tracing::info!(
+                iterations = self.stats.iterations,
+                pondered = self.stats.pondered,
+                reused = self.stats.reused,
+                "mcts: searched after pondering"
+            );
+        }
         self.best()
     }
 
