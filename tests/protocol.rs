@@ -745,6 +745,10 @@ impl<M: StateMachine> Player<M> for Ponderer {
         })
     }
 
+    fn ponders(&self) -> bool {
+        true
+    }
+
     fn ponder(
         &mut self,
         machine: &mut M,

@@ -10,7 +10,7 @@ use ggp::gdl::{Description, Term, parse_term};
 use ggp::machine::{EngineFailure, MachineError, StateMachine};
 use ggp::propnet::{Budget, PropnetMachine};
 use ggp::search::alphabeta::AlphaBetaPlayer;
-use ggp::search::mcts::{MctsPlayer, MctsSettings};
+use ggp::search::mcts::{MctsPlayer, MctsSettings, MctsStats};
 use ggp::search::probe::probe;
 use ggp::search::{Player, PlayerKind, PlayerSpec, SearchConfig, new_player};
 use rand::SeedableRng;
@@ -237,9 +237,6 @@ fn mcts_on_two_threads_finds_the_connect_four_win() {
 /// budget is shared, not given to each thread.
 #[test]
 fn a_shared_tree_finds_the_connect_four_win_and_block() {
-    let mut m = propnet(&ours("connectFour"));
-    let win = after(&mut m, SEED_POSITION);
-    let block = after(&mut m, MUST_BLOCK);
     for spec in ["mcts:parallel=tree", "mcts:parallel=tree,batch=64,leaf=8"] {
         let settings = spec.parse::<PlayerSpec>().unwrap().mcts_settings();
         for seed in 0..2 {
@@ -247,26 +244,26 @@ fn a_shared_tree_finds_the_connect_four_win_and_block() {
                 threads: 2,
                 ..config(seed, 3000)
             };
-            let mut player = MctsPlayer::with_settings(cfg, settings.clone());
-            player.start(&mut m, 0, Instant::now()).unwrap();
-            let choice = player.choose(&mut m, &win, far()).unwrap();
-            assert_eq!(player.stats().threads, 2);
-            assert_eq!(
-                printed(&m, choice.mv),
-                "(drop 2)",
-                "{spec} {seed}: {choice:?}"
-            );
-            assert!(choice.proven);
-            let choice = player.choose(&mut m, &block, far()).unwrap();
-            assert_eq!(
-                printed(&m, choice.mv),
-                "(drop 7)",
-                "{spec} {seed}: {choice:?}"
-            );
-            let stats = player.stats();
+            let stats = wins_and_blocks(MctsPlayer::with_settings(cfg, settings.clone()), spec);
+            assert_eq!(stats.threads, 2);
             assert_eq!(stats.iterations + stats.errors, 3000, "{spec} {seed}");
         }
     }
+}
+
+/// `player` (for red, on the propnet) takes the Connect Four win, proven, and then blocks
+/// yellow's four; the statistics of its last search.
+fn wins_and_blocks(mut player: MctsPlayer<PropnetMachine>, label: &str) -> MctsStats {
+    let mut m = propnet(&ours("connectFour"));
+    let win = after(&mut m, SEED_POSITION);
+    let block = after(&mut m, MUST_BLOCK);
+    player.start(&mut m, 0, Instant::now()).unwrap();
+    let choice = player.choose(&mut m, &win, far()).unwrap();
+    assert_eq!(printed(&m, choice.mv), "(drop 2)", "{label}: {choice:?}");
+    assert!(choice.proven);
+    let choice = player.choose(&mut m, &block, far()).unwrap();
+    assert_eq!(printed(&m, choice.mv), "(drop 7)", "{label}: {choice:?}");
+    player.stats().clone()
 }
 
 /// Pondering on the opponent's turn grows the tree the next choice reuses; with pondering off,
@@ -592,26 +589,9 @@ fn batched_mcts_finds_the_connect_four_win_and_block() {
     for spec in ["mcts:batch=256", "mcts:batch=64,leaf=8"] {
         let settings = spec.parse::<PlayerSpec>().unwrap().mcts_settings();
         assert!(settings.batch > 1);
-        let mut m = propnet(&d);
-        let win = after(&mut m, SEED_POSITION);
-        let block = after(&mut m, MUST_BLOCK);
         for seed in 0..2 {
-            let mut player = MctsPlayer::with_settings(config(seed, 3000), settings.clone());
-            player.start(&mut m, 0, Instant::now()).unwrap();
-            let choice = player.choose(&mut m, &win, far()).unwrap();
-            assert_eq!(
-                printed(&m, choice.mv),
-                "(drop 2)",
-                "{spec} {seed}: {choice:?}"
-            );
-            assert!(choice.proven);
-            let choice = player.choose(&mut m, &block, far()).unwrap();
-            assert_eq!(
-                printed(&m, choice.mv),
-                "(drop 7)",
-                "{spec} {seed}: {choice:?}"
-            );
-            assert!(player.stats().iterations <= 3000);
+            let player = MctsPlayer::with_settings(config(seed, 3000), settings.clone());
+            assert!(wins_and_blocks(player, spec).iterations <= 3000);
         }
     }
     let mut m = datalog(&d);

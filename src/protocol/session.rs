@@ -378,7 +378,7 @@ fn run_worker<M: StateMachine>(
     }
     // The state to think about while no job is waiting (see `Player::ponder`).
     let mut ponder_on = match belief.states() {
-        [(state, _)] if broken.is_none() && !nature => Some(state.clone()),
+        [(state, _)] if broken.is_none() && !nature && player.ponders() => Some(state.clone()),
         _ => None,
     };
     loop {
@@ -431,12 +431,13 @@ fn run_worker<M: StateMachine>(
             broken = Some(WorkerError::Lost(std::sync::Arc::new(e)));
         }
         ponder_on = match belief.states() {
-            [(state, _)] if broken.is_none() && !nature => Some(state.clone()),
+            [(state, _)] if broken.is_none() && !nature && player.ponders() => Some(state.clone()),
             _ => None,
         };
         let Some((seq, deadline)) = choose else {
             continue;
         };
+        let mut ours = None;
         let result = match &broken {
             Some(reason) => Err(reason.clone()),
             None => match catch_unwind(AssertUnwindSafe(|| match belief.states() {
@@ -448,9 +449,7 @@ fn run_worker<M: StateMachine>(
                 _ => hidden.choose(&mut machine, &belief, deadline),
             })) {
                 Ok(Ok(choice)) => {
-                    if let Some(state) = &ponder_on {
-                        ponder_on = Some(expected_next(&mut machine, state, role, choice.mv));
-                    }
+                    ours = Some(choice.mv);
                     Ok(Chosen {
                         mv: machine.move_term(choice.mv),
                         iterations: choice.iterations,
@@ -467,6 +466,10 @@ fn run_worker<M: StateMachine>(
         };
         if outcomes.send(Outcome::Chose { seq, result }).is_err() {
             return;
+        }
+        // After the answer is sent: the state our move leads to.
+        if let (Some(state), Some(mv)) = (&ponder_on, ours) {
+            ponder_on = Some(expected_next(&mut machine, state, role, mv));
         }
     }
 }

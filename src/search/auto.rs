@@ -334,6 +334,10 @@ impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
         }
     }
 
+    fn ponders(&self) -> bool {
+        matches!(&self.chosen, Some(Chosen::Mcts(p)) if p.ponders())
+    }
+
     /// MCTS ponders (when its settings say so); alpha-beta does not.
     fn ponder(
         &mut self,

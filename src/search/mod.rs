@@ -136,6 +136,12 @@ pub trait Player<M: StateMachine>: Send {
         true
     }
 
+    /// Whether the player thinks while it waits ([`Player::ponder`]); the caller does not
+    /// prepare anything for a player that does not.
+    fn ponders(&self) -> bool {
+        false
+    }
+
     /// Thinks about `state` until `until` for the moves to come, answering nothing: called
     /// while the player waits for its next request (on the opponents' turns, and between a
     /// reply and the next message), again and again while no request comes. `Ok(false)` when

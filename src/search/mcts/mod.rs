@@ -527,6 +527,10 @@ impl<M: StateMachine + Send + 'static> Player<M> for MctsPlayer<M> {
         self.best()
     }
 
+    fn ponders(&self) -> bool {
+        self.settings.ponder && self.config.max_iterations.is_none()
+    }
+
     /// Searches `state` until `until`, growing the tree the next [`Player::choose`] reuses;
     /// nothing to do when pondering is off, under an iteration budget (which is per move), or
     /// once the state is terminal or its value settled.
@@ -536,10 +540,7 @@ impl<M: StateMachine + Send + 'static> Player<M> for MctsPlayer<M> {
         state: &M::State,
         until: Instant,
     ) -> Result<bool, SearchError> {
-        if !self.settings.ponder
-            || self.config.max_iterations.is_some()
-            || machine.is_terminal(state)?
-        {
+        if !self.ponders() || machine.is_terminal(state)? {
             return Ok(false);
         }
         self.search(machine, state, until)?;
