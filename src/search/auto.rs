@@ -385,4 +385,21 @@ impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
             None => Err(SearchError::NoMove),
         }
     }
+
+    fn ponders(&self) -> bool {
+        matches!(&self.chosen, Some(Chosen::Mcts(p)) if p.ponders())
+    }
+
+    /// MCTS ponders (when its settings say so); alpha-beta does not.
+    fn ponder(
+        &mut self,
+        machine: &mut M,
+        state: &M::State,
+        until: Instant,
+    ) -> Result<bool, SearchError> {
+        match self.chosen.as_mut() {
+            Some(Chosen::Mcts(p)) => p.ponder(machine, state, until),
+            _ => Ok(false),
+        }
+    }
 }

@@ -171,6 +171,29 @@ pub trait Player<M: StateMachine>: Send {
     fn work(&self) -> Work {
         Work::Playouts
     }
+
+    /// Whether the player thinks while it waits ([`Player::ponder`]); the caller does not
+    /// prepare anything for a player that does not.
+    fn ponders(&self) -> bool {
+        false
+    }
+
+    /// Thinks about `state` until `until` for the moves to come, answering nothing: called
+    /// while the player waits for its next request (on the opponents' turns, and between a
+    /// reply and the next message), again and again while no request comes. `Ok(false)` when
+    /// there is nothing worth thinking about (a player that does not ponder, a terminal state,
+    /// a solved one): the caller then waits without calling again until the next request.
+    ///
+    /// # Errors
+    /// The engine failed.
+    fn ponder(
+        &mut self,
+        _machine: &mut M,
+        _state: &M::State,
+        _until: Instant,
+    ) -> Result<bool, SearchError> {
+        Ok(false)
+    }
 }
 
 /// A new player of the given kind, with its default settings.

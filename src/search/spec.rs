@@ -13,7 +13,7 @@ use std::str::FromStr;
 use clap::ValueEnum;
 
 use super::alphabeta::AlphaBetaSettings;
-use super::mcts::MctsSettings;
+use super::mcts::{MctsSettings, Parallelism};
 use super::{Player, PlayerKind, SearchConfig, new_player_with};
 use crate::machine::StateMachine;
 
@@ -101,6 +101,14 @@ pub const MCTS_KEYS: &[(&str, &str)] = &[
         "playouts per round side by side on the propnet's batch, 0 for one at a time (integer)",
     ),
     ("leaf", "with batch: playouts per leaf of a round (integer)"),
+    (
+        "parallel",
+        "threads search a tree each, roots merged (root), or one shared tree with virtual loss (tree)",
+    ),
+    (
+        "ponder",
+        "keep searching while waiting for the next request: the opponents' turns, after a reply (on or off)",
+    ),
 ];
 
 /// The options `auto` has besides those of `mcts`: key and meaning.
@@ -379,6 +387,14 @@ fn set_mcts(s: &mut MctsSettings, player: &str, key: &str, v: &str) -> Result<()
             s.leaf = value(player, key, v, keys)?;
             if s.leaf == 0 {
                 return Err(bad_value(player, key, v, keys));
+            }
+        }
+        "ponder" => s.ponder = switch(player, key, v, keys)?,
+        "parallel" => {
+            s.parallel = match v.to_ascii_lowercase().as_str() {
+                "root" => Parallelism::Root,
+                "tree" => Parallelism::Tree,
+                _ => return Err(bad_value(player, key, v, keys)),
             }
         }
         _ => return Err(unknown(player, key, keys)),
