@@ -77,10 +77,11 @@ pub struct HeuristicEvaluation {
 }
 
 impl HeuristicEvaluation {
-    /// The evaluation by one heuristic per role (`None`: 50 for that role).
-    pub fn new(heuristics: Vec<Option<Heuristic>>) -> HeuristicEvaluation {
+    /// The evaluation by one heuristic per role (`None`: 50 for that role), giving the
+    /// outcomes latches prove instead when `proving` (see [`Evaluator::proving`]).
+    pub fn new(heuristics: Vec<Option<Heuristic>>, proving: bool) -> HeuristicEvaluation {
         HeuristicEvaluation {
-            evaluator: Evaluator::new(heuristics),
+            evaluator: Evaluator::new(heuristics).proving(proving),
         }
     }
 }
@@ -95,8 +96,7 @@ impl<M: StateMachine> Evaluation<M> for HeuristicEvaluation {
         if machine.is_terminal(state)? {
             return GoalEvaluation.evaluate(machine, state, out);
         }
-        self.evaluator.values(machine, state, out);
-        Ok(())
+        self.evaluator.values(machine, state, out)
     }
 
     fn evaluate_cut(
@@ -105,12 +105,10 @@ impl<M: StateMachine> Evaluation<M> for HeuristicEvaluation {
         state: &M::State,
         out: &mut Vec<f64>,
     ) -> Result<(), MachineError> {
-        self.evaluator.values(machine, state, out);
-        Ok(())
+        self.evaluator.values(machine, state, out)
     }
 
     fn estimate(&mut self, machine: &mut M, state: &M::State, out: &mut Vec<f64>) -> bool {
-        self.evaluator.values(machine, state, out);
-        true
+        self.evaluator.values(machine, state, out).is_ok()
     }
 }
