@@ -12,7 +12,9 @@
 //! [`AlphaBetaSettings::leaf_playouts`] random playouts (the mean of our goal value at their
 //! ends), by a learnt [`Heuristic`] when [`AlphaBetaSettings::heuristic`] is on and one was
 //! found (see [`super::heuristic`]), or, with neither, by our goal value in the state if the rules define exactly one there,
-//! else 50. A search result is *proven* when it depends only on terminal states (directly, or
+//! else 50. A state whose outcome for us the latches already prove
+//! ([`crate::machine::StateMachine::latched_goals_into`]) is worth that outcome, proven, like a
+//! terminal state. A search result is *proven* when it depends only on terminal states (directly, or
 //! through proven table entries): then deepening stops, and a proven 100 is played at once.
 //!
 //! **Transposition table.** A fixed-size table indexed by a 64-bit hash of the state holds the
@@ -259,6 +261,7 @@ impl<M: StateMachine> AlphaBetaPlayer<M> {
             heuristic: self.heuristic.as_ref(),
             evaluator: self.evaluator.as_deref_mut(),
             values: Vec::new(),
+            proven: Vec::new(),
             material: self.material.as_ref(),
             history: &mut self.history,
             weights: &mut self.weights,
@@ -408,8 +411,9 @@ struct Searcher<'a, M: StateMachine> {
     settings: &'a AlphaBetaSettings,
     heuristic: Option<&'a Heuristic>,
     evaluator: Option<&'a mut Evaluator>,
-    /// Scratch: one value per role.
+    /// Scratch: one value per role, and the goals latches prove.
     values: Vec<f64>,
+    proven: Vec<Option<u8>>,
     material: Option<&'a Material>,
     history: &'a mut hashbrown::HashMap<M::Move, u64>,
     weights: &'a mut Vec<Option<f64>>,
@@ -658,6 +662,13 @@ impl<M: StateMachine> Searcher<'_, M> {
             }
             Ok(false) => {}
             Err(_) => return Ok(self.failed()),
+        }
+        // An outcome the latches already prove needs no search.
+        if self.settings.features.latches
+            && self.machine.latched_goals_into(state, &mut self.proven)
+            && let Some(Some(g)) = self.proven.get(self.role)
+        {
+            return Ok((f64::from(*g), true));
         }
         if depth == 0 {
             return Ok((self.evaluate(state)?, false));
