@@ -107,11 +107,14 @@ impl Candidates {
     };
 }
 
+/// The default: every kind but mobility. Mobility alone against fact-group counts alone
+/// scored 17.5 of 52 (MCTS, five games, start 6 s, play 1 s): the legal moves of every role
+/// at every evaluation cost more iterations than the feature gives back.
 impl Default for Candidates {
     fn default() -> Candidates {
         Candidates {
             groups: true,
-            mobility: true,
+            mobility: false,
             goal: true,
             progress: true,
             latches: true,
