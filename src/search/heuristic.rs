@@ -212,10 +212,24 @@ pub fn log_mobility<M: StateMachine>(
     state: &M::State,
     out: &mut Vec<f64>,
 ) -> Result<(), MachineError> {
+    per_role(machine, out, |m, r| {
+        let n = m.legal_moves(state, r)?.len();
+        Ok(if n > 1 { (n as f64).ln() } else { 0.0 })
+    })
+}
+
+/// Writes `f(machine, role)` for every role into `out` (cleared first).
+///
+/// # Errors
+/// `f` failed.
+pub(crate) fn per_role<M: StateMachine>(
+    machine: &mut M,
+    out: &mut Vec<f64>,
+    mut f: impl FnMut(&mut M, usize) -> Result<f64, MachineError>,
+) -> Result<(), MachineError> {
     out.clear();
     for r in 0..machine.roles().len() {
-        let n = machine.legal_moves(state, r)?.len();
-        out.push(if n > 1 { (n as f64).ln() } else { 0.0 });
+        out.push(f(machine, r)?);
     }
     Ok(())
 }
@@ -278,9 +292,9 @@ impl Probe {
             match m {
                 Measure::Mobility(_) => log_mobility(machine, state, &mut v)?,
                 Measure::Goal(_) => {
-                    for r in 0..machine.roles().len() {
-                        v.push(f64::from(goal_or_zero(machine, state, r)?));
-                    }
+                    per_role(machine, &mut v, |m, r| {
+                        Ok(f64::from(goal_or_zero(m, state, r)?))
+                    })?;
                 }
                 _ => {
                     machine.goal_progress_into(state, &mut v)?;

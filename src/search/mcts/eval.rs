@@ -14,7 +14,7 @@
 
 use crate::machine::{MachineError, StateMachine};
 use crate::search::goal_or_zero;
-use crate::search::heuristic::{Evaluator, Heuristic};
+use crate::search::heuristic::{Evaluator, Heuristic, per_role};
 
 /// Scores the last state of a playout.
 pub trait Evaluation<M: StateMachine>: Send {
@@ -63,11 +63,9 @@ impl<M: StateMachine> Evaluation<M> for GoalEvaluation {
         state: &M::State,
         out: &mut Vec<f64>,
     ) -> Result<(), MachineError> {
-        out.clear();
-        for r in 0..machine.roles().len() {
-            out.push(f64::from(goal_or_zero(machine, state, r)?) / 100.0);
-        }
-        Ok(())
+        per_role(machine, out, |m, r| {
+            Ok(f64::from(goal_or_zero(m, state, r)?) / 100.0)
+        })
     }
 }
 
