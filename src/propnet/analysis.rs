@@ -19,7 +19,8 @@
 //! latches are known for the rest of the game; every other base is unknown. A goal whose
 //! proposition is then true by Kleene logic holds in every later state, the terminal one
 //! included: the game's outcome for that role is proven (its value, when no higher goal can
-//! still hold). Only goals whose cone reads some latch are ever evaluated.
+//! still hold). Only goals that some state's latches can decide are ever evaluated: those
+//! still unknown with every latch at the value it keeps are unknown in every state.
 
 use super::net::Net;
 use super::optimize::Lit;
@@ -104,6 +105,18 @@ impl Analysis {
         // The goals whose cone reads a latch.
         let is_latch =
             |x: usize| x >= 1 && x <= net.n_bases && analysis.latches[x - 1] != Latch::default();
+        // With every latch at the value it keeps (true for those that stay true, false for
+        // those that stay false) a goal that is still unknown is unknown in every state.
+        let settled = |j: usize| {
+            let l = analysis.latches[j];
+            if l.stays_true {
+                T
+            } else if l.stays_false {
+                F
+            } else {
+                U
+            }
+        };
         let mut all_cones = Vec::new();
         for (r, goals) in net.goals.iter().enumerate() {
             let roots: Vec<Lit> = goals.iter().map(|&(l, _)| l).collect();
@@ -116,7 +129,16 @@ impl Analysis {
                         .iter()
                         .any(|l| is_latch(l.node()))
                 });
-            if reads_latch {
+            if !reads_latch {
+                continue;
+            }
+            for &x in &c {
+                values[x as usize] = analysis.kleene_gate(net, x as usize, &values, &settled);
+            }
+            let decidable = roots
+                .iter()
+                .any(|&l| analysis.kleene_lit(net, l, &values, &settled) != U);
+            if decidable {
                 analysis.latched_goals[r] = goals.clone();
                 all_cones.extend(c);
             }
@@ -375,7 +397,10 @@ pub(crate) mod tests {
 
     #[test]
     fn marks_are_latches_and_turns_are_not() {
-        let m = tic_tac_toe();
+        let mut m = tic_tac_toe();
+        // A line of marks decides the goals.
+        let start = m.initial_state();
+        assert!(m.latched_goals_into(&start, &mut Vec::new()));
         // A mark stays; a blank, once filled, never comes back; whose turn it is changes.
         assert_eq!(kind(&m, "(cell 1 1 x)"), (true, false));
         assert_eq!(kind(&m, "(cell 2 3 o)"), (true, false));
@@ -393,7 +418,10 @@ pub(crate) mod tests {
             env!("CARGO_MANIFEST_DIR"),
             "/../shared/games/base/breakthroughSmall.kif"
         );
-        let m = machine(&std::fs::read_to_string(path).expect("the corpus"));
+        let mut m = machine(&std::fs::read_to_string(path).expect("the corpus"));
+        // The latches there decide no goal, so none is ever evaluated.
+        let start = m.initial_state();
+        assert!(!m.latched_goals_into(&start, &mut Vec::new()));
         // A pawn moves on, so no square keeps its pawn.
         assert!(m.latches().iter().all(|l| !l.1), "{:?}", m.latches());
         assert_eq!(kind(&m, "(cell 3 3 white)"), (false, false));
