@@ -768,9 +768,11 @@ fn the_compiled_evaluator_matches_the_heuristics_and_mcts_uses_them() {
         if m.is_terminal(&state).unwrap() {
             state = m.initial_state();
         }
-        eval.values(&m, &state, &mut out);
+        eval.values(&mut m, &state, &mut out).unwrap();
         for (r, h) in hs.iter().enumerate() {
-            let expected = h.as_ref().map_or(0.5, |h| h.value(&m, &state) / 100.0);
+            let expected = h
+                .as_ref()
+                .map_or(0.5, |h| h.value(&mut m, &state).unwrap() / 100.0);
             assert!((out[r] - expected).abs() < 1e-9, "{} vs {expected}", out[r]);
         }
         m.random_joint_move_into(&state, &mut rng, &mut joint, &mut scratch)

@@ -12,7 +12,9 @@
 //! [`AlphaBetaSettings::leaf_playouts`] random playouts (the mean of our goal value at their
 //! ends), by a learnt [`Heuristic`] when [`AlphaBetaSettings::heuristic`] is on and one was
 //! found (see [`super::heuristic`]), or, with neither, by our goal value in the state if the rules define exactly one there,
-//! else 50. A search result is *proven* when it depends only on terminal states (directly, or
+//! else 50. A state whose outcome for us the latches already prove
+//! ([`crate::machine::StateMachine::latched_goals_into`]) is worth that outcome, proven, like a
+//! terminal state. A search result is *proven* when it depends only on terminal states (directly, or
 //! through proven table entries): then deepening stops, and a proven 100 is played at once.
 //!
 //! **Transposition table.** A fixed-size table indexed by a 64-bit hash of the state holds the
@@ -32,7 +34,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::machine::StateMachine;
 
-use super::heuristic::{self, Heuristic, Material};
+use super::heuristic::{self, Candidates, Evaluator, Heuristic, Material};
 use super::{
     Choice, Halt, Player, PlayoutBuffers, SearchConfig, SearchError, goal_or_zero, past,
     timed_playout,
@@ -58,8 +60,12 @@ pub struct AlphaBetaSettings {
     /// shape and the legal moves, see [`heuristic::find_material`]) and value leaves by it.
     pub material: bool,
     /// With material or a heuristic, add the mobility of the role to move at a leaf:
-    /// [`MOBILITY_WEIGHT`] times the log of its legal moves, for us, against us for the others.
+    /// [`MOBILITY_WEIGHT`] times the log of its legal moves, for us, against us for the others
+    /// (not added to a heuristic that learnt its own mobility weights).
     pub mobility: bool,
+    /// With a heuristic: the kinds of candidate features it tries, and whether outcomes
+    /// proven by latches replace its estimates.
+    pub features: Candidates,
 }
 
 /// The weight of mobility against material (in starting sides, inside the `tanh`): twice the
@@ -81,6 +87,7 @@ impl Default for AlphaBetaSettings {
             heuristic: false,
             material: true,
             mobility: true,
+            features: Candidates::default(),
         }
     }
 }
@@ -113,8 +120,9 @@ pub struct AlphaBetaPlayer<M: StateMachine> {
     stats: AlphaBetaStats,
     /// The best move of the last search and its state, to order the next search.
     last: Option<(M::State, M::Move)>,
-    /// The learnt leaf evaluation, and whether learning was tried.
+    /// The learnt leaf evaluation (and its compiled form), and whether learning was tried.
     heuristic: Option<Heuristic>,
+    evaluator: Option<Box<Evaluator>>,
     learnt: bool,
     /// Engine failures met while learning, added to the next search's count.
     learn_errors: u64,
@@ -145,6 +153,7 @@ impl<M: StateMachine> AlphaBetaPlayer<M> {
             stats: AlphaBetaStats::default(),
             last: None,
             heuristic: None,
+            evaluator: None,
             learnt: false,
             learn_errors: 0,
             material: None,
@@ -208,12 +217,21 @@ impl<M: StateMachine> AlphaBetaPlayer<M> {
         if self.settings.heuristic && self.material.is_none() {
             let now = Instant::now();
             let until = now + deadline.saturating_duration_since(now) / 3;
-            self.heuristic = heuristic::learn(machine, self.role, &mut self.rng, until, 1000)
-                .unwrap_or_else(|e| {
-                    tracing::warn!("no heuristic learnt: {e}");
-                    self.learn_errors += 1;
-                    None
-                });
+            let features = self.settings.features;
+            self.heuristic =
+                heuristic::learn_roles_with(machine, &mut self.rng, until, 1000, features)
+                    .map(|mut all| all.swap_remove(self.role))
+                    .unwrap_or_else(|e| {
+                        tracing::warn!("no heuristic learnt: {e}");
+                        self.learn_errors += 1;
+                        None
+                    });
+            if let Some(h) = &self.heuristic {
+                tracing::info!("heuristic: {}", h.describe(machine.roles()));
+                let mut per_role = vec![None; machine.roles().len()];
+                per_role[self.role] = Some(h.clone());
+                self.evaluator = Some(Box::new(Evaluator::new(per_role).proving(features.latches)));
+            }
         }
         Ok(())
     }
@@ -241,6 +259,9 @@ impl<M: StateMachine> AlphaBetaPlayer<M> {
             rng: &mut self.rng,
             settings: &self.settings,
             heuristic: self.heuristic.as_ref(),
+            evaluator: self.evaluator.as_deref_mut(),
+            values: Vec::new(),
+            proven: Vec::new(),
             material: self.material.as_ref(),
             history: &mut self.history,
             weights: &mut self.weights,
@@ -316,6 +337,7 @@ impl<M: StateMachine + Send> Player<M> for AlphaBetaPlayer<M> {
         self.table.clear();
         self.last = None;
         self.heuristic = None;
+        self.evaluator = None;
         self.material = None;
         self.history.clear();
         self.weights.clear();
@@ -393,6 +415,10 @@ struct Searcher<'a, M: StateMachine> {
     rng: &'a mut Xoshiro256PlusPlus,
     settings: &'a AlphaBetaSettings,
     heuristic: Option<&'a Heuristic>,
+    evaluator: Option<&'a mut Evaluator>,
+    /// Scratch: one value per role, and the goals latches prove.
+    values: Vec<f64>,
+    proven: Vec<Option<u8>>,
     material: Option<&'a Material>,
     history: &'a mut hashbrown::HashMap<M::Move, u64>,
     weights: &'a mut Vec<Option<f64>>,
@@ -648,6 +674,13 @@ impl<M: StateMachine> Searcher<'_, M> {
             Ok(false) => {}
             Err(_) => return Ok(self.failed()),
         }
+        // An outcome the latches already prove needs no search.
+        if self.settings.features.latches
+            && self.machine.latched_goals_into(state, &mut self.proven)
+            && let Some(Some(g)) = self.proven.get(self.role)
+        {
+            return Ok((f64::from(*g), true));
+        }
         if depth == 0 {
             return Ok((self.evaluate(state)?, false));
         }
@@ -769,17 +802,14 @@ impl<M: StateMachine> Searcher<'_, M> {
         if !self.settings.mobility {
             return 0.0;
         }
-        let mut sum = 0.0;
-        for r in 0..self.machine.roles().len() {
-            let Ok(moves) = self.machine.legal_moves(state, r) else {
-                return 0.0;
-            };
-            if moves.len() > 1 {
-                let m = MOBILITY_WEIGHT * (moves.len() as f64).ln();
-                sum += if r == self.role { m } else { -m };
-            }
+        if heuristic::log_mobility(self.machine, state, &mut self.values).is_err() {
+            return 0.0;
         }
-        sum
+        let role = self.role;
+        let sum: f64 = (self.values.iter().enumerate())
+            .map(|(r, &m)| if r == role { m } else { -m })
+            .sum();
+        MOBILITY_WEIGHT * sum
     }
 
     /// The heuristic value of a non-terminal state at the depth limit.
@@ -788,9 +818,19 @@ impl<M: StateMachine> Searcher<'_, M> {
             let balance = 2.0 * self.balance(m, state) + self.mobility(state);
             return Ok(50.0 + 50.0 * balance.tanh());
         }
-        if let Some(h) = self.heuristic {
-            let v = h.value(&*self.machine, state);
-            let mobility = self.mobility(state);
+        if let (Some(h), Some(e)) = (self.heuristic, self.evaluator.as_deref_mut()) {
+            let v = match e.values(self.machine, state, &mut self.values) {
+                Ok(()) => 100.0 * self.values.get(self.role).copied().unwrap_or(0.5),
+                Err(_) => {
+                    self.errors += 1;
+                    50.0
+                }
+            };
+            let mobility = if h.reads_mobility() {
+                0.0
+            } else {
+                self.mobility(state)
+            };
             if mobility == 0.0 {
                 return Ok(v);
             }

@@ -157,6 +157,7 @@ impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
         let limit = self.budget.map(|b| b.nodes);
         let settings = AlphaBetaSettings {
             heuristic: self.mcts.heuristic,
+            features: self.mcts.features,
             ..AlphaBetaSettings::default()
         };
         AlphaBetaPlayer::with_settings(self.config_with(limit), settings)

@@ -1,13 +1,20 @@
-//! A state evaluation learnt at the start clock, for any game: counts of facts grouped by
-//! their shape, kept only where they correlate with the outcome of random games.
+//! A state evaluation learnt at the start clock, for any game: candidate features measured in
+//! the states of random games, kept only where they correlate with the outcome.
 //!
-//! **Candidates.** A state's true facts are grouped by functor and, when the last argument is
-//! a constant, by that constant too: `(cell 3 4 wq)` counts towards `(cell _ _ wq)` (a piece
-//! count on a board), `(control white)` towards `(control white)`. Each group's count is a
-//! candidate feature, found from the states themselves, never from a game's name.
+//! **Candidates** ([`Measure`], switched by kind in [`Candidates`]), all found from the game
+//! itself, never from its name:
+//! - *piece or token counts*: a state's true facts grouped by functor and, when the last
+//!   argument is a constant, by that constant too: `(cell 3 4 wq)` counts towards
+//!   `(cell _ _ wq)` (a piece count on a board), `(control white)` towards `(control white)`;
+//! - *mobility*: each role's number of legal moves (its natural log);
+//! - *goal stability*: each role's goal value in the state itself (the highest the rules give
+//!   there, 0 when none), kept when the current goal predicts the final one;
+//! - *goal progress*: how nearly the state satisfies each role's highest goal, a fuzzy reading
+//!   of the goal rules ([`StateMachine::goal_progress_into`]; the propnet reads its gates,
+//!   other engines offer none).
 //!
 //! **Keeping.** Random games are played from the initial state (until the time given or a
-//! game count); every state met is sampled with the game's final goal value for our role.
+//! game count); every state met is sampled with the game's final goal value for each role.
 //! A candidate is kept when it varies and its Pearson correlation `r` with that goal over the
 //! samples, within plies (see [`Moments`]), is significant: `|r| · sqrt(games) ≥` [`MIN_SIGMAS`] (states of one game are not
 //! independent, so the games count, not the states). Random play hardly cares for material,
@@ -16,9 +23,15 @@
 //! heuristic.
 //!
 //! **Value.** `50 + 50 · tanh(Σ r_i · z_i / Σ |r_i|)` on the 0..100 goal scale, where `z_i`
-//! is the feature's standardised count and `r_i` its correlation: a weighted mean of the
-//! standardised counts, so that being one standard deviation ahead on every kept feature is
+//! is the feature's standardised value and `r_i` its correlation: a weighted mean of the
+//! standardised values, so that being one standard deviation ahead on every kept feature is
 //! worth about 88.
+//!
+//! **Latches.** Facts proven by the engine to stay true (or false) once they are
+//! ([`StateMachine::latches`]) can decide a goal before the game ends; an [`Evaluator`] made
+//! [`proving`](Evaluator::proving) gives such a proven outcome instead of its estimate
+//! ([`StateMachine::latched_goals_into`]). That is a proof, not a correlation: nothing is
+//! learnt for it.
 
 use std::time::Instant;
 
@@ -41,10 +54,79 @@ const MAX_GAME: usize = 1000;
 /// A group of facts: functor and last constant argument.
 type Key = (Sym, Option<Sym>);
 
+/// What a candidate feature measures in a state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Measure {
+    /// The number of true facts of a group (functor and last constant argument).
+    Group(Sym, Option<Sym>),
+    /// The natural log of a role's legal moves (0 with one move or none).
+    Mobility(usize),
+    /// A role's goal value in the state (the highest the rules give there, 0 when none).
+    Goal(usize),
+    /// How nearly the state satisfies a role's highest goal, 0 to 1.
+    Progress(usize),
+}
+
+impl Measure {
+    /// The measure's name, with role names from `roles` (numbers past its end).
+    pub fn name(self, roles: &[Term]) -> String {
+        let role = |k: usize| roles.get(k).map_or_else(|| k.to_string(), Term::to_string);
+        match self {
+            Measure::Group(f, c) => group_name((f, c)),
+            Measure::Mobility(k) => format!("mobility of {}", role(k)),
+            Measure::Goal(k) => format!("goal of {}", role(k)),
+            Measure::Progress(k) => format!("goal progress of {}", role(k)),
+        }
+    }
+}
+
+/// Which kinds of candidate features learning tries (see the module documentation), and
+/// whether evaluations give outcomes proven by latches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Candidates {
+    /// Counts of fact groups.
+    pub groups: bool,
+    /// Each role's mobility.
+    pub mobility: bool,
+    /// Each role's current goal value (goal stability).
+    pub goal: bool,
+    /// Each role's goal progress.
+    pub progress: bool,
+    /// Outcomes proven by latches replace the estimate.
+    pub latches: bool,
+}
+
+impl Candidates {
+    /// Fact-group counts only (the features of earlier versions).
+    pub const GROUPS: Candidates = Candidates {
+        groups: true,
+        mobility: false,
+        goal: false,
+        progress: false,
+        latches: false,
+    };
+}
+
+/// The default: every kind but mobility. Mobility alone against fact-group counts alone
+/// scored 17.5 of 52 (MCTS, five games, start 6 s, play 1 s): the legal moves of every role
+/// at every evaluation cost more iterations than the feature gives back.
+impl Default for Candidates {
+    fn default() -> Candidates {
+        Candidates {
+            groups: true,
+            mobility: false,
+            goal: true,
+            progress: true,
+            latches: true,
+        }
+    }
+}
+
 /// One kept feature.
 #[derive(Debug, Clone)]
 pub struct Feature {
-    key: Key,
+    /// What it measures.
+    pub measure: Measure,
     mean: f64,
     sd: f64,
     /// The correlation with our final goal.
@@ -52,9 +134,9 @@ pub struct Feature {
 }
 
 impl Feature {
-    /// The group counted, e.g. `(cell _ white)`: functor and last constant argument.
+    /// The measure's name with roles numbered, e.g. `(cell _ white)` or `mobility of 1`.
     pub fn group(&self) -> String {
-        group_name(self.key)
+        self.measure.name(&[])
     }
 }
 
@@ -70,6 +152,23 @@ impl Heuristic {
         &self.features
     }
 
+    /// The kept features and their correlations, e.g.
+    /// `(cell _ black) -0.061, mobility of white +0.043`.
+    pub fn describe(&self, roles: &[Term]) -> String {
+        self.features
+            .iter()
+            .map(|f| format!("{} {:+.3}", f.measure.name(roles), f.correlation))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Whether a kept feature is some role's mobility.
+    pub fn reads_mobility(&self) -> bool {
+        self.features
+            .iter()
+            .any(|f| matches!(f.measure, Measure::Mobility(_)))
+    }
+
     /// The sum of the kept correlations' sizes (the divisor inside the `tanh`).
     fn weight(&self) -> f64 {
         self.features
@@ -79,18 +178,131 @@ impl Heuristic {
             .max(1e-9)
     }
 
-    /// The estimated goal value of `state` for the role, 0 to 100.
-    pub fn value<M: StateMachine>(&self, machine: &M, state: &M::State) -> f64 {
+    /// The estimated goal value of `state` for the role, 0 to 100 (the reference formula;
+    /// [`Evaluator`] computes the same faster).
+    ///
+    /// # Errors
+    /// The engine failed.
+    pub fn value<M: StateMachine>(
+        &self,
+        machine: &mut M,
+        state: &M::State,
+    ) -> Result<f64, MachineError> {
         let counts = count(&machine.state_terms(state));
-        let sum: f64 = self
-            .features
+        let mut probe = Probe::default();
+        let mut sum = 0.0;
+        for f in &self.features {
+            let x = match f.measure {
+                Measure::Group(g, c) => f64::from(counts.get(&(g, c)).copied().unwrap_or(0)),
+                m => probe.get(machine, state, m)?,
+            };
+            sum += f.correlation * (x - f.mean) / f.sd;
+        }
+        Ok(50.0 + 50.0 * (sum / self.weight()).tanh())
+    }
+}
+
+/// Per role, the natural log of its legal moves in `state` (0 with one move or none), into
+/// `out` (cleared first): mobility as the learnt heuristics and alpha-beta read it.
+///
+/// # Errors
+/// The engine failed.
+pub fn log_mobility<M: StateMachine>(
+    machine: &mut M,
+    state: &M::State,
+    out: &mut Vec<f64>,
+) -> Result<(), MachineError> {
+    per_role(machine, out, |m, r| {
+        let n = m.legal_moves(state, r)?.len();
+        Ok(if n > 1 { (n as f64).ln() } else { 0.0 })
+    })
+}
+
+/// Writes `f(machine, role)` for every role into `out` (cleared first).
+///
+/// # Errors
+/// `f` failed.
+pub(crate) fn per_role<M: StateMachine>(
+    machine: &mut M,
+    out: &mut Vec<f64>,
+    mut f: impl FnMut(&mut M, usize) -> Result<f64, MachineError>,
+) -> Result<(), MachineError> {
+    out.clear();
+    for r in 0..machine.roles().len() {
+        out.push(f(machine, r)?);
+    }
+    Ok(())
+}
+
+/// The latches the engine proves (see [`StateMachine::latches`]), summed up for a log line:
+/// how many stay true and false, with a few examples.
+pub fn describe_latches<M: StateMachine>(machine: &M) -> String {
+    let latches = machine.latches();
+    if latches.is_empty() {
+        return "none".into();
+    }
+    let of = |want_true: bool| {
+        let facts: Vec<&Term> = latches
             .iter()
-            .map(|f| {
-                let x = counts.get(&f.key).copied().unwrap_or(0) as f64;
-                f.correlation * (x - f.mean) / f.sd
-            })
-            .sum();
-        50.0 + 50.0 * (sum / self.weight()).tanh()
+            .filter(|l| if want_true { l.1 } else { l.2 })
+            .map(|l| &l.0)
+            .collect();
+        let shown: Vec<String> = facts.iter().take(3).map(|t| t.to_string()).collect();
+        let more = if facts.len() > 3 { ", ..." } else { "" };
+        (facts.len(), format!("{}{more}", shown.join(", ")))
+    };
+    let (t, ts) = of(true);
+    let (f, fs) = of(false);
+    format!("{t} stay true ({ts}), {f} stay false ({fs})")
+}
+
+/// The scalar measures of one state (all but groups), each kind computed once when first
+/// asked for.
+#[derive(Default)]
+struct Probe {
+    mobility: Option<Vec<f64>>,
+    goal: Option<Vec<f64>>,
+    progress: Option<Vec<f64>>,
+}
+
+impl Probe {
+    /// Forgets the last state's measures.
+    fn clear(&mut self) {
+        self.mobility = None;
+        self.goal = None;
+        self.progress = None;
+    }
+
+    /// The value of a scalar measure in `state` (0 for a group, or where the engine gives
+    /// none).
+    fn get<M: StateMachine>(
+        &mut self,
+        machine: &mut M,
+        state: &M::State,
+        m: Measure,
+    ) -> Result<f64, MachineError> {
+        let (slot, k) = match m {
+            Measure::Group(..) => return Ok(0.0),
+            Measure::Mobility(k) => (&mut self.mobility, k),
+            Measure::Goal(k) => (&mut self.goal, k),
+            Measure::Progress(k) => (&mut self.progress, k),
+        };
+        if slot.is_none() {
+            let mut v = Vec::new();
+            match m {
+                Measure::Mobility(_) => log_mobility(machine, state, &mut v)?,
+                Measure::Goal(_) => {
+                    per_role(machine, &mut v, |m, r| {
+                        Ok(f64::from(goal_or_zero(m, state, r)?))
+                    })?;
+                }
+                _ => {
+                    machine.goal_progress_into(state, &mut v)?;
+                }
+            }
+            *slot = Some(v);
+        }
+        Ok(slot.as_ref().and_then(|v| v.get(k)).copied().unwrap_or(0.0))
     }
 }
 
@@ -306,23 +518,32 @@ fn count(facts: &[Term]) -> hashbrown::HashMap<Key, u32> {
     counts
 }
 
-/// Every role's heuristic compiled into one weight per fact, for evaluating many states fast.
+/// Every role's heuristic compiled into one weight per fact, for evaluating many states fast;
+/// one evaluation for both searches (MCTS's [`crate::search::mcts::HeuristicEvaluation`] and
+/// alpha-beta's leaves).
 ///
 /// A heuristic's value is `50 + 50 · tanh(Σ r_i (x_i − mean_i) / (sd_i · R))`, linear inside
-/// the `tanh` in the counts `x_i`; so each fact adds a fixed weight per role and the means
-/// make a constant. The weight of a fact is found the first time a state holds it (from the
+/// the `tanh` in the measures `x_i`; so each fact adds a fixed weight per role, each scalar
+/// measure (mobility, goal, progress) its value times a weight, and the means make a
+/// constant. The weight of a fact is found the first time a state holds it (from the
 /// engine's fact ids, [`StateMachine::fact_ids_into`], and one call to `state_terms`), then
 /// remembered. Engines without fact ids are evaluated with [`Heuristic::value`].
 pub struct Evaluator {
     heuristics: Vec<Option<Heuristic>>,
     /// Per group, one weight per role.
     by_key: hashbrown::HashMap<Key, Box<[f64]>>,
+    /// The scalar measures read, each with one weight per role.
+    scalars: Vec<(Measure, Box<[f64]>)>,
     /// Per role, the constant inside the `tanh`.
     bias: Box<[f64]>,
     /// Per fact id, one weight per role, once known (empty: the fact counts for nothing).
     by_fact: Vec<Option<Box<[f64]>>>,
+    /// Give outcomes proven by latches instead of estimates.
+    proving: bool,
     ids: Vec<u32>,
     sums: Vec<f64>,
+    probe: Probe,
+    proven: Vec<Option<u8>>,
 }
 
 impl Evaluator {
@@ -330,26 +551,51 @@ impl Evaluator {
     pub fn new(heuristics: Vec<Option<Heuristic>>) -> Evaluator {
         let n = heuristics.len();
         let mut by_key: hashbrown::HashMap<Key, Box<[f64]>> = hashbrown::HashMap::new();
+        let mut scalars: Vec<(Measure, Box<[f64]>)> = Vec::new();
         let mut bias = vec![0.0; n].into_boxed_slice();
         for (r, h) in heuristics.iter().enumerate() {
             let Some(h) = h else { continue };
             let k = h.weight();
             for f in &h.features {
                 let w = f.correlation / (f.sd * k);
-                by_key
-                    .entry(f.key)
-                    .or_insert_with(|| vec![0.0; n].into_boxed_slice())[r] += w;
+                let weights = match f.measure {
+                    Measure::Group(g, c) => by_key
+                        .entry((g, c))
+                        .or_insert_with(|| vec![0.0; n].into_boxed_slice()),
+                    m => {
+                        let i = match scalars.iter().position(|s| s.0 == m) {
+                            Some(i) => i,
+                            None => {
+                                scalars.push((m, vec![0.0; n].into_boxed_slice()));
+                                scalars.len() - 1
+                            }
+                        };
+                        &mut scalars[i].1
+                    }
+                };
+                weights[r] += w;
                 bias[r] -= w * f.mean;
             }
         }
         Evaluator {
             heuristics,
             by_key,
+            scalars,
             bias,
             by_fact: Vec::new(),
+            proving: false,
             ids: Vec::new(),
             sums: Vec::new(),
+            probe: Probe::default(),
+            proven: Vec::new(),
         }
+    }
+
+    /// The same evaluator, giving (when `on`) the outcome the state's latches prove for a role
+    /// instead of its estimate ([`StateMachine::latched_goals_into`]).
+    pub fn proving(mut self, on: bool) -> Evaluator {
+        self.proving = on;
+        self
     }
 
     /// Whether any role has a heuristic.
@@ -358,15 +604,24 @@ impl Evaluator {
     }
 
     /// Writes every role's estimated goal value of `state`, 0..1, into `out` (cleared first).
-    pub fn values<M: StateMachine>(&mut self, machine: &M, state: &M::State, out: &mut Vec<f64>) {
+    ///
+    /// # Errors
+    /// The engine failed.
+    pub fn values<M: StateMachine>(
+        &mut self,
+        machine: &mut M,
+        state: &M::State,
+        out: &mut Vec<f64>,
+    ) -> Result<(), MachineError> {
         out.clear();
         if !machine.fact_ids_into(state, &mut self.ids) {
-            out.extend(
-                self.heuristics
-                    .iter()
-                    .map(|h| h.as_ref().map_or(0.5, |h| h.value(machine, state) / 100.0)),
-            );
-            return;
+            for h in &self.heuristics {
+                out.push(match h {
+                    Some(h) => h.value(machine, state)? / 100.0,
+                    None => 0.5,
+                });
+            }
+            return self.prove(machine, state, out);
         }
         let unknown = self
             .ids
@@ -394,6 +649,13 @@ impl Evaluator {
                 }
             }
         }
+        self.probe.clear();
+        for (m, w) in &self.scalars {
+            let x = self.probe.get(machine, state, *m)?;
+            for (s, w) in self.sums.iter_mut().zip(w.iter()) {
+                *s += w * x;
+            }
+        }
         for (r, h) in self.heuristics.iter().enumerate() {
             out.push(if h.is_some() {
                 0.5 + 0.5 * self.sums[r].tanh()
@@ -401,11 +663,30 @@ impl Evaluator {
                 0.5
             });
         }
+        self.prove(machine, state, out)
+    }
+
+    /// Replaces the estimates of the roles whose outcome the latches prove (when proving).
+    fn prove<M: StateMachine>(
+        &mut self,
+        machine: &mut M,
+        state: &M::State,
+        out: &mut [f64],
+    ) -> Result<(), MachineError> {
+        if self.proving && machine.latched_goals_into(state, &mut self.proven) {
+            for (o, p) in out.iter_mut().zip(&self.proven) {
+                if let Some(v) = p {
+                    *o = f64::from(*v) / 100.0;
+                }
+            }
+        }
+        Ok(())
     }
 }
 
-/// Learns a heuristic for `role` from random games until `deadline` or `max_games` games.
-/// `None` when too little was seen or nothing correlates.
+/// Learns a heuristic for `role` from random games until `deadline` or `max_games` games,
+/// trying every kind of candidate ([`Candidates::default`]). `None` when too little was seen
+/// or nothing correlates.
 ///
 /// # Errors
 /// The engine failed.
@@ -416,7 +697,7 @@ pub fn learn<M: StateMachine>(
     deadline: Instant,
     max_games: usize,
 ) -> Result<Option<Heuristic>, MachineError> {
-    let mut all = learn_roles(machine, rng, deadline, max_games)?;
+    let mut all = learn_roles_with(machine, rng, deadline, max_games, Candidates::default())?;
     Ok(if role < all.len() {
         all.swap_remove(role)
     } else {
@@ -425,7 +706,7 @@ pub fn learn<M: StateMachine>(
 }
 
 /// Learns one heuristic per role (each from its own final goal) from the same random games,
-/// until `deadline` or `max_games` games.
+/// until `deadline` or `max_games` games, trying every kind of candidate.
 ///
 /// # Errors
 /// The engine failed.
@@ -435,10 +716,45 @@ pub fn learn_roles<M: StateMachine>(
     deadline: Instant,
     max_games: usize,
 ) -> Result<Vec<Option<Heuristic>>, MachineError> {
+    learn_roles_with(machine, rng, deadline, max_games, Candidates::default())
+}
+
+/// As [`learn_roles`], trying only the kinds of candidate `candidates` names.
+///
+/// # Errors
+/// The engine failed.
+pub fn learn_roles_with<M: StateMachine>(
+    machine: &mut M,
+    rng: &mut impl Rng,
+    deadline: Instant,
+    max_games: usize,
+    candidates: Candidates,
+) -> Result<Vec<Option<Heuristic>>, MachineError> {
     let n_roles = machine.roles().len();
     let mut moments = Moments::new(n_roles);
     let (mut joint, mut scratch) = (Vec::new(), Vec::new());
-    let (mut ids, mut counts) = (Vec::new(), Vec::new());
+    let (mut ids, mut counts, mut scalars) = (Vec::new(), Vec::new(), Vec::new());
+    let mut probe = Probe::default();
+    // The scalar measures tried, each role's.
+    let mut measures = Vec::new();
+    for k in 0..n_roles {
+        if candidates.mobility && !machine.is_nature(k) {
+            measures.push(Measure::Mobility(k));
+        }
+        if candidates.goal {
+            measures.push(Measure::Goal(k));
+        }
+        if candidates.progress {
+            measures.push(Measure::Progress(k));
+        }
+    }
+    // Measures the engine cannot give are not tried.
+    let initial = machine.initial_state();
+    let mut progress = Vec::new();
+    if candidates.progress && !machine.goal_progress_into(&initial, &mut progress)? {
+        measures.retain(|m| !matches!(m, Measure::Progress(_)));
+    }
+    let measured: Vec<(Measure, usize)> = measures.iter().map(|&m| (m, moments.index(m))).collect();
     // Per fact id, its group's index in `moments` (`None`: not a group), once known.
     let mut group_of: Vec<Option<Option<usize>>> = Vec::new();
     'games: while moments.games < max_games && !past(deadline) {
@@ -455,7 +771,9 @@ pub fn learn_roles<M: StateMachine>(
                 break 'games;
             }
             counts.clear();
-            if machine.fact_ids_into(&state, &mut ids) {
+            if !candidates.groups {
+                // No groups: none counted.
+            } else if machine.fact_ids_into(&state, &mut ids) {
                 let unknown = ids
                     .iter()
                     .any(|&id| group_of.get(id as usize).is_none_or(Option::is_none));
@@ -465,16 +783,22 @@ pub fn learn_roles<M: StateMachine>(
                         if group_of.len() <= i {
                             group_of.resize(i + 1, None);
                         }
-                        group_of[i] = Some(key_of(term).map(|k| moments.index(k)));
+                        group_of[i] =
+                            Some(key_of(term).map(|(g, c)| moments.index(Measure::Group(g, c))));
                     }
                 }
                 counts.extend(ids.iter().filter_map(|&id| group_of[id as usize].flatten()));
             } else {
-                for key in machine.state_terms(&state).iter().filter_map(key_of) {
-                    counts.push(moments.index(key));
+                for (g, c) in machine.state_terms(&state).iter().filter_map(key_of) {
+                    counts.push(moments.index(Measure::Group(g, c)));
                 }
             }
-            moments.add_state(&counts);
+            probe.clear();
+            scalars.clear();
+            for &(m, i) in &measured {
+                scalars.push((i, probe.get(machine, &state, m)?));
+            }
+            moments.add_state(&counts, &scalars);
             machine.random_joint_move_into(&state, rng, &mut joint, &mut scratch)?;
             state = machine.next_state_unchecked(&state, &joint)?;
         }
@@ -493,18 +817,18 @@ pub fn learn_roles<M: StateMachine>(
 /// won or lost, which varies between games at the same ply, keeps its correlation.
 struct Moments {
     n_roles: usize,
-    keys: Vec<Key>,
-    index: hashbrown::HashMap<Key, usize>,
+    keys: Vec<Measure>,
+    index: hashbrown::HashMap<Measure, usize>,
     /// Games played (sampled or not).
     games: usize,
     /// Per ply.
     plies: Vec<PlySums>,
-    /// Per group: the current game's count at each of its plies.
-    game: Vec<Vec<u32>>,
+    /// Per measure: the current game's value at each of its plies.
+    game: Vec<Vec<f32>>,
     /// The current game's length so far.
     game_len: usize,
-    /// Scratch: one state's count per group.
-    state_x: Vec<u32>,
+    /// Scratch: one state's value per measure.
+    state_x: Vec<f32>,
 }
 
 /// The sums of one ply.
@@ -535,23 +859,27 @@ impl Moments {
         }
     }
 
-    /// The index of a group (a new one counts 0 in every state before).
-    fn index(&mut self, key: Key) -> usize {
+    /// The index of a measure (a new one was 0 in every state before).
+    fn index(&mut self, key: Measure) -> usize {
         if let Some(&i) = self.index.get(&key) {
             return i;
         }
         let i = self.keys.len();
         self.keys.push(key);
         self.index.insert(key, i);
-        self.game.push(vec![0; self.game_len]);
-        self.state_x.push(0);
+        self.game.push(vec![0.0; self.game_len]);
+        self.state_x.push(0.0);
         i
     }
 
-    /// The next state of the current game: the group index of each of its facts.
-    fn add_state(&mut self, groups: &[usize]) {
+    /// The next state of the current game: the group index of each of its facts, and the
+    /// values of the scalar measures (index, value).
+    fn add_state(&mut self, groups: &[usize], scalars: &[(usize, f64)]) {
         for &g in groups {
-            self.state_x[g] += 1;
+            self.state_x[g] += 1.0;
+        }
+        for &(i, x) in scalars {
+            self.state_x[i] = x as f32;
         }
         for (g, counts) in self.game.iter_mut().enumerate() {
             counts.push(std::mem::take(&mut self.state_x[g]));
@@ -625,7 +953,7 @@ impl Moments {
             let correlation = xy / (xx * yy).sqrt();
             if correlation.abs() * (self.games as f64).sqrt() >= MIN_SIGMAS {
                 features.push(Feature {
-                    key,
+                    measure: key,
                     mean: sx / n,
                     sd: (xx / n).sqrt(),
                     correlation,
@@ -677,7 +1005,10 @@ mod tests {
 
     #[test]
     fn a_feature_that_does_not_correlate_is_dropped() {
-        let (pieces, noise) = ((sym(1), Some(sym(2))), (sym(3), None));
+        let (pieces, noise) = (
+            Measure::Group(sym(1), Some(sym(2))),
+            Measure::Group(sym(3), None),
+        );
         // One role; 100 games of 4 states each.
         let mut m = Moments::new(1);
         let (p, q) = (m.index(pieces), m.index(noise));
@@ -692,13 +1023,13 @@ mod tests {
             for s in 0..4 {
                 let mut groups = vec![p; ours];
                 groups.extend(std::iter::repeat_n(q, (i / 5 + s) % 5));
-                m.add_state(&groups);
+                m.add_state(&groups, &[]);
             }
             m.end_game(Some(&[goal]));
         }
         let h = m.heuristic(0).expect("the piece count correlates");
         assert_eq!(h.features().len(), 1);
-        assert_eq!(h.features()[0].key, pieces);
+        assert_eq!(h.features()[0].measure, pieces);
         assert!(h.features()[0].correlation > 0.5);
         assert!((h.features()[0].mean - 2.0).abs() < 1e-9);
         // A count that only follows the ply (one more each ply) is dropped.
@@ -707,10 +1038,133 @@ mod tests {
         for i in 0..100 {
             let len = 2 + i % 7;
             for t in 0..len {
-                m.add_state(&vec![clock; t]);
+                m.add_state(&vec![clock; t], &[]);
             }
             m.end_game(Some(&[if len > 4 { 100.0 } else { 0.0 }]));
         }
         assert!(m.heuristic(0).is_none());
+    }
+
+    fn propnet(text: &str) -> crate::propnet::PropnetMachine {
+        let d = crate::gdl::Description::from_text(text).expect("rules");
+        crate::propnet::PropnetMachine::new(&d, &crate::propnet::Budget::default())
+            .expect("the game grounds")
+    }
+
+    fn tic_tac_toe() -> crate::propnet::PropnetMachine {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../shared/games/base/ticTacToe.kif"
+        );
+        propnet(&std::fs::read_to_string(path).expect("the corpus beside the repository"))
+    }
+
+    /// The features kept for each role from 2000 random games, trying only `only`.
+    fn kept(m: &mut crate::propnet::PropnetMachine, only: Candidates) -> Vec<Vec<Measure>> {
+        use rand::SeedableRng;
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(1);
+        let far = Instant::now() + std::time::Duration::from_secs(600);
+        learn_roles_with(m, &mut rng, far, 2000, only)
+            .expect("the engine works")
+            .into_iter()
+            .map(|h| h.map_or_else(Vec::new, |h| h.features.iter().map(|f| f.measure).collect()))
+            .collect()
+    }
+
+    const NONE: Candidates = Candidates {
+        groups: false,
+        mobility: false,
+        goal: false,
+        progress: false,
+        latches: false,
+    };
+
+    #[test]
+    fn mobility_goal_and_progress_are_kept_where_they_tell_the_outcome() {
+        // In the tokens game `a` wins by growing its count to 3; each level adds a move.
+        let mut m = propnet(crate::propnet::analysis::tests::TOKENS);
+        let mobility = kept(
+            &mut m,
+            Candidates {
+                mobility: true,
+                ..NONE
+            },
+        );
+        assert_eq!(mobility[0], [Measure::Mobility(0)]);
+        // b has one move throughout: its mobility tells nothing.
+        assert_eq!(mobility[1], [Measure::Mobility(0)]);
+        let goal = kept(&mut m, Candidates { goal: true, ..NONE });
+        assert!(goal[0].contains(&Measure::Goal(0)), "{goal:?}");
+        let progress = kept(
+            &mut m,
+            Candidates {
+                progress: true,
+                ..NONE
+            },
+        );
+        assert!(progress[0].contains(&Measure::Progress(0)), "{progress:?}");
+        // The signs: a's mobility helps a and hurts b.
+        let mut rng = <rand_xoshiro::Xoshiro256PlusPlus as rand::SeedableRng>::seed_from_u64(2);
+        let far = Instant::now() + std::time::Duration::from_secs(600);
+        let hs = learn_roles_with(
+            &mut m,
+            &mut rng,
+            far,
+            2000,
+            Candidates {
+                mobility: true,
+                ..NONE
+            },
+        )
+        .expect("the engine works");
+        let r = |h: &Option<Heuristic>| h.as_ref().expect("kept").features[0].correlation;
+        assert!(r(&hs[0]) > 0.3 && r(&hs[1]) < -0.3);
+        assert_eq!(
+            hs[0].as_ref().expect("kept").describe(m.roles()),
+            format!("mobility of a {:+.3}", r(&hs[0]))
+        );
+    }
+
+    #[test]
+    fn mobility_and_the_current_goal_are_dropped_where_they_tell_nothing() {
+        // In tic-tac-toe every state at one ply has the same number of moves, and no goal
+        // holds before the end.
+        let mut m = tic_tac_toe();
+        let mobility = kept(
+            &mut m,
+            Candidates {
+                mobility: true,
+                ..NONE
+            },
+        );
+        assert!(mobility.iter().all(Vec::is_empty), "{mobility:?}");
+        let goal = kept(&mut m, Candidates { goal: true, ..NONE });
+        assert!(goal.iter().all(Vec::is_empty), "{goal:?}");
+    }
+
+    #[test]
+    fn the_evaluator_gives_the_outcome_latches_prove() {
+        let mut m = propnet(crate::propnet::analysis::tests::TOKENS);
+        let facts: Vec<Term> = ["(step 3)", "(count 3)", "(mark 1)", "(mark 2)", "(mark 3)"]
+            .iter()
+            .map(|f| crate::gdl::parse_term(f).expect("a term"))
+            .collect();
+        let won = m.state_from_terms(&facts).expect("known facts");
+        let mut out = Vec::new();
+        let mut plain = Evaluator::new(vec![None, None]);
+        plain
+            .values(&mut m, &won, &mut out)
+            .expect("the engine works");
+        assert_eq!(out, [0.5, 0.5]);
+        let mut proving = Evaluator::new(vec![None, None]).proving(true);
+        proving
+            .values(&mut m, &won, &mut out)
+            .expect("the engine works");
+        assert_eq!(out, [1.0, 0.0]);
+        let start = m.initial_state();
+        proving
+            .values(&mut m, &start, &mut out)
+            .expect("the engine works");
+        assert_eq!(out, [0.5, 0.5]);
     }
 }

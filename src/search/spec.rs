@@ -85,6 +85,26 @@ pub const MCTS_KEYS: &[(&str, &str)] = &[
         "with a heuristic: moves per playout before the heuristic values it (integer)",
     ),
     (
+        "groups",
+        "heuristic candidates: counts of fact groups, e.g. pieces (on or off)",
+    ),
+    (
+        "mobility",
+        "heuristic candidates: each role's legal-move count (on or off)",
+    ),
+    (
+        "goal",
+        "heuristic candidates: each role's current goal value, goal stability (on or off)",
+    ),
+    (
+        "progress",
+        "heuristic candidates: how nearly each role's best goal rule holds (on or off)",
+    ),
+    (
+        "latches",
+        "with a heuristic: outcomes proven by latches replace its estimates (on or off)",
+    ),
+    (
         "prior",
         "with a heuristic: visits a new node's heuristic value counts as (integer)",
     ),
@@ -379,6 +399,11 @@ fn set_mcts(s: &mut MctsSettings, player: &str, key: &str, v: &str) -> Result<()
         "decisive" => s.decisive = switch(player, key, v, keys)?,
         "heuristic" => s.heuristic = switch(player, key, v, keys)?,
         "cutoff" => s.cutoff = value(player, key, v, keys)?,
+        "groups" => s.features.groups = switch(player, key, v, keys)?,
+        "mobility" => s.features.mobility = switch(player, key, v, keys)?,
+        "goal" => s.features.goal = switch(player, key, v, keys)?,
+        "progress" => s.features.progress = switch(player, key, v, keys)?,
+        "latches" => s.features.latches = switch(player, key, v, keys)?,
         "prior" => s.prior = value(player, key, v, keys)?,
         "transpositions" => s.transpositions = switch(player, key, v, keys)?,
         "grave" => s.grave = value(player, key, v, keys)?,

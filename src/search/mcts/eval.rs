@@ -14,7 +14,7 @@
 
 use crate::machine::{MachineError, StateMachine};
 use crate::search::goal_or_zero;
-use crate::search::heuristic::{Evaluator, Heuristic};
+use crate::search::heuristic::{Evaluator, Heuristic, per_role};
 
 /// Scores the last state of a playout.
 pub trait Evaluation<M: StateMachine>: Send {
@@ -63,11 +63,9 @@ impl<M: StateMachine> Evaluation<M> for GoalEvaluation {
         state: &M::State,
         out: &mut Vec<f64>,
     ) -> Result<(), MachineError> {
-        out.clear();
-        for r in 0..machine.roles().len() {
-            out.push(f64::from(goal_or_zero(machine, state, r)?) / 100.0);
-        }
-        Ok(())
+        per_role(machine, out, |m, r| {
+            Ok(f64::from(goal_or_zero(m, state, r)?) / 100.0)
+        })
     }
 }
 
@@ -77,10 +75,11 @@ pub struct HeuristicEvaluation {
 }
 
 impl HeuristicEvaluation {
-    /// The evaluation by one heuristic per role (`None`: 50 for that role).
-    pub fn new(heuristics: Vec<Option<Heuristic>>) -> HeuristicEvaluation {
+    /// The evaluation by one heuristic per role (`None`: 50 for that role), giving the
+    /// outcomes latches prove instead when `proving` (see [`Evaluator::proving`]).
+    pub fn new(heuristics: Vec<Option<Heuristic>>, proving: bool) -> HeuristicEvaluation {
         HeuristicEvaluation {
-            evaluator: Evaluator::new(heuristics),
+            evaluator: Evaluator::new(heuristics).proving(proving),
         }
     }
 }
@@ -95,8 +94,7 @@ impl<M: StateMachine> Evaluation<M> for HeuristicEvaluation {
         if machine.is_terminal(state)? {
             return GoalEvaluation.evaluate(machine, state, out);
         }
-        self.evaluator.values(machine, state, out);
-        Ok(())
+        self.evaluator.values(machine, state, out)
     }
 
     fn evaluate_cut(
@@ -105,12 +103,10 @@ impl<M: StateMachine> Evaluation<M> for HeuristicEvaluation {
         state: &M::State,
         out: &mut Vec<f64>,
     ) -> Result<(), MachineError> {
-        self.evaluator.values(machine, state, out);
-        Ok(())
+        self.evaluator.values(machine, state, out)
     }
 
     fn estimate(&mut self, machine: &mut M, state: &M::State, out: &mut Vec<f64>) -> bool {
-        self.evaluator.values(machine, state, out);
-        true
+        self.evaluator.values(machine, state, out).is_ok()
     }
 }

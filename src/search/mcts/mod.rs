@@ -105,6 +105,10 @@ pub struct MctsSettings {
     /// On by default: the one place that decides what `ggp serve`, `think`, `match` and
     /// `tournament` play unless a spec says otherwise.
     pub heuristic: bool,
+    /// With a heuristic: the kinds of candidate features it tries (fact-group counts,
+    /// mobility, goal stability, goal progress) and whether outcomes proven by latches
+    /// replace its estimates ([`heuristic::Candidates`]).
+    pub features: heuristic::Candidates,
     /// With a heuristic: moves a playout makes before its state is valued by the heuristic.
     pub cutoff: usize,
     /// With a heuristic: a new node's estimate counts as this many visits of its move.
@@ -161,7 +165,7 @@ impl MctsSettings {
     ) -> Box<dyn Evaluation<M>> {
         match heuristics {
             Some(h) if self.heuristic && h.iter().any(Option::is_some) => {
-                Box::new(HeuristicEvaluation::new(h.to_vec()))
+                Box::new(HeuristicEvaluation::new(h.to_vec(), self.features.latches))
             }
             _ => Box::new(GoalEvaluation),
         }
@@ -188,6 +192,7 @@ impl Default for MctsSettings {
             mast_epsilon: 0.4,
             decisive: false,
             heuristic: true,
+            features: heuristic::Candidates::default(),
             cutoff: 2,
             prior: 0,
             transpositions: false,
@@ -479,24 +484,22 @@ impl<M: StateMachine + Send + 'static> Player<M> for MctsPlayer<M> {
             let now = Instant::now();
             let until = now + (deadline.saturating_duration_since(now) / 4).min(MAX_LEARNING);
             let mut rng = Xoshiro256PlusPlus::seed_from_u64(self.config.seed ^ 0x4845_5552);
-            self.heuristics = Some(heuristic::learn_roles(
+            self.heuristics = Some(heuristic::learn_roles_with(
                 machine,
                 &mut rng,
                 until,
                 MAX_LEARNING_GAMES,
+                self.settings.features,
             )?);
+            let roles = machine.roles();
             for (r, h) in self.heuristics.iter().flatten().enumerate() {
-                let features = h.as_ref().map_or_else(
-                    || "none".to_string(),
-                    |h| {
-                        h.features()
-                            .iter()
-                            .map(|f| format!("{} {:+.3}", f.group(), f.correlation))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    },
-                );
-                tracing::info!("heuristic of {}: {features}", machine.roles()[r]);
+                let features = h
+                    .as_ref()
+                    .map_or_else(|| "none".to_string(), |h| h.describe(roles));
+                tracing::info!("heuristic of {}: {features}", roles[r]);
+            }
+            if self.settings.features.latches {
+                tracing::info!("latches: {}", heuristic::describe_latches(&*machine));
             }
         }
         self.search(machine, &initial, deadline)
