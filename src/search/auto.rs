@@ -300,6 +300,7 @@ impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
         match &self.chosen {
             Some(Chosen::AlphaBeta(p)) => p.work(),
             Some(Chosen::Mcts(p)) => p.work(),
+            Some(Chosen::Puzzle(p)) => p.work(),
             None => super::Work::default(),
         }
     }

@@ -405,7 +405,7 @@ impl<M: StateMachine> PuzzleSearch<M> {
             .unwrap_or(0);
         let heuristic = match &mut self.evaluator {
             Some(e) => {
-                e.values(machine, state, &mut self.values);
+                e.values(machine, state, &mut self.values)?;
                 (self.values.first().copied().unwrap_or(0.5) * 100.0).round() as u8
             }
             None => 50,
