@@ -38,8 +38,8 @@ xargs -P 2 -L 1 sh -c '
         before=$(sed -n 's/.*(auto): goal \([0-9]*\).*/\1/p' "$OUT/$g-old.log" | head -1)
         after=$(sed -n 's/.*(auto): goal \([0-9]*\).*/\1/p' "$OUT/$g-new.log" | head -1)
         found=$(sed -n 's/.*puzzle: solved.*(\([0-9.]*\) s into the match.*/\1 s/p' "$OUT/$g-new.log" | head -1)
-        [ -n "$before" ] || before="failed: $(grep -m1 -E '^Error|ERROR|panicked' "$OUT/$g-old.log" | cut -c1-80)"
-        [ -n "$after" ] || after="failed: $(grep -m1 -E '^Error|ERROR|panicked' "$OUT/$g-new.log" | cut -c1-80)"
+        [ -n "$before" ] || before="failed: $(grep -m1 -E '^[Ee]rror|ERROR|panicked' "$OUT/$g-old.log" | cut -c1-80)"
+        [ -n "$after" ] || after="failed: $(grep -m1 -E '^[Ee]rror|ERROR|panicked' "$OUT/$g-new.log" | cut -c1-80)"
         echo "| $g | $before | $after | ${found:-not found} |"
     done
 } > "$OUT/table.md"
