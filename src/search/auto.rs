@@ -7,8 +7,7 @@
 //! settings) play [`TRIAL_GAMES`] fast games against each other from the initial state, seats
 //! alternating, each move given the same short time; a game not over after
 //! [`TRIAL_PLIES`] plies, or when the trial's time is up, counts as a draw. Alpha-beta plays the
-//! match if it scored more than half (it then searches the initial state for the rest of the
-//! start clock, keeping its table), or if its search of the initial state (the rest of the
+//! match if it scored more than half, or if its search of the initial state (the rest of the
 //! start clock, half of it) proves the game's value; MCTS otherwise, the search that suits every
 //! game, and MCTS's solver still finds the wins and losses near the end. The choice and its
 //! reason are logged (`INFO auto: ...`) and kept ([`AutoPlayer::reason`]).
@@ -305,12 +304,6 @@ impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
             return Ok(());
         }
         if score > 0.5 {
-            // The rest of the start clock deepens the search of the initial state; its table
-            // and history are kept for the first moves (the result is not needed).
-            let initial = machine.initial_state();
-            if let Err(e) = alphabeta.choose(machine, &initial, deadline) {
-                tracing::debug!("auto: searching the initial state failed: {e}");
-            }
             let why = format!("it scored {score:.2} against MCTS in {games} trial games");
             self.decide(Chosen::AlphaBeta(alphabeta), &why);
             return Ok(());
