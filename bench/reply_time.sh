@@ -3,17 +3,22 @@
 # to the next prompt) and on the page (`ggp web` in headless Chromium, from the click to the
 # page showing the reply), taken in turns on one binary, the same seed on both sides. Needs node, Chromium and the
 # playwright-core that `cargo test --test web` installs under target/tmp/browser-deps.
-# Usage: bench/reply_time.sh [ROUNDS]   (default 3; builds the release binary)
+# Usage: bench/reply_time.sh [ROUNDS]   (default 3; builds the release binary, or times
+# GGP_BIN; the server listens on PORT, default 9487)
 set -e
 cd "$(dirname "$0")/.."
-cargo build --release -q
-bin=target/release/ggp
+[ -n "$GGP_BIN" ] || cargo build --release -q
+bin=${GGP_BIN:-target/release/ggp}
 export NODE_PATH="$PWD/target/tmp/browser-deps/node_modules"
-port=9487
+port=${PORT:-9487}
 $bin web --port $port --seed 1 > /dev/null 2>&1 &
 server=$!
-trap 'kill $server' EXIT
-sleep 1
+trap 'kill $server; wait $server 2>/dev/null' EXIT
+# Until the server answers (it may take a while to start on a loaded machine).
+for _ in $(seq 1 60); do
+  curl -sf "http://127.0.0.1:$port/api/games" > /dev/null && break
+  sleep 0.5
+done
 rounds="${1:-3}"
 # Taken in turns, a few runs each, so that the machine's load falls on both alike.
 for round in $(seq 1 "$rounds"); do

@@ -5,6 +5,7 @@
 //! [`datalog`] reasoner.
 #![warn(missing_docs)]
 
+pub mod analysis;
 pub mod board;
 pub mod chess;
 pub mod cli;

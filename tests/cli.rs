@@ -140,6 +140,22 @@ fn ground_reports_the_network() {
     assert!(count("ground rules") >= 27, "{out}");
 }
 
+#[test]
+fn factor_lists_the_sub_games_and_what_factor_on_prunes() {
+    let (code, out, _) = ggp(&["factor", "../shared/games/base/point_grab.kif"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.starts_with("components: 1 (1 relevant)"), "{out}");
+    assert!(out.contains("free moves (change nothing): "), "{out}");
+    assert!(
+        out.contains("factor=on keeps one of 8 idle moves of first"),
+        "{out}"
+    );
+    let (code, out, _) = ggp(&["factor", "rules/ticTacToe.kif"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("read by goal x, goal o, terminal"), "{out}");
+    assert!(!out.contains("factor=on keeps"), "{out}");
+}
+
 #[cfg(target_os = "linux")]
 #[test]
 fn ground_stops_at_the_memory_budget() {

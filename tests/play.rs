@@ -798,6 +798,48 @@ fn hex_boards_are_found_by_their_neighbour_relation() {
     }
 }
 
+/// Issue 15: what each side of a Hex game connects is found from random games played to
+/// their end, by the shape of the stones' chains, whatever the names: Hex's red joins the
+/// first and last file (drawn as the top and bottom rows), blue the ranks; hexPie the same
+/// with its `red` and `blue` markers (its roles are `player1` and `player2`), and a scrambled
+/// copy gives the renamed contents. Square boards get none.
+#[test]
+fn hex_sides_are_found_from_ended_games() {
+    use ggp::board::{JOIN_GAMES, sample_ends};
+    use ggp::propnet::{Budget, PropnetMachine};
+    let joins = |text: &str| {
+        let description = Description::from_text(text).unwrap();
+        let mut machine = PropnetMachine::new(&description, &Budget::default()).unwrap();
+        let samples = sample_states(&mut machine, 1).unwrap();
+        let mut layout = Layout::detect(&samples, description.rules()).unwrap();
+        // No time limit that matters: the games are the same on every machine.
+        let ends = sample_ends(
+            &mut machine,
+            1,
+            JOIN_GAMES,
+            std::time::Duration::from_secs(600),
+        );
+        layout.find_joins(&ends.unwrap());
+        layout.joins().map(|c| {
+            c.map(|c| {
+                c.iter()
+                    .map(|t| t.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+        })
+    };
+    let named = |a: &str, b: &str| [Some(a.to_string()), Some(b.to_string())];
+    assert_eq!(joins(&read("rules/hex.kif")), named("red", "blue"));
+    let pie = read(&format!("{BASE}/hexPie.kif"));
+    assert_eq!(joins(&pie), named("red", "blue"));
+    let (scrambled, names) = scramble(&pie);
+    assert_eq!(joins(&scrambled), named(&names["red"], &names["blue"]));
+    for sheet in ["rules/chess.kif", "rules/reversi.kif"] {
+        assert_eq!(joins(&read(sheet)), [None, None], "{sheet}");
+    }
+}
+
 /// A computer seat of a GDL-II game chooses over its role's belief, never the true state:
 /// in Monty Hall, after the same moves and percepts, the candidate chooses the same whether
 /// the car is behind its door or the other one (a player reading the state would stay in one
@@ -831,4 +873,108 @@ fn a_computer_seat_does_not_look_at_the_hidden_state() {
     }
     assert_eq!(choices[0], choices[1], "{choices:?}");
     assert_eq!(choices[0], "switch");
+}
+
+/// Issue 15: chess at `easy` is played by alpha-beta, which adds each position it searches to
+/// the game's progress count as it goes and says it counts positions (the thinking indicator
+/// counted finished games, and showed "0 playouts so far"). An engine wrapper reads the count
+/// each time the search asks for a next state, so the count is seen rising during the search,
+/// whatever the machine's speed; it ends at the search's node count.
+#[test]
+fn alpha_beta_counts_the_positions_it_searches_as_it_goes() {
+    use ggp::machine::MachineError;
+    use ggp::play::progress::Progress;
+    use ggp::play::{Game, Level, Seat};
+    use ggp::propnet::{Budget, PropnetMachine};
+    use ggp::search::Work;
+    use std::sync::{Arc, Mutex, OnceLock};
+
+    /// The propnet, noting the progress count at every next state asked for.
+    struct Watched {
+        inner: PropnetMachine,
+        progress: Arc<OnceLock<Progress>>,
+        seen: Arc<Mutex<Vec<u64>>>,
+    }
+    type S = <PropnetMachine as StateMachine>::State;
+    type Mv = <PropnetMachine as StateMachine>::Move;
+    impl StateMachine for Watched {
+        type State = S;
+        type Move = Mv;
+        fn roles(&self) -> &[Term] {
+            self.inner.roles()
+        }
+        fn initial_state(&self) -> S {
+            self.inner.initial_state()
+        }
+        fn legal_moves_into(
+            &mut self,
+            state: &S,
+            role: usize,
+            out: &mut Vec<Mv>,
+        ) -> Result<(), MachineError> {
+            self.inner.legal_moves_into(state, role, out)
+        }
+        fn is_terminal(&mut self, state: &S) -> Result<bool, MachineError> {
+            self.inner.is_terminal(state)
+        }
+        fn goal_values(&mut self, state: &S, role: usize) -> Result<Vec<u8>, MachineError> {
+            self.inner.goal_values(state, role)
+        }
+        fn next_state_unchecked(&mut self, state: &S, joint: &[Mv]) -> Result<S, MachineError> {
+            if let Some(p) = self.progress.get() {
+                self.seen.lock().unwrap().push(p.count());
+            }
+            self.inner.next_state_unchecked(state, joint)
+        }
+        fn move_term(&self, mv: Mv) -> Term {
+            self.inner.move_term(mv)
+        }
+        fn find_move(&self, term: &Term) -> Option<Mv> {
+            self.inner.find_move(term)
+        }
+        fn state_terms(&self, state: &S) -> Vec<Term> {
+            self.inner.state_terms(state)
+        }
+        fn fact_ids_into(&self, state: &S, out: &mut Vec<u32>) -> bool {
+            self.inner.fact_ids_into(state, out)
+        }
+        fn state_from_terms(&mut self, facts: &[Term]) -> Result<S, MachineError> {
+            self.inner.state_from_terms(facts)
+        }
+    }
+
+    let text = read("rules/chess.kif");
+    let description = Description::from_text(&text).unwrap();
+    let (progress, seen) = (Arc::new(OnceLock::new()), Arc::new(Mutex::new(Vec::new())));
+    let machine = Watched {
+        inner: PropnetMachine::new(&description, &Budget::default()).unwrap(),
+        progress: Arc::clone(&progress),
+        seen: Arc::clone(&seen),
+    };
+    let seats = vec![Seat::Human, Seat::Computer(Level::Easy)];
+    let mut game = Game::new(machine, description.rules(), &text, seats, 1).unwrap();
+    progress.set(game.progress()).unwrap();
+    assert_eq!(game.work_of(1), Work::Positions, "alpha-beta plays chess");
+    let e4 = game.resolve(0, "e4").unwrap();
+    let noop = game.legal(1).unwrap()[0];
+    game.play(vec![e4, noop]).unwrap();
+    let before = game.progress().count();
+    seen.lock().unwrap().clear();
+    let choice = game.computer_move(1).unwrap().unwrap();
+    let counted = game.progress().count() - before;
+    assert_eq!(game.progress().work(), Work::Positions);
+    assert_eq!(
+        counted, choice.iterations,
+        "every position searched was counted"
+    );
+    assert!(counted > 100, "{counted}");
+    // Read during the search: it rose from where it was to (almost) where it ended.
+    let seen = seen.lock().unwrap();
+    assert!(seen.windows(2).all(|w| w[0] <= w[1]), "the count went down");
+    let during: Vec<u64> = seen.iter().map(|c| c - before).collect();
+    assert!(
+        during.iter().any(|&c| c > 0 && c < counted / 2),
+        "{during:?}"
+    );
+    assert!(during.iter().any(|&c| c > counted / 2), "{during:?}");
 }

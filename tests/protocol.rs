@@ -702,3 +702,146 @@ fn play_a_whole_match(addr: SocketAddr, id: &str) {
     }
     assert_eq!(send(addr, &format!("( STOP {id} {last} )")), "done");
 }
+
+/// A player that plays its first legal move and logs each state it is asked to ponder
+/// (its facts, sorted; a state pondered again in a row is logged once).
+struct Ponderer {
+    log: Arc<std::sync::Mutex<Vec<String>>>,
+    role: usize,
+}
+
+/// A state's facts, sorted, as one string.
+fn facts<M: StateMachine>(machine: &M, state: &M::State) -> String {
+    let mut facts: Vec<String> = machine
+        .state_terms(state)
+        .iter()
+        .map(Term::to_string)
+        .collect();
+    facts.sort();
+    facts.join(" ")
+}
+
+impl<M: StateMachine> Player<M> for Ponderer {
+    fn name(&self) -> String {
+        "ponderer".into()
+    }
+
+    fn start(&mut self, _: &mut M, role: usize, _: Instant) -> Result<(), SearchError> {
+        self.role = role;
+        Ok(())
+    }
+
+    fn choose(
+        &mut self,
+        machine: &mut M,
+        state: &M::State,
+        _: Instant,
+    ) -> Result<Choice<M::Move>, SearchError> {
+        Ok(Choice {
+            mv: machine.legal_moves(state, self.role)?[0],
+            iterations: 0,
+            value: None,
+            proven: false,
+        })
+    }
+
+    fn ponders(&self) -> bool {
+        true
+    }
+
+    fn ponder(
+        &mut self,
+        machine: &mut M,
+        state: &M::State,
+        until: Instant,
+    ) -> Result<bool, SearchError> {
+        let key = facts(machine, state);
+        let mut log = self.log.lock().unwrap();
+        if log.last() != Some(&key) {
+            log.push(key);
+        }
+        drop(log);
+        std::thread::sleep(until.saturating_duration_since(Instant::now()));
+        Ok(true)
+    }
+}
+
+struct PonderFactory(Arc<std::sync::Mutex<Vec<String>>>);
+
+impl SessionFactory for PonderFactory {
+    fn create(
+        &self,
+        description: &Description,
+        role: usize,
+        deadline: Instant,
+    ) -> Result<Session, SessionError> {
+        let machine = PropnetMachine::new(description, &Budget::default())
+            .map_err(|e| SessionError::Build(e.into()))?;
+        let player = Ponderer {
+            log: Arc::clone(&self.0),
+            role: 0,
+        };
+        Ok(launch(
+            machine,
+            Box::new(player),
+            role,
+            deadline,
+            "propnet",
+            1,
+        ))
+    }
+}
+
+/// The search thread ponders while it waits: the initial state after the start, the state
+/// our move leads to once we have answered (in a turn-taking game the opponent's reply is all
+/// that is unknown), and that state still while the opponent moves and we answer our forced
+/// `noop` at once.
+#[test]
+fn the_search_thread_ponders_the_expected_state_while_waiting() {
+    let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let config = ServerConfig {
+        name: "tester".into(),
+        margin: Duration::from_millis(300),
+        ..ServerConfig::default()
+    };
+    let server = Server::bind("127.0.0.1:0", config, Arc::new(PonderFactory(log.clone())))
+        .unwrap()
+        .spawn()
+        .unwrap();
+    let addr = server.addr();
+    let mut m = PropnetMachine::new(
+        &Description::from_text(TIC_TAC_TOE).unwrap(),
+        &Budget::default(),
+    )
+    .unwrap();
+    let initial = m.initial_state();
+    // Waits (up to 20 s, for a loaded machine) until `key` is the last state pondered.
+    let pondered = |key: &str| {
+        let until = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < until {
+            if log.lock().unwrap().last().map(String::as_str) == Some(key) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        false
+    };
+    assert_eq!(send(addr, &start_message("t.p", "x", 3, 2)), "ready");
+    assert!(pondered(&facts(&m, &initial)), "{:?}", log.lock().unwrap());
+    let reply = send(addr, "( PLAY t.p NIL )");
+    let ours = m.find_move(&parse_term(&reply).unwrap()).unwrap();
+    assert_eq!(ours, m.legal_moves(&initial, 0).unwrap()[0]);
+    let noop = m.find_move(&parse_term("noop").unwrap()).unwrap();
+    let next = m.next_state(&initial, &[ours, noop]).unwrap();
+    assert!(pondered(&facts(&m, &next)), "{:?}", log.lock().unwrap());
+    let x_text =
+        ggp::protocol::message::spaced(&ggp::protocol::message::term_to_sexp(&m.move_term(ours)));
+    assert_eq!(
+        send(addr, &format!("( PLAY t.p ({x_text} noop ) )")),
+        "noop"
+    );
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(pondered(&facts(&m, &next)));
+    assert_eq!(log.lock().unwrap().len(), 2, "{:?}", log.lock().unwrap());
+    assert_eq!(send(addr, "( ABORT t.p )"), "aborted");
+}

@@ -10,7 +10,7 @@ use ggp::gdl::{Description, Term, parse_term};
 use ggp::machine::{EngineFailure, MachineError, StateMachine};
 use ggp::propnet::{Budget, PropnetMachine};
 use ggp::search::alphabeta::AlphaBetaPlayer;
-use ggp::search::mcts::{MctsPlayer, MctsSettings};
+use ggp::search::mcts::{MctsPlayer, MctsSettings, MctsStats};
 use ggp::search::probe::probe;
 use ggp::search::{Player, PlayerKind, PlayerSpec, SearchConfig, new_player};
 use rand::SeedableRng;
@@ -232,6 +232,90 @@ fn mcts_on_two_threads_finds_the_connect_four_win() {
     assert!(choice.proven);
 }
 
+/// Two threads sharing one tree (`parallel=tree`), one iteration at a time and in batched
+/// rounds, find the Connect Four win (proven) and the block within an iteration budget; the
+/// budget is shared, not given to each thread.
+#[test]
+fn a_shared_tree_finds_the_connect_four_win_and_block() {
+    for spec in ["mcts:parallel=tree", "mcts:parallel=tree,batch=64,leaf=8"] {
+        let settings = spec.parse::<PlayerSpec>().unwrap().mcts_settings();
+        for seed in 0..2 {
+            let cfg = SearchConfig {
+                threads: 2,
+                ..config(seed, 3000)
+            };
+            let stats = wins_and_blocks(MctsPlayer::with_settings(cfg, settings.clone()), spec);
+            assert_eq!(stats.threads, 2);
+            assert_eq!(stats.iterations + stats.errors, 3000, "{spec} {seed}");
+        }
+    }
+}
+
+/// `player` (for red, on the propnet) takes the Connect Four win, proven, and then blocks
+/// yellow's four; the statistics of its last search.
+fn wins_and_blocks(mut player: MctsPlayer<PropnetMachine>, label: &str) -> MctsStats {
+    let mut m = propnet(&ours("connectFour"));
+    let win = after(&mut m, SEED_POSITION);
+    let block = after(&mut m, MUST_BLOCK);
+    player.start(&mut m, 0, Instant::now()).unwrap();
+    let choice = player.choose(&mut m, &win, far()).unwrap();
+    assert_eq!(printed(&m, choice.mv), "(drop 2)", "{label}: {choice:?}");
+    assert!(choice.proven);
+    let choice = player.choose(&mut m, &block, far()).unwrap();
+    assert_eq!(printed(&m, choice.mv), "(drop 7)", "{label}: {choice:?}");
+    player.stats().clone()
+}
+
+/// Pondering on the opponent's turn grows the tree the next choice reuses; with pondering off,
+/// or under an iteration budget (which is per move), there is nothing to ponder.
+#[test]
+fn mcts_ponders_on_the_opponents_turn_and_reuses_the_tree() {
+    let mut m = propnet(&ours("connectFour"));
+    let state = after(&mut m, &["(drop 4)"]);
+    let spec: PlayerSpec = "mcts:heuristic=off,ponder=on".parse().unwrap();
+    let settings = spec.mcts_settings();
+    assert!(settings.ponder);
+    let cfg = SearchConfig {
+        seed: 3,
+        ..SearchConfig::default()
+    };
+    let mut player = MctsPlayer::with_settings(cfg.clone(), settings.clone());
+    player.start(&mut m, 0, Instant::now()).unwrap();
+    // Red has played; yellow to move. Ponder in slices until the tree has grown.
+    let until = Instant::now() + Duration::from_secs(30);
+    while player.nodes() < 200 && Instant::now() < until {
+        let more = player
+            .ponder(&mut m, &state, Instant::now() + Duration::from_millis(20))
+            .unwrap();
+        assert!(more);
+    }
+    assert!(player.nodes() >= 200, "{} nodes", player.nodes());
+    let reply = after(&mut m, &["(drop 4)", "(drop 4)"]);
+    let choice = player
+        .choose(&mut m, &reply, Instant::now() + Duration::from_millis(50))
+        .unwrap();
+    let stats = player.stats();
+    assert!(stats.reused > 0, "{stats:?}");
+    assert!(stats.pondered >= 200, "{stats:?}");
+    assert!(choice.iterations > 0);
+    // Off, or with a budget: nothing to do.
+    let mut off = MctsPlayer::with_settings(
+        cfg,
+        MctsSettings {
+            ponder: false,
+            ..settings.clone()
+        },
+    );
+    off.start(&mut m, 0, Instant::now()).unwrap();
+    assert!(
+        !off.ponder(&mut m, &state, Instant::now() + Duration::from_millis(20))
+            .unwrap()
+    );
+    let mut budgeted = MctsPlayer::with_settings(config(3, 100), settings);
+    budgeted.start(&mut m, 0, Instant::now()).unwrap();
+    assert!(!budgeted.ponder(&mut m, &state, far()).unwrap());
+}
+
 // MCTS.
 
 #[test]
@@ -356,8 +440,10 @@ fn mcts_solver_agrees_with_alphabeta_late_in_connect_four() {
 #[test]
 fn mcts_reuses_its_tree() {
     let mut m = propnet(&ours("connectFour"));
+    // One node per iteration (batched rounds grow a node per `leaf` playouts).
     let settings = MctsSettings {
         heuristic: false,
+        batch: 0,
         ..MctsSettings::default()
     };
     let mut player = MctsPlayer::with_settings(config(6, 2000), settings);
@@ -505,26 +591,9 @@ fn batched_mcts_finds_the_connect_four_win_and_block() {
     for spec in ["mcts:batch=256", "mcts:batch=64,leaf=8"] {
         let settings = spec.parse::<PlayerSpec>().unwrap().mcts_settings();
         assert!(settings.batch > 1);
-        let mut m = propnet(&d);
-        let win = after(&mut m, SEED_POSITION);
-        let block = after(&mut m, MUST_BLOCK);
         for seed in 0..2 {
-            let mut player = MctsPlayer::with_settings(config(seed, 3000), settings.clone());
-            player.start(&mut m, 0, Instant::now()).unwrap();
-            let choice = player.choose(&mut m, &win, far()).unwrap();
-            assert_eq!(
-                printed(&m, choice.mv),
-                "(drop 2)",
-                "{spec} {seed}: {choice:?}"
-            );
-            assert!(choice.proven);
-            let choice = player.choose(&mut m, &block, far()).unwrap();
-            assert_eq!(
-                printed(&m, choice.mv),
-                "(drop 7)",
-                "{spec} {seed}: {choice:?}"
-            );
-            assert!(player.stats().iterations <= 3000);
+            let player = MctsPlayer::with_settings(config(seed, 3000), settings.clone());
+            assert!(wins_and_blocks(player, spec).iterations <= 3000);
         }
     }
     let mut m = datalog(&d);
@@ -886,6 +955,8 @@ fn the_node_pool_stays_within_its_bound_over_a_long_match() {
         transpositions: true,
         grave: 50,
         memory_bytes: budget,
+        // One node per iteration, so that 1,500 iterations a move fill the pool.
+        batch: 0,
         ..MctsSettings::default()
     };
     let mut mcts = MctsPlayer::with_settings(config(15, 1500), settings);

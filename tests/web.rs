@@ -354,7 +354,8 @@ fn huge_announced_bodies_are_refused_and_the_server_stays_up() {
 
 /// Issue 13, defect 5 and issue 15: while the computer thinks at `medium` about a chess
 /// move, another tab's requests are answered within 100 ms, the thinking tab sees the
-/// playouts so far, and a click made meanwhile is refused with a message.
+/// positions alpha-beta has searched so far (and the reply all it searched), and a click
+/// made meanwhile is refused with a message.
 #[test]
 fn another_tab_is_answered_while_the_computer_thinks() {
     let server = Server::start();
@@ -415,6 +416,7 @@ fn another_tab_is_answered_while_the_computer_thinks() {
         "another tab waited {times:?} (median over 100 ms) while the computer thought"
     );
     assert_eq!(during["thinking"], true, "{during}");
+    assert_eq!(during["work"], "positions", "{during}");
     // A click while it thinks is refused with a reason, not queued.
     let (status, answer) = post(
         &client,
@@ -426,21 +428,31 @@ fn another_tab_is_answered_while_the_computer_thinks() {
         answer["error"].as_str().unwrap().contains("thinking"),
         "{answer}"
     );
-    // The page polls until the reply is in, seeing the playouts grow.
-    let mut seen_playouts = 0;
+    // The page polls until the reply is in, seeing the positions searched so far (never
+    // fewer than the answer before); the reply comes with all the search took.
+    let mut seen = vec![during["searched"].as_u64().unwrap()];
     let view = loop {
-        let (_, view) = post(&client, &api("view"), &json!({"id": id}));
+        let (_, view) = post(&client, &api("view"), &json!({"id": id, "wait": 1000}));
         if view["thinking"] != json!(true) {
             break view;
         }
-        seen_playouts = seen_playouts.max(view["playouts"].as_u64().unwrap());
-        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert_eq!(view["work"], "positions", "{view}");
+        seen.push(view["searched"].as_u64().unwrap());
     };
     if let Some(stepper) = stepper {
         stepper.join().unwrap();
     }
     assert_eq!(view["step"], 2, "{view}");
-    assert!(seen_playouts > 0, "no progress shown while thinking");
+    assert_eq!(view["work"], "positions", "{view}");
+    let total = view["searched"].as_u64().unwrap();
+    assert!(
+        (1_000..=20_000).contains(&total),
+        "medium searches 20,000 positions at most: {total}"
+    );
+    assert!(
+        seen.windows(2).all(|w| w[0] <= w[1]) && seen.iter().all(|&c| c <= total),
+        "the count went down: {seen:?}, then {total}"
+    );
     // A click on the position before the computer's reply is refused as stale.
     let (status, answer) = post(
         &client,
@@ -457,7 +469,8 @@ fn another_tab_is_answered_while_the_computer_thinks() {
 /// Issue 15: whole games of chess, Connect Four, Jeson Mor and Dominup (fixed and random
 /// deal) played by clicking against the computer at `random` (Dominup by picking tiles from
 /// the hand), each screenshot saved under target/tmp (`web-GAME-{mid,end}-WIDTH.png`, at
-/// 1200 and 390 px); the page must never be wider than the window. Then 20 computer steps of
+/// 1200 and 390 px); the page must never be wider than the window. Chess's thinking indicator
+/// against `medium` (alpha-beta) counts positions. Then 20 computer steps of
 /// checkers, reversi and hex of rules/ (`web-GAME-1200.png`). `GGP_SKIP_BROWSER=1` skips
 /// it.
 #[test]
@@ -508,12 +521,24 @@ fn browser_plays_whole_games_by_clicking_at_desktop_and_phone_width() {
         }
     }
     assert!(stdout.contains("(checkmate)"), "{stdout}");
+    // The thinking indicator of alpha-beta (chess at `medium`) counts positions.
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("chess-medium:") && l.contains(" positions)")),
+        "{stdout}"
+    );
     assert!(stdout.contains("(four in a row)"), "{stdout}");
     assert!(
         stdout.contains("moved a knight onto the centre and off it)")
             || stdout.contains("has no pieces left)"),
         "Jeson Mor's ending unnamed:\n{stdout}"
     );
+    // hexPie, uploaded without a description: hexagons and the edges found from its games.
+    let pie = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/games/base/hexPie.kif");
+    if pie.exists() {
+        assert!(stdout.contains("hexPie: step"), "{stdout}");
+    }
     // Checkers, reversi and hex drawn from their display descriptions.
     for game in ["checkers", "reversi", "hex"] {
         assert!(

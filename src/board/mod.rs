@@ -11,7 +11,9 @@
 //!   has the most *ordered* axes (see below), then the most distinct squares seen, then
 //!   contents that name a role (of two relations over the same squares, `(cell a 1 red)` with a
 //!   role `red` beats `(connected 3 a 1)`, whose group numbers are more distinct contents),
-//!   then the most distinct contents, then the earliest argument positions. The other
+//!   then contents that a state fact pairs with a role (hexPie's `(cell a 1 red)` with
+//!   `(usingMarker player1 red)`: its `red` is player1's marker), then the most distinct
+//!   contents, then the earliest argument positions. The other
 //!   arguments are the square's content.
 //! - **Which axis is which.** When exactly one axis is all integers it is the rank (drawn
 //!   bottom to top, the highest at the top); otherwise the first coordinate argument is the
@@ -34,6 +36,17 @@
 //!   diagonal, and to no other (Hex's `adjacent`, `neighbour`...). The relation is evaluated
 //!   from the rules, whatever its name; a square board's neighbour relations have four or
 //!   eight directions and are not taken for one.
+//! - **What each side connects.** On a hexagon board, random games played to their end
+//!   ([`sample_ends`]) show which ends of the board each kind of stone must join
+//!   ([`Layout::find_joins`]). A chain is a group of squares of one content touching as
+//!   hexagons do; a game ended by a stone whose chain joins the two ends of one axis (both
+//!   files, or both ranks) tells that this content joins that axis. At least
+//!   [`MIN_JOIN_ENDS`] ended games, and half of them, must tell it (a game ended by a stone
+//!   whose chain joins both axes tells nothing), each axis by one
+//!   content only and each content for one axis only; with two kinds of stone, the one never
+//!   seen ending a game joins the other axis. Hex's red stones join the first and last files
+//!   (drawn as the top and bottom rows), its blue the ranks; a game whose ends show no such
+//!   chains (or contradict each other) gets none.
 //! - **Labels.** Files are named by their values when these are short alphabetic words,
 //!   else `a`, `b`, `c`...; ranks by their values when these are non-negative integers, else
 //!   `1`, `2`, `3`.... A square is named file then rank (`e2`). A piece is shown by the
@@ -57,6 +70,14 @@ pub const SAMPLE_TIME: Duration = Duration::from_secs(2);
 const SAMPLE_DEPTH: usize = 60;
 /// Largest axis the domain widening produces.
 const MAX_AXIS: usize = 64;
+/// Random games [`sample_ends`] plays to their end for [`Layout::find_joins`].
+pub const JOIN_GAMES: usize = 8;
+/// Most time those games take.
+pub const JOIN_TIME: Duration = Duration::from_secs(2);
+/// Fewest ended games with a joining chain from which [`Layout::find_joins`] concludes.
+pub const MIN_JOIN_ENDS: usize = 4;
+/// Longest of those games.
+const JOIN_PLIES: usize = 1000;
 
 /// A square of the board: file (column, left to right) and rank (row, bottom to top), from 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -131,6 +152,9 @@ pub struct Layout {
     labels: Vec<(Vec<Term>, String)>,
     statics: StaticFacts,
     grid: Grid,
+    /// The content whose chains join the two ends of the files, and of the ranks (see
+    /// [`Layout::find_joins`]).
+    joins: [Option<Vec<Term>>; 2],
 }
 
 /// The content of every square, rank by rank from the bottom: `None` when empty.
@@ -197,9 +221,9 @@ impl Layout {
             .filter(|r| r.head.rel == Sym::ROLE && r.body.is_empty())
             .filter_map(|r| r.head.args.first())
             .collect();
-        // Score: ordered axes, squares seen, contents naming a role, distinct contents, earlier
-        // argument positions.
-        type Score = (usize, usize, bool, usize, std::cmp::Reverse<usize>);
+        // Score: ordered axes, squares seen, contents naming a role (directly, or paired with
+        // one by a state fact), distinct contents, earlier argument positions.
+        type Score = (usize, usize, (bool, bool), usize, std::cmp::Reverse<usize>);
         let mut best: Option<(Candidate, Score)> = None;
         let all = candidates(samples, &roles).into_iter().enumerate();
         for (index, candidate) in all.filter(|(_, c)| allowed(c.rel)) {
@@ -210,7 +234,7 @@ impl Layout {
             let score = (
                 ordered,
                 candidate.squares,
-                candidate.names_role,
+                (candidate.names_role, candidate.paired_with_role),
                 candidate.contents,
                 std::cmp::Reverse(index),
             );
@@ -235,6 +259,7 @@ impl Layout {
             labels: Vec::new(),
             statics,
             grid: Grid::Squares,
+            joins: [None, None],
         };
         layout.grid = hex_grid(rules, &layout.file, &layout.rank);
         layout.blank = layout.find_blank(&samples[0]);
@@ -574,6 +599,8 @@ struct Candidate {
     contents: usize,
     /// Some content holds a role's name.
     names_role: bool,
+    /// Some content holds a constant that a state fact pairs with a role's name.
+    paired_with_role: bool,
 }
 
 fn candidates(samples: &[Vec<Term>], roles: &HashSet<&Term>) -> Vec<Candidate> {
@@ -641,6 +668,21 @@ fn candidate(
     let names_role = contents
         .iter()
         .any(|content| content.iter().any(|t| roles.contains(t)));
+    // Constants beside a role's name in a fact of another relation (`(usingMarker p1 red)`).
+    let paired: HashSet<&Term> = samples
+        .iter()
+        .flatten()
+        .filter_map(|fact| match fact {
+            Term::App(r, args) if *r != rel && args.iter().any(|a| roles.contains(a)) => {
+                Some(args.iter().filter(|a| !roles.contains(a)))
+            }
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    let paired_with_role = contents
+        .iter()
+        .any(|content| content.iter().any(|t| paired.contains(t)));
     (first.len() >= 2 && second.len() >= 2).then_some(Candidate {
         rel,
         arity,
@@ -650,6 +692,7 @@ fn candidate(
         squares: squares.len(),
         contents: contents.len(),
         names_role,
+        paired_with_role,
     })
 }
 
@@ -771,6 +814,151 @@ fn hex_of(
             [(1, 0), (-1, 0), (0, 1), (0, -1), (1, l), (-1, -l)].into();
         (steps == hex).then_some(Grid::Hex { lean })
     })
+}
+
+/// The last two states (fact lists: before the last joint move, and the end) of up to
+/// `games` random games from the initial state, as many as end within `time` (a game is not
+/// cut short once started): what [`Layout::find_joins`] reads. The same seed gives the same
+/// games.
+///
+/// # Errors
+/// The engine failed.
+pub fn sample_ends<M: StateMachine>(
+    machine: &mut M,
+    seed: u64,
+    games: usize,
+    time: Duration,
+) -> Result<Vec<[Vec<Term>; 2]>, MachineError> {
+    let start = Instant::now();
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let initial = machine.initial_state();
+    let (mut joint, mut scratch) = (Vec::new(), Vec::new());
+    let mut out = Vec::new();
+    'games: while out.len() < games && start.elapsed() < time {
+        let (mut before, mut state) = (initial.clone(), initial.clone());
+        for _ in 0..JOIN_PLIES {
+            if machine.is_terminal(&state)? {
+                out.push([machine.state_terms(&before), machine.state_terms(&state)]);
+                continue 'games;
+            }
+            match machine.random_joint_move_into(&state, &mut rng, &mut joint, &mut scratch) {
+                Ok(()) => {}
+                Err(MachineError::NoLegalMoves { .. }) => break 'games,
+                Err(e) => return Err(e),
+            }
+            let next = machine.next_state_unchecked(&state, &joint)?;
+            before = std::mem::replace(&mut state, next);
+        }
+        break;
+    }
+    Ok(out)
+}
+
+impl Layout {
+    /// Finds what each side connects on a hexagon board from `ends`, the last two states of
+    /// ended games (see the module documentation): afterwards [`Layout::joins`] tells it.
+    /// Nothing on a square board.
+    pub fn find_joins(&mut self, ends: &[[Vec<Term>; 2]]) {
+        self.joins = [None, None];
+        let Grid::Hex { lean } = self.grid else {
+            return;
+        };
+        // The content and axis of each chain through the stone that ended a game, when it
+        // joins the two ends of exactly one axis.
+        let mut found: Vec<(Vec<Term>, usize)> = Vec::new();
+        let mut contents: Vec<Vec<Term>> = Vec::new();
+        for [before, after] in ends {
+            let (before, after) = (self.cells(before), self.cells(after));
+            for content in after.iter().flatten() {
+                if !contents.contains(content) {
+                    contents.push(content.clone());
+                }
+            }
+            let placed = (0..after.len()).filter(|&i| before[i].is_none() && after[i].is_some());
+            let joins: Vec<(Vec<Term>, [bool; 2])> = placed
+                .map(|i| self.chain_ends(&after, i, lean))
+                .filter(|(_, axes)| axes.contains(&true))
+                .collect();
+            if let [(content, [files, ranks])] = &joins[..]
+                && files != ranks
+            {
+                found.push((content.clone(), usize::from(*ranks)));
+            }
+        }
+        if found.len() < MIN_JOIN_ENDS || found.len() * 2 < ends.len() {
+            return;
+        }
+        for axis in 0..2 {
+            let mut by: Vec<&Vec<Term>> = Vec::new();
+            for (c, _) in found.iter().filter(|(_, a)| *a == axis) {
+                if !by.contains(&c) {
+                    by.push(c);
+                }
+            }
+            if let [content] = by[..] {
+                self.joins[axis] = Some(content.clone());
+            }
+        }
+        // One content that joins both axes, or two that join one: not a connection game.
+        if self.joins[0] == self.joins[1]
+            || found
+                .iter()
+                .any(|(c, a)| self.joins[1 - a].as_ref() == Some(c))
+        {
+            self.joins = [None, None];
+            return;
+        }
+        // Two kinds of stone: the one not seen joining an axis joins the other.
+        if let [a, b] = &contents[..] {
+            for axis in 0..2 {
+                if self.joins[axis].is_none()
+                    && let Some(known) = &self.joins[1 - axis]
+                {
+                    self.joins[axis] = Some(if known == a { b } else { a }.clone());
+                }
+            }
+        }
+    }
+
+    /// The content whose chains join the first and last file, and the first and last rank,
+    /// as [`Layout::find_joins`] found them.
+    pub fn joins(&self) -> [Option<&[Term]>; 2] {
+        [self.joins[0].as_deref(), self.joins[1].as_deref()]
+    }
+
+    /// The content of square `start` (an index into `cells`, on a hexagon board leaning
+    /// `lean`) and whether its chain (the squares of that content it reaches through
+    /// neighbours of the same content) joins the first and last file, and the first and last
+    /// rank.
+    fn chain_ends(&self, cells: &Cells, start: usize, lean: i8) -> (Vec<Term>, [bool; 2]) {
+        let (nf, nr) = (self.file.values.len(), self.rank.values.len());
+        let content = cells[start].clone().unwrap_or_default();
+        let l = isize::from(lean);
+        let steps = [(1, 0), (-1, 0), (0, 1), (0, -1), (1, l), (-1, -l)];
+        let mut seen = vec![false; cells.len()];
+        seen[start] = true;
+        let (mut files, mut ranks) = ([false; 2], [false; 2]);
+        let mut stack = vec![start];
+        while let Some(at) = stack.pop() {
+            let (f, r) = (at % nf, at / nf);
+            files[0] |= f == 0;
+            files[1] |= f + 1 == nf;
+            ranks[0] |= r == 0;
+            ranks[1] |= r + 1 == nr;
+            for (df, dr) in steps {
+                let (Some(f2), Some(r2)) = (f.checked_add_signed(df), r.checked_add_signed(dr))
+                else {
+                    continue;
+                };
+                let next = r2 * nf + f2;
+                if f2 < nf && r2 < nr && !seen[next] && cells[next].as_ref() == Some(&content) {
+                    seen[next] = true;
+                    stack.push(next);
+                }
+            }
+        }
+        (content, [files == [true; 2], ranks == [true; 2]])
+    }
 }
 
 /// The ground facts of a sheet that widen and order the axes.

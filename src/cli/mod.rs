@@ -5,6 +5,7 @@
 
 mod bench;
 mod chess;
+mod factor;
 mod matches;
 mod play;
 mod serve;
@@ -139,6 +140,9 @@ enum Command {
     Tournament(tournament::TournamentArgs),
     /// One search by a built-in player: the move, its value and the iterations per second.
     Think(think::ThinkArgs),
+    /// Split a game into independent sub-games: each one's facts and moves, the facts they
+    /// share, and which ones the goals and the terminal condition read.
+    Factor(factor::FactorArgs),
     /// Replay PGN games on a chess sheet, checking every ply against chess; exit 1 on any
     /// mismatch or illegal game.
     Pgn {
@@ -319,6 +323,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Think(args) => think::run(&args),
+        Command::Factor(args) => factor::run(&args),
         Command::Pgn {
             game,
             files,

@@ -24,8 +24,9 @@ pub struct PlayArgs {
     /// A role you play (repeat for several; the first role when not given).
     #[arg(long = "as", value_name = "ROLE")]
     roles: Vec<String>,
-    /// The computer's level: random, easy (100 playouts), medium (1,000), hard (10,000), or a
-    /// think time in seconds.
+    /// The computer's level: random, easy (alpha-beta over 1,000 positions where it plays,
+    /// else 100 MCTS playouts), medium (20,000 or 1,000), hard (100,000 or 10,000), or a think
+    /// time in seconds (MCTS).
     #[arg(long, default_value = "medium", value_parser = parse_level)]
     vs: Level,
     /// Let the computer play every role, and watch.

@@ -202,6 +202,12 @@ pub trait StateMachine {
         None
     }
 
+    /// The game split into independent sub-games ([`crate::analysis::Factoring`]), when the
+    /// engine found it while building; `None` (the default) when it did not look.
+    fn factoring(&self) -> Option<std::sync::Arc<crate::analysis::Factoring>> {
+        None
+    }
+
     /// Whether the rules have `sees` rules (GDL-II): then players are told percepts rather
     /// than the joint move. The default: none.
     fn has_percepts(&self) -> bool {

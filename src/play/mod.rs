@@ -17,7 +17,9 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::board::{Change, Layout, Square, Typed, sample_states};
+use crate::board::{
+    Change, Grid, JOIN_GAMES, JOIN_TIME, Layout, Square, Typed, sample_ends, sample_states,
+};
 use crate::chess::MoveShape;
 use crate::engine::LoadError;
 use crate::gdl::{Rule, Term, parse_term};
@@ -28,7 +30,8 @@ use rand::SeedableRng;
 
 use crate::search::auto::{AutoPlayer, LevelBudget};
 use crate::search::hidden::{Belief, HiddenPlayer};
-use crate::search::{Choice, Player, PlayerKind, SearchConfig, SearchError, new_player};
+use crate::search::{Choice, Player, PlayerKind, SearchConfig, SearchError, Work, new_player};
+use progress::Progress;
 
 /// Why playing failed.
 #[derive(Debug, thiserror::Error)]
@@ -112,7 +115,8 @@ impl Level {
         }
     }
 
-    /// A new player at this level, seeded; it adds each playout to `progress` as it goes.
+    /// A new player at this level, seeded; it adds its work (playouts or positions, see
+    /// [`Player::work`]) to `progress` as it goes.
     pub fn player<M>(self, seed: u64, progress: Option<Arc<AtomicU64>>) -> Box<dyn Player<M>>
     where
         M: StateMachine + Send + 'static,
@@ -265,8 +269,8 @@ pub struct Game<M: StateMachine> {
     positions: Vec<Option<shakmaty::Chess>>,
     /// The moves of each step so far as people write them (computed on demand).
     plies: Vec<Vec<Ply>>,
-    /// Playouts of the computer players (and hints), counted as they search.
-    progress: Arc<AtomicU64>,
+    /// The work of the computer players (and hints), counted as they search.
+    progress: Progress,
     /// In a GDL-II game, per role, what it knows, for the roles that need it: the viewer (see
     /// [`Game::viewer`]) and every computer seat whose player searches.
     views: Vec<Option<RoleView<M::State, M::Move>>>,
@@ -295,6 +299,22 @@ const VIEW_BELIEF: usize = 256;
 const VIEW_UPDATE: Duration = Duration::from_millis(500);
 
 type InfoCache<Mv> = (usize, usize, Vec<MoveInfo<Mv>>);
+
+/// On a hexagon board, finds what each side connects from random games played to their end
+/// (see [`Layout::find_joins`]).
+fn find_joins<M: StateMachine>(
+    layout: Option<&mut Layout>,
+    machine: &mut M,
+    seed: u64,
+) -> Result<(), MachineError> {
+    if let Some(layout) = layout
+        && matches!(layout.grid(), Grid::Hex { .. })
+    {
+        let ends = sample_ends(machine, seed, JOIN_GAMES, JOIN_TIME)?;
+        layout.find_joins(&ends);
+    }
+    Ok(())
+}
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
@@ -325,7 +345,8 @@ impl<M: StateMachine + Send + 'static> Game<M> {
             )));
         }
         let samples = sample_states(&mut machine, seed)?;
-        let layout = Layout::detect(&samples, rules);
+        let mut layout = Layout::detect(&samples, rules);
+        find_joins(layout.as_mut(), &mut machine, seed)?;
         let chess = notation::ChessView::detect(&machine);
         let initial = machine.initial_state();
         let start_time = now_ms();
@@ -346,7 +367,7 @@ impl<M: StateMachine + Send + 'static> Game<M> {
             chess,
             positions: Vec::new(),
             plies: Vec::new(),
-            progress: Arc::new(AtomicU64::new(0)),
+            progress: Progress::new(),
             views: Vec::new(),
             viewer: None,
         };
@@ -365,6 +386,7 @@ impl<M: StateMachine + Send + 'static> Game<M> {
         let Some(mut layout) = Layout::detect_in(&samples, rules, |rel| rel.name() == name) else {
             return Ok(false);
         };
+        find_joins(Some(&mut layout), &mut self.machine, self.seed)?;
         for state in &self.states {
             layout.include(&self.machine.state_terms(state));
         }
@@ -393,7 +415,7 @@ impl<M: StateMachine + Send + 'static> Game<M> {
                 Seat::Computer(level) => {
                     let mut p = level.player(
                         self.seed.wrapping_add(role as u64),
-                        Some(self.progress.clone()),
+                        Some(self.progress.counter()),
                     );
                     p.start(&mut self.machine, role, Instant::now())?;
                     Some(p)
@@ -440,12 +462,13 @@ impl<M: StateMachine + Send + 'static> Game<M> {
         }
         for role in 0..self.seats.len() {
             let search = match (&self.seats[role], &self.players[role]) {
-                (Seat::Computer(level), Some(player)) if player.searches() => {
-                    Some(HiddenPlayer::new(
+                (Seat::Computer(level), Some(player)) if player.searches() => Some(
+                    HiddenPlayer::new(
                         self.seed.wrapping_add(role as u64),
                         level.budget().1.map(|b| b.playouts),
-                    ))
-                }
+                    )
+                    .with_progress(Some(self.progress.counter())),
+                ),
                 _ => None,
             };
             let view = (self.viewer == Some(role) || search.is_some()).then(|| {
@@ -926,10 +949,24 @@ impl<M: StateMachine + Send + 'static> Game<M> {
         Ok(notation::line_through(layout, &after, &change.placed))
     }
 
-    /// The counter every computer search of this game adds its playouts to as it goes (for
-    /// a progress display: reset it, search, read it from another thread meanwhile).
-    pub fn progress(&self) -> Arc<AtomicU64> {
+    /// The count every computer search of this game adds its work to as it goes, and what
+    /// the search under way counts (for a progress display: reset it, search, read it from
+    /// another thread meanwhile).
+    pub fn progress(&self) -> Progress {
         self.progress.clone()
+    }
+
+    /// What computer seat `role`'s search counts (playouts for a person's seat, whose hint
+    /// search is only chosen when asked for).
+    pub fn work_of(&self, role: usize) -> Work {
+        let hidden = self
+            .views
+            .get(role)
+            .is_some_and(|v| v.as_ref().is_some_and(|v| v.search.is_some()));
+        match self.players.get(role) {
+            Some(Some(player)) if !hidden => player.work(),
+            _ => Work::Playouts,
+        }
     }
 
     /// The chess position now, on a chess sheet whose moves so far were chess moves.
@@ -1054,11 +1091,14 @@ impl<M: StateMachine + Send + 'static> Game<M> {
         let deadline = Instant::now() + level.budget().2;
         if let Some(Some(view)) = self.views.get(role) {
             let belief = view.beliefs.last().expect("one per state").clone();
-            let mut search = HiddenPlayer::new(seed, level.budget().1.map(|b| b.playouts));
+            let mut search = HiddenPlayer::new(seed, level.budget().1.map(|b| b.playouts))
+                .with_progress(Some(self.progress.counter()));
+            self.progress.set_work(Work::Playouts);
             return Ok(search.choose(&mut self.machine, &belief, deadline)?);
         }
-        let mut player = level.player::<M>(seed, Some(self.progress.clone()));
+        let mut player = level.player::<M>(seed, Some(self.progress.counter()));
         player.start(&mut self.machine, role, Instant::now())?;
+        self.progress.set_work(player.work());
         let state = self.state().clone();
         Ok(player.choose(&mut self.machine, &state, deadline)?)
     }
@@ -1079,6 +1119,7 @@ impl<M: StateMachine + Send + 'static> Game<M> {
             && let Some(search) = view.search.as_mut()
         {
             let belief = view.beliefs.last().expect("one per state");
+            self.progress.set_work(Work::Playouts);
             let mut choice = search.choose(&mut self.machine, belief, deadline)?;
             let state = self.state().clone();
             let legal = self.machine.legal_moves(&state, role)?;
@@ -1098,6 +1139,7 @@ impl<M: StateMachine + Send + 'static> Game<M> {
         let player = self.players[role]
             .as_mut()
             .expect("computer seats have players");
+        self.progress.set_work(player.work());
         Ok(Some(player.choose(&mut self.machine, &state, deadline)?))
     }
 

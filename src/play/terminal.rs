@@ -29,6 +29,7 @@ use super::{Game, Level, PlayError, Seat};
 use crate::board::{Square, facts_by_relation};
 use crate::gdl::Term;
 use crate::machine::StateMachine;
+use crate::search::Work;
 
 /// Screen size the loop keeps to.
 pub const SCREEN_COLUMNS: usize = 80;
@@ -218,7 +219,7 @@ where
 }
 
 /// Runs `search` (a computer move or a hint for `role`) while a progress line shows the
-/// playouts so far and the time, when the options have somewhere to show it; the line is
+/// work so far (playouts or positions) and the time, when the options have somewhere to show it; the line is
 /// erased afterwards.
 fn think<M, T>(
     game: &mut Game<M>,
@@ -232,8 +233,9 @@ where
     let Some(sink) = &options.progress else {
         return search(game);
     };
-    let counter = game.progress();
-    counter.store(0, Ordering::Relaxed);
+    let progress = game.progress();
+    progress.reset();
+    progress.set_work(game.work_of(role));
     let name = game.roles()[role].to_string();
     let done = AtomicBool::new(false);
     let start = Instant::now();
@@ -241,7 +243,7 @@ where
         scope.spawn(|| {
             // Shown at once, then every tenth of a second, and erased at the end.
             loop {
-                let line = progress_line(&name, counter.load(Ordering::Relaxed), start.elapsed());
+                let line = progress_line(&name, progress.count(), progress.work(), start.elapsed());
                 if let Ok(mut w) = sink.0.lock() {
                     let _ = write!(w, "\r\x1b[K{line}");
                     let _ = w.flush();
@@ -262,9 +264,9 @@ where
     })
 }
 
-/// `black is thinking: 1,234 playouts, 2.5 s`.
-pub fn progress_line(name: &str, playouts: u64, elapsed: Duration) -> String {
-    let digits = playouts.to_string();
+/// `black is thinking: 1,234 playouts, 2.5 s` (or `positions`, as `work` says).
+pub fn progress_line(name: &str, count: u64, work: Work, elapsed: Duration) -> String {
+    let digits = count.to_string();
     let mut grouped = String::new();
     for (i, c) in digits.chars().enumerate() {
         if i > 0 && (digits.len() - i).is_multiple_of(3) {
@@ -273,7 +275,8 @@ pub fn progress_line(name: &str, playouts: u64, elapsed: Duration) -> String {
         grouped.push(c);
     }
     format!(
-        "{name} is thinking: {grouped} playouts, {:.1} s",
+        "{name} is thinking: {grouped} {}, {:.1} s",
+        work.noun(),
         elapsed.as_secs_f64()
     )
 }
@@ -979,6 +982,20 @@ mod tests {
         assert_eq!(figurine(Color::Black, Role::Queen, Glyphs::Ascii), 'q');
     }
 
+    /// Role 0's computer move with a progress sink: what the sink was shown. The game's count
+    /// ends at the search's own count of its work.
+    fn computer_move_shown<M: StateMachine + Send + 'static>(game: &mut Game<M>) -> String {
+        let buffer = Arc::new(Mutex::new(Vec::<u8>::new()));
+        let mut options = Options::plain(Duration::ZERO, Level::Easy);
+        options.progress = Some(ProgressSink(buffer.clone()));
+        let choice = think(game, 0, &options, |g| g.computer_move(0))
+            .unwrap()
+            .unwrap();
+        assert_eq!(game.progress().count(), choice.iterations);
+        assert!(choice.iterations > 0);
+        String::from_utf8(buffer.lock().unwrap().clone()).unwrap()
+    }
+
     #[test]
     fn the_progress_line_counts_the_playouts_of_the_search() {
         use crate::datalog::DatalogMachine;
@@ -988,16 +1005,8 @@ mod tests {
         let machine = DatalogMachine::new(&description).unwrap();
         let seats = vec![Seat::Computer(Level::Easy), Seat::Human];
         let mut game = Game::new(machine, description.rules(), text, seats, 1).unwrap();
-        let buffer = Arc::new(Mutex::new(Vec::<u8>::new()));
-        let mut options = Options::plain(Duration::ZERO, Level::Easy);
-        options.progress = Some(ProgressSink(buffer.clone()));
-        let choice = think(&mut game, 0, &options, |g| g.computer_move(0))
-            .unwrap()
-            .unwrap();
         // Every playout of the search was counted as it went.
-        assert_eq!(game.progress().load(Ordering::Relaxed), choice.iterations);
-        assert!(choice.iterations > 0);
-        let shown = String::from_utf8(buffer.lock().unwrap().clone()).unwrap();
+        let shown = computer_move_shown(&mut game);
         assert!(shown.starts_with("\r\x1b[Kred is thinking: "), "{shown:?}");
         assert!(shown.ends_with(" s\r\x1b[K"), "{shown:?}");
         // Without a sink nothing is shown, and the search is the same.
@@ -1005,15 +1014,38 @@ mod tests {
         assert!(think(&mut game, 0, &quiet, |g| g.computer_move(0)).is_ok());
     }
 
+    /// Chess at `easy` is played by alpha-beta: the line counts positions, from its first
+    /// showing, and ends at the search's node count.
+    #[test]
+    fn the_progress_line_counts_positions_for_alpha_beta() {
+        use crate::gdl::Description;
+        use crate::propnet::{Budget, PropnetMachine};
+        let text = include_str!("../../rules/chess.kif");
+        let description = Description::from_text(text).unwrap();
+        let machine = PropnetMachine::new(&description, &Budget::default()).unwrap();
+        let seats = vec![Seat::Computer(Level::Easy), Seat::Human];
+        let mut game = Game::new(machine, description.rules(), text, seats, 1).unwrap();
+        let shown = computer_move_shown(&mut game);
+        let first = shown.split("\r\x1b[K").nth(1).unwrap();
+        assert!(first.starts_with("white is thinking: "), "{shown:?}");
+        assert!(first.contains(" positions, "), "{shown:?}");
+        assert!(!shown.contains("playouts"), "{shown:?}");
+    }
+
     #[test]
     fn progress_line_groups_digits() {
         assert_eq!(
-            progress_line("black", 1_234_567, Duration::from_millis(2500)),
+            progress_line(
+                "black",
+                1_234_567,
+                Work::Playouts,
+                Duration::from_millis(2500)
+            ),
             "black is thinking: 1,234,567 playouts, 2.5 s"
         );
         assert_eq!(
-            progress_line("x", 12, Duration::ZERO),
-            "x is thinking: 12 playouts, 0.0 s"
+            progress_line("x", 12, Work::Positions, Duration::ZERO),
+            "x is thinking: 12 positions, 0.0 s"
         );
     }
 

@@ -19,8 +19,8 @@
 //! overruns, fails, panics or proposes an illegal move never makes the reply late or illegal.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::time::Instant;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
+use std::time::{Duration, Instant};
 
 use rand::SeedableRng;
 use rand::seq::IndexedRandom;
@@ -36,6 +36,9 @@ use crate::search::hidden::{Belief, BeliefError, HiddenPlayer};
 const WORKER_BELIEF: usize = 1000;
 /// Most states the tracker's belief keeps (it only needs our legal moves).
 const TRACKER_BELIEF: usize = 64;
+/// How long one pondering search runs before the search thread looks for a new job: the
+/// most a job waits for it.
+const PONDER_SLICE: Duration = Duration::from_millis(20);
 
 /// Builds the session for a match: picks the engine and the player.
 pub trait SessionFactory: Send + Sync {
@@ -373,7 +376,42 @@ fn run_worker<M: StateMachine>(
     if outcomes.send(Outcome::Started(started)).is_err() {
         return;
     }
-    for job in jobs {
+    // The state to think about while no job is waiting (see `Player::ponder`).
+    let mut ponder_on = match belief.states() {
+        [(state, _)] if broken.is_none() && !nature && player.ponders() => Some(state.clone()),
+        _ => None,
+    };
+    loop {
+        let job = match jobs.try_recv() {
+            Ok(job) => job,
+            Err(TryRecvError::Disconnected) => return,
+            Err(TryRecvError::Empty) => {
+                if let Some(state) = &ponder_on {
+                    let until = Instant::now() + PONDER_SLICE;
+                    // Until the next job, once it says there is nothing more to think about.
+                    let more = match catch_unwind(AssertUnwindSafe(|| {
+                        player.ponder(&mut machine, state, until)
+                    })) {
+                        Ok(Ok(more)) => more,
+                        Ok(Err(e)) => {
+                            tracing::debug!("pondering stopped: {e}");
+                            false
+                        }
+                        Err(_) => {
+                            broken = Some(WorkerError::Panicked);
+                            false
+                        }
+                    };
+                    if more {
+                        continue;
+                    }
+                }
+                match jobs.recv() {
+                    Ok(job) => job,
+                    Err(_) => return,
+                }
+            }
+        };
         let (joint, choose, update_by) = match job {
             Job::Apply(joint, by) => (Some(joint), None, by),
             Job::Choose {
@@ -392,9 +430,14 @@ fn run_worker<M: StateMachine>(
         {
             broken = Some(WorkerError::Lost(std::sync::Arc::new(e)));
         }
+        ponder_on = match belief.states() {
+            [(state, _)] if broken.is_none() && !nature && player.ponders() => Some(state.clone()),
+            _ => None,
+        };
         let Some((seq, deadline)) = choose else {
             continue;
         };
+        let mut ours = None;
         let result = match &broken {
             Some(reason) => Err(reason.clone()),
             None => match catch_unwind(AssertUnwindSafe(|| match belief.states() {
@@ -405,14 +448,18 @@ fn run_worker<M: StateMachine>(
                 }
                 _ => hidden.choose(&mut machine, &belief, deadline),
             })) {
-                Ok(Ok(choice)) => Ok(Chosen {
-                    mv: machine.move_term(choice.mv),
-                    iterations: choice.iterations,
-                    value: choice.value,
-                }),
+                Ok(Ok(choice)) => {
+                    ours = Some(choice.mv);
+                    Ok(Chosen {
+                        mv: machine.move_term(choice.mv),
+                        iterations: choice.iterations,
+                        value: choice.value,
+                    })
+                }
                 Ok(Err(e)) => Err(e.into()),
                 Err(_) => {
                     broken = Some(WorkerError::Panicked);
+                    ponder_on = None;
                     Err(WorkerError::Panicked)
                 }
             },
@@ -420,7 +467,36 @@ fn run_worker<M: StateMachine>(
         if outcomes.send(Outcome::Chose { seq, result }).is_err() {
             return;
         }
+        // After the answer is sent: the state our move leads to.
+        if let (Some(state), Some(mv)) = (&ponder_on, ours) {
+            ponder_on = Some(expected_next(&mut machine, state, role, mv));
+        }
     }
+}
+
+/// The state after we play `mv` in `state`, when every other role has a single legal move
+/// there (a turn-taking game: the next state is known before the referee says it); else
+/// `state` itself (the search there covers every reply).
+fn expected_next<M: StateMachine>(
+    machine: &mut M,
+    state: &M::State,
+    role: usize,
+    mv: M::Move,
+) -> M::State {
+    let mut joint = Vec::with_capacity(machine.roles().len());
+    for r in 0..machine.roles().len() {
+        if r == role {
+            joint.push(mv);
+            continue;
+        }
+        match machine.legal_moves(state, r).as_deref() {
+            Ok([only]) => joint.push(*only),
+            _ => return state.clone(),
+        }
+    }
+    machine
+        .next_state(state, &joint)
+        .unwrap_or_else(|_| state.clone())
 }
 
 /// The server's half: follows the match on its own copy of the machine.

@@ -270,6 +270,7 @@ impl<M: StateMachine> AlphaBetaPlayer<M> {
             generation: self.generation,
             deadline,
             node_limit: self.config.max_iterations.unwrap_or(u64::MAX),
+            progress: self.config.progress.as_deref(),
             nodes: 0,
             errors: 0,
         };
@@ -320,6 +321,10 @@ impl<M: StateMachine> AlphaBetaPlayer<M> {
 impl<M: StateMachine + Send> Player<M> for AlphaBetaPlayer<M> {
     fn name(&self) -> String {
         "alphabeta".into()
+    }
+
+    fn work(&self) -> super::Work {
+        super::Work::Positions
     }
 
     fn start(
@@ -422,6 +427,9 @@ struct Searcher<'a, M: StateMachine> {
     generation: u8,
     deadline: Instant,
     node_limit: u64,
+    /// The progress counter each node is added to as it is visited (see
+    /// [`SearchConfig::progress`]).
+    progress: Option<&'a std::sync::atomic::AtomicU64>,
     nodes: u64,
     errors: u64,
 }
@@ -650,6 +658,9 @@ impl<M: StateMachine> Searcher<'_, M> {
         beta: f64,
     ) -> Result<Scored, Halt> {
         self.nodes += 1;
+        if let Some(p) = self.progress {
+            p.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         if self.out_of_time() {
             return Err(Halt::Deadline);
         }

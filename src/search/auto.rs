@@ -1,5 +1,9 @@
 //! The `auto` player: probes the game at the start and plays alpha-beta or MCTS.
 //!
+//! **Puzzles first:** a deterministic single-player game (one role, no nature, no `sees`) is
+//! played by the puzzle search ([`super::puzzle`], which falls back on MCTS until it finds a
+//! solution), with or without a clock, unless `auto:puzzle=off`.
+//!
 //! **With a start clock** (a match): the probe (a quarter of the start clock, at most 3 s, see
 //! [`super::probe`]) tells whether the game is two-player, turn-taking and constant-sum. If not,
 //! MCTS plays. If so, a **trial** decides: within half of the start clock left, alpha-beta (with
@@ -28,6 +32,7 @@ use crate::machine::StateMachine;
 use super::alphabeta::{AlphaBetaPlayer, AlphaBetaSettings};
 use super::mcts::{MctsPlayer, MctsSettings};
 use super::probe::{GameProbe, probe};
+use super::puzzle::{self, PuzzlePlayer};
 use super::{Choice, Player, SearchConfig, SearchError, goal_or_zero};
 
 /// The longest probe.
@@ -56,6 +61,7 @@ pub struct LevelBudget {
 enum Chosen<M: StateMachine> {
     AlphaBeta(AlphaBetaPlayer<M>),
     Mcts(MctsPlayer<M>),
+    Puzzle(Box<PuzzlePlayer<M>>),
 }
 
 /// The `auto` player.
@@ -67,6 +73,7 @@ pub struct AutoPlayer<M: StateMachine> {
     probe: Option<GameProbe>,
     reason: String,
     trial: bool,
+    puzzle: bool,
 }
 
 impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
@@ -80,6 +87,7 @@ impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
             probe: None,
             reason: String::new(),
             trial: true,
+            puzzle: true,
         }
     }
 
@@ -95,6 +103,36 @@ impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
     /// of the initial state proves the game's value (the rule before the trial).
     pub fn set_trial(&mut self, on: bool) {
         self.trial = on;
+    }
+
+    /// Whether single-player games are played by the puzzle search (on by default).
+    pub fn set_puzzle(&mut self, on: bool) {
+        self.puzzle = on;
+    }
+
+    /// Plays the game with the puzzle search if it is a puzzle and that is on; whether it did.
+    fn start_puzzle(
+        &mut self,
+        machine: &mut M,
+        role: usize,
+        deadline: Instant,
+    ) -> Result<bool, SearchError> {
+        if !self.puzzle || puzzle::check(machine).is_err() {
+            return Ok(false);
+        }
+        let mut player = PuzzlePlayer::new(
+            self.config_with(self.budget.map(|b| b.playouts)),
+            self.mcts.clone(),
+        );
+        if let Some(b) = self.budget {
+            player.set_expansions(Some(b.nodes));
+        }
+        player.start(machine, role, deadline)?;
+        self.decide(
+            Chosen::Puzzle(Box::new(player)),
+            "single-player deterministic game",
+        );
+        Ok(true)
     }
 
     /// Why the search was chosen (empty before the start).
@@ -163,6 +201,7 @@ impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
         let name = match chosen {
             Chosen::AlphaBeta(_) => "alphabeta",
             Chosen::Mcts(_) => "mcts",
+            Chosen::Puzzle(_) => "puzzle",
         };
         self.reason = format!("{name}: {reason}");
         tracing::info!("auto: {}", self.reason);
@@ -253,6 +292,16 @@ impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
             None => "auto".into(),
             Some(Chosen::AlphaBeta(_)) => "auto:alphabeta".into(),
             Some(Chosen::Mcts(_)) => "auto:mcts".into(),
+            Some(Chosen::Puzzle(_)) => "auto:puzzle".into(),
+        }
+    }
+
+    fn work(&self) -> super::Work {
+        match &self.chosen {
+            Some(Chosen::AlphaBeta(p)) => p.work(),
+            Some(Chosen::Mcts(p)) => p.work(),
+            Some(Chosen::Puzzle(p)) => p.work(),
+            None => super::Work::default(),
         }
     }
 
@@ -262,6 +311,9 @@ impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
         role: usize,
         deadline: Instant,
     ) -> Result<(), SearchError> {
+        if self.start_puzzle(machine, role, deadline)? {
+            return Ok(());
+        }
         if self.budget.is_some() {
             return self.start_budgeted(machine, role, deadline);
         }
@@ -331,7 +383,25 @@ impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
         match self.chosen.as_mut() {
             Some(Chosen::AlphaBeta(p)) => p.choose(machine, state, deadline),
             Some(Chosen::Mcts(p)) => p.choose(machine, state, deadline),
+            Some(Chosen::Puzzle(p)) => p.choose(machine, state, deadline),
             None => Err(SearchError::NoMove),
+        }
+    }
+
+    fn ponders(&self) -> bool {
+        matches!(&self.chosen, Some(Chosen::Mcts(p)) if p.ponders())
+    }
+
+    /// MCTS ponders (when its settings say so); alpha-beta does not.
+    fn ponder(
+        &mut self,
+        machine: &mut M,
+        state: &M::State,
+        until: Instant,
+    ) -> Result<bool, SearchError> {
+        match self.chosen.as_mut() {
+            Some(Chosen::Mcts(p)) => p.ponder(machine, state, until),
+            _ => Ok(false),
         }
     }
 }

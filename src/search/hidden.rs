@@ -993,6 +993,8 @@ struct Edge<Mv> {
 pub struct HiddenPlayer {
     rng: Xoshiro256PlusPlus,
     max_iterations: Option<u64>,
+    /// Each iteration (one playout) is added to it as it ends, for a progress display.
+    progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
 impl HiddenPlayer {
@@ -1001,7 +1003,18 @@ impl HiddenPlayer {
         HiddenPlayer {
             rng: Xoshiro256PlusPlus::seed_from_u64(seed),
             max_iterations,
+            progress: None,
         }
+    }
+
+    /// The same player adding each iteration (one playout) to `progress` as it searches
+    /// (see [`super::SearchConfig::progress`]).
+    pub fn with_progress(
+        mut self,
+        progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+    ) -> HiddenPlayer {
+        self.progress = progress;
+        self
     }
 
     /// Our legal moves by what we know ([`Belief::our_moves`]).
@@ -1049,6 +1062,9 @@ impl HiddenPlayer {
             iterations += 1;
             if let Err(e) = self.iterate(machine, belief, &mut tree) {
                 last_error = Some(e);
+            }
+            if let Some(p) = &self.progress {
+                p.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
         }
         // The root's moves are ours by what we know; the most visited wins.

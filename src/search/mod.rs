@@ -12,6 +12,9 @@
 //!   turn-taking constant-sum games.
 //! - [`heuristic`]: a state evaluation learnt at the start clock from random games (fact counts
 //!   that correlate with the outcome), for alpha-beta's leaves.
+//! - [`factor`]: any of them on the game with the moves of sub-games that cannot change the
+//!   outcome pruned (`factor=on`).
+//! - [`puzzle`]: best-first search for a line to goal 100 in single-player games.
 //! - [`probe`]: random playouts that tell which of the two suits a game; the `auto` player
 //!   uses them.
 //!
@@ -21,14 +24,16 @@
 
 pub mod alphabeta;
 pub mod auto;
+pub mod factor;
 mod flat;
 pub mod heuristic;
 pub mod hidden;
 pub mod mcts;
 pub mod probe;
+pub mod puzzle;
 mod spec;
 
-pub use spec::{ALPHABETA_KEYS, AUTO_KEYS, MCTS_KEYS, PlayerSpec, SpecError};
+pub use spec::{ALPHABETA_KEYS, AUTO_KEYS, FACTOR_KEY, MCTS_KEYS, PlayerSpec, SpecError};
 
 use std::time::Instant;
 
@@ -51,7 +56,11 @@ pub enum PlayerKind {
     Mcts,
     /// Alpha-beta with iterative deepening (two-player turn-taking zero-sum games).
     Alphabeta,
-    /// Probes the game at the start and plays alpha-beta when the game qualifies for it and
+    /// Single-player puzzles: a best-first search for a line to goal 100, MCTS until it finds
+    /// one (MCTS alone in other games).
+    Puzzle,
+    /// Probes the game at the start and plays a puzzle search in single-player games, and
+    /// alpha-beta when the game qualifies for it and
     /// alpha-beta solves it within the start clock, MCTS otherwise (see [`probe`]).
     Auto,
 }
@@ -65,9 +74,30 @@ pub struct SearchConfig {
     pub seed: u64,
     /// Stop a search after this many playouts (or nodes), whatever the clock says.
     pub max_iterations: Option<u64>,
-    /// A counter the search adds each finished playout to as it goes, for a progress display
-    /// (Monte Carlo tree search; other players leave it alone).
+    /// A counter the search adds its work to as it goes, for a progress display: each
+    /// finished playout (Monte Carlo tree search) or each position searched (alpha-beta); see
+    /// [`Player::work`]. Other players leave it alone.
     pub progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+}
+
+/// What a search adds to [`SearchConfig::progress`] as it goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Work {
+    /// Finished playouts (Monte Carlo searches).
+    #[default]
+    Playouts,
+    /// Positions searched (alpha-beta).
+    Positions,
+}
+
+impl Work {
+    /// The plural noun people read: `playouts`, `positions`.
+    pub fn noun(self) -> &'static str {
+        match self {
+            Work::Playouts => "playouts",
+            Work::Positions => "positions",
+        }
+    }
 }
 
 impl Default for SearchConfig {
@@ -135,6 +165,35 @@ pub trait Player<M: StateMachine>: Send {
     fn searches(&self) -> bool {
         true
     }
+
+    /// What the player adds to [`SearchConfig::progress`] as it searches (known after
+    /// [`Player::start`]).
+    fn work(&self) -> Work {
+        Work::Playouts
+    }
+
+    /// Whether the player thinks while it waits ([`Player::ponder`]); the caller does not
+    /// prepare anything for a player that does not.
+    fn ponders(&self) -> bool {
+        false
+    }
+
+    /// Thinks about `state` until `until` for the moves to come, answering nothing: called
+    /// while the player waits for its next request (on the opponents' turns, and between a
+    /// reply and the next message), again and again while no request comes. `Ok(false)` when
+    /// there is nothing worth thinking about (a player that does not ponder, a terminal state,
+    /// a solved one): the caller then waits without calling again until the next request.
+    ///
+    /// # Errors
+    /// The engine failed.
+    fn ponder(
+        &mut self,
+        _machine: &mut M,
+        _state: &M::State,
+        _until: Instant,
+    ) -> Result<bool, SearchError> {
+        Ok(false)
+    }
 }
 
 /// A new player of the given kind, with its default settings.
@@ -147,6 +206,20 @@ where
 
 /// A new player as `spec` says.
 fn new_player_with<M>(spec: &PlayerSpec, config: &SearchConfig) -> Box<dyn Player<M>>
+where
+    M: StateMachine + Send + 'static,
+{
+    if spec.factor() {
+        return Box::new(factor::FactoredPlayer::new(
+            spec.without_factor(),
+            config.clone(),
+        ));
+    }
+    new_unfactored_player(spec, config)
+}
+
+/// A new player as `spec` says, ignoring its `factor` option.
+fn new_unfactored_player<M>(spec: &PlayerSpec, config: &SearchConfig) -> Box<dyn Player<M>>
 where
     M: StateMachine + Send + 'static,
 {
@@ -163,9 +236,11 @@ where
             config,
             spec.alphabeta_settings(),
         )),
+        PlayerKind::Puzzle => Box::new(puzzle::PuzzlePlayer::new(config, spec.mcts_settings())),
         PlayerKind::Auto => {
             let mut player = auto::AutoPlayer::<M>::new(config, spec.mcts_settings());
             player.set_trial(spec.auto_trial());
+            player.set_puzzle(spec.auto_puzzle());
             Box::new(player)
         }
     }

@@ -13,7 +13,7 @@ use std::str::FromStr;
 use clap::ValueEnum;
 
 use super::alphabeta::AlphaBetaSettings;
-use super::mcts::MctsSettings;
+use super::mcts::{MctsSettings, Parallelism};
 use super::{Player, PlayerKind, SearchConfig, new_player_with};
 use crate::machine::StateMachine;
 
@@ -64,7 +64,8 @@ pub enum SpecError {
     },
 }
 
-/// The options of `mcts` (and `auto`): key and meaning.
+/// The options of `mcts` (and of `auto` and `puzzle`, whose fallback is MCTS; `memory` also
+/// bounds the puzzle search): key and meaning.
 pub const MCTS_KEYS: &[(&str, &str)] = &[
     ("c", "UCB1 exploration constant on 0..1 rewards (number)"),
     ("memory", "MiB all trees may use (integer)"),
@@ -120,13 +121,34 @@ pub const MCTS_KEYS: &[(&str, &str)] = &[
         "playouts per round side by side on the propnet's batch, 0 for one at a time (integer)",
     ),
     ("leaf", "with batch: playouts per leaf of a round (integer)"),
+    (
+        "parallel",
+        "threads search a tree each, roots merged (root), or one shared tree with virtual loss (tree)",
+    ),
+    (
+        "ponder",
+        "keep searching while waiting for the next request: the opponents' turns, after a reply (on or off)",
+    ),
 ];
 
 /// The options `auto` has besides those of `mcts`: key and meaning.
-pub const AUTO_KEYS: &[(&str, &str)] = &[(
-    "trial",
-    "pick alpha-beta or MCTS by trial games at the start clock (on or off)",
-)];
+pub const AUTO_KEYS: &[(&str, &str)] = &[
+    (
+        "trial",
+        "pick alpha-beta or MCTS by trial games at the start clock (on or off)",
+    ),
+    (
+        "puzzle",
+        "single-player games played by the puzzle search (on or off)",
+    ),
+];
+
+/// The option every searching player (`flat`, `mcts`, `alphabeta`, `auto`) has: key and
+/// meaning (see [`super::factor`]).
+pub const FACTOR_KEY: (&str, &str) = (
+    "factor",
+    "prune the moves of sub-games neither goal nor terminal reads (on or off)",
+);
 
 /// The options of `alphabeta`: key and meaning.
 pub const ALPHABETA_KEYS: &[(&str, &str)] = &[
@@ -162,7 +184,10 @@ impl PlayerSpec {
     /// The MCTS settings the options ask for (defaults elsewhere).
     pub fn mcts_settings(&self) -> MctsSettings {
         let mut settings = MctsSettings::default();
-        if matches!(self.kind, PlayerKind::Mcts | PlayerKind::Auto) {
+        if matches!(
+            self.kind,
+            PlayerKind::Mcts | PlayerKind::Auto | PlayerKind::Puzzle
+        ) {
             for (k, v) in &self.options {
                 // Checked when parsed.
                 if !(self.kind == PlayerKind::Auto && AUTO_KEYS.iter().any(|a| a.0 == k)) {
@@ -175,11 +200,44 @@ impl PlayerSpec {
 
     /// Whether `auto` picks its search by a trial at the start clock (`trial=on`, the default).
     pub fn auto_trial(&self) -> bool {
+        self.auto_switch("trial")
+    }
+
+    /// Whether `auto` plays single-player games with the puzzle search (`puzzle=on`, the
+    /// default).
+    pub fn auto_puzzle(&self) -> bool {
+        self.auto_switch("puzzle")
+    }
+
+    /// An on/off key of `auto`, on unless the spec says off.
+    fn auto_switch(&self, key: &str) -> bool {
         self.options
             .iter()
             .rev()
-            .find(|(k, _)| k == "trial")
-            .is_none_or(|(_, v)| switch("auto", "trial", v, AUTO_KEYS).unwrap_or(true))
+            .find(|(k, _)| k == key)
+            .is_none_or(|(_, v)| switch("auto", key, v, AUTO_KEYS).unwrap_or(true))
+    }
+
+    /// Whether the player searches the factored game (`factor=on`; off by default).
+    pub fn factor(&self) -> bool {
+        self.options
+            .iter()
+            .rev()
+            .find(|(k, _)| k == FACTOR_KEY.0)
+            .is_some_and(|(_, v)| switch("", FACTOR_KEY.0, v, &[FACTOR_KEY]).unwrap_or(false))
+    }
+
+    /// The same spec without its `factor` option.
+    pub fn without_factor(&self) -> PlayerSpec {
+        PlayerSpec {
+            kind: self.kind,
+            options: self
+                .options
+                .iter()
+                .filter(|(k, _)| k != FACTOR_KEY.0)
+                .cloned()
+                .collect(),
+        }
     }
 
     /// The alpha-beta settings the options ask for (defaults elsewhere).
@@ -235,16 +293,27 @@ impl FromStr for PlayerSpec {
                 .ok_or_else(|| SpecError::Malformed(item.to_string(), player.clone()))?;
             let (k, v) = (k.trim(), v.trim());
             match kind {
-                PlayerKind::Auto if k == "trial" => {
+                PlayerKind::Flat | PlayerKind::Mcts | PlayerKind::Alphabeta | PlayerKind::Auto
+                    if k == FACTOR_KEY.0 =>
+                {
+                    switch(&player, k, v, &[FACTOR_KEY])?;
+                }
+                PlayerKind::Auto if AUTO_KEYS.iter().any(|a| a.0 == k) => {
                     switch(&player, k, v, AUTO_KEYS)?;
                 }
-                PlayerKind::Mcts | PlayerKind::Auto => set_mcts(&mut mcts, &player, k, v)?,
+                PlayerKind::Mcts | PlayerKind::Auto | PlayerKind::Puzzle => {
+                    set_mcts(&mut mcts, &player, k, v)?;
+                }
                 PlayerKind::Alphabeta => set_alphabeta(&mut alphabeta, &player, k, v)?,
                 PlayerKind::Random | PlayerKind::Legal | PlayerKind::Flat => {
                     return Err(SpecError::UnknownKey {
                         player,
                         key: k.to_string(),
-                        known: "none".into(),
+                        known: if kind == PlayerKind::Flat {
+                            FACTOR_KEY.0.into()
+                        } else {
+                            "none".into()
+                        },
                     });
                 }
             }
@@ -345,6 +414,14 @@ fn set_mcts(s: &mut MctsSettings, player: &str, key: &str, v: &str) -> Result<()
                 return Err(bad_value(player, key, v, keys));
             }
         }
+        "ponder" => s.ponder = switch(player, key, v, keys)?,
+        "parallel" => {
+            s.parallel = match v.to_ascii_lowercase().as_str() {
+                "root" => Parallelism::Root,
+                "tree" => Parallelism::Tree,
+                _ => return Err(bad_value(player, key, v, keys)),
+            }
+        }
         _ => return Err(unknown(player, key, keys)),
     }
     Ok(())
@@ -407,6 +484,14 @@ mod tests {
         let e = "deep".parse::<PlayerSpec>().unwrap_err();
         assert!(e.to_string().contains("flat"), "{e}");
         assert!("random:c=1".parse::<PlayerSpec>().is_err());
+        assert!("random:factor=on".parse::<PlayerSpec>().is_err());
+        assert!("auto:factor=maybe".parse::<PlayerSpec>().is_err());
+        let spec: PlayerSpec = "auto:factor=on,c=0.5".parse().unwrap();
+        assert!(spec.factor());
+        assert_eq!(spec.without_factor().to_string(), "auto:c=0.5");
+        assert_eq!(spec.mcts_settings().exploration, 0.5);
+        assert!(!"auto".parse::<PlayerSpec>().unwrap().factor());
+        assert!("flat:factor=on".parse::<PlayerSpec>().unwrap().factor());
         assert!("mcts:c".parse::<PlayerSpec>().is_err());
     }
 }

@@ -10,7 +10,7 @@
 //! | `POST /api/upload {name, text}` | validates a sheet and adds it, or its diagnostics |
 //! | `POST /api/roles {game}` | the game's roles |
 //! | `POST /api/new {game, seats}` | a new session (`seats`: `"human"` or a level per role) |
-//! | `POST /api/view {id, wait}` | the position (while the computer thinks: the last one, `thinking` and its `playouts`, after waiting up to `wait` ms, at most 1 s, for its move) |
+//! | `POST /api/view {id, wait}` | the position (while the computer thinks: the last one, `thinking` and its work so far, `searched` `work`s (`playouts` or `positions`), after waiting up to `wait` ms, at most 1 s, for its move; with the computer's reply, the work it took) |
 //! | `POST /api/move {id, role, index, step, wait}` | a person's move, then the position (the computer starts thinking when its turn comes; the answer waits up to `wait` ms, at most 1 s, for its reply) |
 //! | `POST /api/step {id}` | the computers start thinking when no person has a choice |
 //! | `POST /api/hint {id, role}` | the move the computer would suggest (index in the legal list) |
@@ -24,7 +24,7 @@
 //! its own, starting the moment the person's move arrives. The answer to that move, and
 //! each `view` the page sends meanwhile, is held until the computer moves (woken at that
 //! moment) or `wait` ms pass, whichever is first, then answers with the position (the last
-//! one and the playouts so far while it still thinks): a long poll, so the reply reaches the
+//! one and the work so far while it still thinks): a long poll, so the reply reaches the
 //! page on a request already open. Limits: [`MAX_CONNECTIONS`] at once, [`MAX_SESSIONS`] sessions (idle
 //! ones dropped after [`SESSION_IDLE`]), [`MAX_SEARCHES`] computers thinking at once, at most
 //! [`MAX_THINK_SECONDS`] per computer move and [`MAX_STEPS`] moves per session, and
@@ -48,8 +48,9 @@ use serde_json::{Value, json};
 
 use crate::gdl::Description;
 use crate::manager::MatchRecord;
-use crate::play::progress;
+use crate::play::progress::Progress;
 use crate::play::{Level, Seat};
+use crate::search::Work;
 use http::{Request, Response};
 use session::{Session, SessionError, View};
 
@@ -139,11 +140,14 @@ struct Slot {
     thinking: AtomicBool,
     /// Notified when the computer has moved, for the requests waiting for its move.
     moved: (Mutex<()>, Condvar),
-    /// The engine's terminal-state count (see [`progress`]) and its value when the
-    /// current search started.
-    counter: Arc<AtomicU64>,
-    counter_start: AtomicU64,
-    /// The last position computed, answered while the game is locked.
+    /// The computers' work counted as they search (see [`Progress`]) and its count when
+    /// the current search started.
+    progress: Progress,
+    progress_start: AtomicU64,
+    /// The step the computers' last reply led to, with the work it took.
+    searched: Mutex<Option<(usize, u64, Work)>>,
+    /// The view of the position now (before the computer's move while it thinks), stored by
+    /// each change of the game; `None` after an undo, until computed afresh.
     shown: Mutex<Option<View>>,
     /// What went wrong in the last search, told once.
     failure: Mutex<Option<String>>,
@@ -337,6 +341,8 @@ impl App {
                         ));
                     }
                     game.choose(req.role, req.index)?;
+                    *lock(&slot.searched) = None;
+                    *lock(&slot.shown) = None;
                     let view = game.view(slot.id)?;
                     let waiting = view.waiting;
                     *lock(&slot.shown) = Some(view);
@@ -357,7 +363,10 @@ impl App {
             "undo" => {
                 let req: Id = parse(body)?;
                 let slot = self.slot(req.id)?;
-                try_game(&slot)?.undo()?;
+                let undone = try_game(&slot)?.undo();
+                *lock(&slot.searched) = None;
+                *lock(&slot.shown) = None;
+                undone?;
                 self.shown(&slot)
             }
             "record" => {
@@ -409,7 +418,7 @@ impl App {
         // Built without any shared lock held: grounding may take seconds.
         let display = self.display(&req.game);
         let board = display.as_ref().and_then(|d| d["relation"].as_str());
-        let (mut game, counter) = session::new_session(
+        let (mut game, progress) = session::new_session(
             &req.game,
             &description,
             &text,
@@ -429,8 +438,9 @@ impl App {
             game: Mutex::new(game),
             thinking: AtomicBool::new(false),
             moved: (Mutex::new(()), Condvar::new()),
-            counter,
-            counter_start: AtomicU64::new(0),
+            progress,
+            progress_start: AtomicU64::new(0),
+            searched: Mutex::new(None),
             shown: Mutex::new(Some(view)),
             failure: Mutex::new(None),
             used: Mutex::new(Instant::now()),
@@ -465,8 +475,9 @@ impl App {
     fn think(
         &self,
         slot: &Arc<Slot>,
-        game: MutexGuard<'_, Box<dyn Session>>,
+        mut game: MutexGuard<'_, Box<dyn Session>>,
     ) -> Result<(), Failure> {
+        let work = game.work()?;
         if self.searches.fetch_add(1, Ordering::SeqCst) >= MAX_SEARCHES {
             self.searches.fetch_sub(1, Ordering::SeqCst);
             return Err(Failure(
@@ -474,9 +485,10 @@ impl App {
                 format!("{MAX_SEARCHES} computers are thinking already; try again shortly"),
             ));
         }
+        slot.progress.set_work(work);
         slot.thinking.store(true, Ordering::SeqCst);
-        slot.counter_start
-            .store(progress::read(&slot.counter), Ordering::SeqCst);
+        slot.progress_start
+            .store(slot.progress.count(), Ordering::SeqCst);
         drop(game);
         let thinker = Arc::clone(slot);
         let searches = Arc::clone(&self.searches);
@@ -489,52 +501,67 @@ impl App {
                     game.step()?;
                     game.view(slot.id)
                 }));
-                match outcome {
-                    Ok(Ok(view)) => *lock(&slot.shown) = Some(view),
-                    Ok(Err(e)) => *lock(&slot.failure) = Some(e.to_string()),
-                    Err(_) => *lock(&slot.failure) = Some("the computer's search failed".into()),
-                }
+                let reply = match outcome {
+                    Ok(Ok(view)) => Some(view),
+                    Ok(Err(e)) => {
+                        *lock(&slot.failure) = Some(e.to_string());
+                        None
+                    }
+                    Err(_) => {
+                        *lock(&slot.failure) = Some("the computer's search failed".into());
+                        None
+                    }
+                };
                 drop(game);
                 searches.fetch_sub(1, Ordering::SeqCst);
-                slot.done_thinking();
+                slot.done_thinking(reply);
             });
         if let Err(e) = spawned {
-            slot.done_thinking();
+            slot.done_thinking(None);
             self.searches.fetch_sub(1, Ordering::SeqCst);
             return Err(Failure(503, format!("cannot start the computer: {e}")));
         }
         Ok(())
     }
 
-    /// The position as the page shows it: fresh when the game is free, else the last one
-    /// with the computer's progress.
+    /// The position as the page shows it: the view kept since the game last changed (each
+    /// change stores the view it leads to, so that an answer never computes it twice), or a
+    /// fresh one when none is kept and the game is free. While the computer thinks, the
+    /// position before its move with its work so far; the position of its reply with the work
+    /// it took.
     fn shown(&self, slot: &Slot) -> Result<Value, Failure> {
-        let fresh = match slot.game.try_lock() {
-            Ok(mut game) if !slot.thinking.load(Ordering::SeqCst) => Some(game.view(slot.id)?),
-            Err(TryLockError::Poisoned(e)) if !slot.thinking.load(Ordering::SeqCst) => {
-                Some(e.into_inner().view(slot.id)?)
-            }
-            _ => None,
+        // Read together with `thinking` (the thinker stores its reply and clears `thinking`
+        // under the same lock), so that a reply is never shown as still thinking.
+        let (thinking, kept, searched) = {
+            let _moved = lock(&slot.moved.0);
+            let thinking = slot.thinking.load(Ordering::SeqCst);
+            (thinking, lock(&slot.shown).clone(), *lock(&slot.searched))
         };
-        let mut view = match fresh {
-            Some(view) => {
-                *lock(&slot.shown) = Some(view.clone());
-                view
+        let mut view = match kept {
+            Some(view) => view,
+            None => {
+                let fresh = match slot.game.try_lock() {
+                    Ok(mut game) if !thinking => game.view(slot.id)?,
+                    Err(TryLockError::Poisoned(e)) if !thinking => e.into_inner().view(slot.id)?,
+                    _ => return Err(Failure(409, "the game is busy; try again".into())),
+                };
+                *lock(&slot.shown) = Some(fresh.clone());
+                fresh
             }
-            None => lock(&slot.shown)
-                .clone()
-                .ok_or_else(|| Failure(409, "the game is busy; try again".into()))?,
         };
-        let thinking = slot.thinking.load(Ordering::SeqCst);
-        let playouts = if thinking {
-            progress::read(&slot.counter).saturating_sub(slot.counter_start.load(Ordering::SeqCst))
+        let (searched, work) = if thinking {
+            (slot.work(), Some(slot.progress.work()))
         } else {
-            0
+            match searched {
+                Some((step, count, work)) if step == view.step => (count, Some(work)),
+                _ => (0, None),
+            }
         };
         view.name_ending(slot.display.as_ref());
         let mut value = serde_json::to_value(view).expect("views serialize");
         value["thinking"] = json!(thinking);
-        value["playouts"] = json!(playouts);
+        value["searched"] = json!(searched);
+        value["work"] = json!(work.map(Work::noun));
         if let Some(display) = &slot.display {
             value["display"] = display.clone();
         }
@@ -671,10 +698,22 @@ impl App {
 }
 
 impl Slot {
-    /// The computer has moved (or failed): the waiting requests are woken at once.
-    fn done_thinking(&self) {
+    /// The work of the search under way (or the last one) so far.
+    fn work(&self) -> u64 {
+        self.progress
+            .count()
+            .saturating_sub(self.progress_start.load(Ordering::SeqCst))
+    }
+
+    /// The computer has moved (`reply`: the view of the position it led to, kept with the
+    /// work it took) or failed: the waiting requests are woken at once.
+    fn done_thinking(&self, reply: Option<View>) {
         let (mutex, moved) = &self.moved;
         let _guard = lock(mutex);
+        if let Some(view) = reply {
+            *lock(&self.searched) = Some((view.step, self.work(), self.progress.work()));
+            *lock(&self.shown) = Some(view);
+        }
         self.thinking.store(false, Ordering::SeqCst);
         moved.notify_all();
     }

@@ -1,9 +1,6 @@
 //! One game in the browser: a [`Game`] behind an object-safe [`Session`], and the JSON
 //! [`View`] of a position that the page draws.
 
-use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
-
 use serde::Serialize;
 
 use crate::board::{Grid, Layout, Square, content_text, facts_by_relation};
@@ -11,8 +8,9 @@ use crate::engine::{self, EngineChoice, Machine, UseMachine};
 use crate::gdl::{Description, Term};
 use crate::machine::StateMachine;
 use crate::manager::MatchRecord;
-use crate::play::progress::Counted;
+use crate::play::progress::Progress;
 use crate::play::{Game, Level, PlayError, Seat, result_text};
+use crate::search::Work;
 
 /// Why a request about a game failed.
 #[derive(Debug, thiserror::Error)]
@@ -55,6 +53,10 @@ pub struct BoardView {
     /// When the squares are hexagons (found from the rules, see [`Grid::Hex`]): the rank
     /// step of the diagonal neighbour one file on, 1 or -1.
     pub hex: Option<i8>,
+    /// On a hexagon board, the content (as in [`CellView::text`]) whose chains join the first
+    /// and last file (`top-bottom`, as the page draws files) and the first and last rank
+    /// (`left-right`), when random games show it (see [`Layout::find_joins`]).
+    pub edges: Option<std::collections::BTreeMap<&'static str, String>>,
 }
 
 /// A legal move of a human seat.
@@ -236,6 +238,11 @@ pub trait Session: Send {
     fn record(&mut self) -> Result<MatchRecord, SessionError>;
     /// Moves made so far.
     fn steps(&self) -> usize;
+    /// What the search of the computers about to move counts (see [`Game::work_of`]).
+    ///
+    /// # Errors
+    /// The engine failed.
+    fn work(&mut self) -> Result<Work, SessionError>;
     /// Refuses a request made on the position after `step` moves when the game has moved on.
     ///
     /// # Errors
@@ -265,7 +272,7 @@ pub struct WebGame<M: StateMachine> {
 }
 
 /// A new session for `description` (on the propnet when it grounds quickly), with the
-/// counter of its computers' playouts (see [`crate::play::progress`]). `board` names the
+/// count of its computers' work (see [`crate::play::progress`]). `board` names the
 /// board's relation when a display description says which it is.
 ///
 /// # Errors
@@ -277,7 +284,7 @@ pub fn new_session(
     seats: Vec<Seat>,
     seed: u64,
     board: Option<&str>,
-) -> Result<(Box<dyn Session>, Arc<AtomicU64>), SessionError> {
+) -> Result<(Box<dyn Session>, Progress), SessionError> {
     struct New<'a> {
         name: &'a str,
         rules: &'a [crate::gdl::Rule],
@@ -287,16 +294,15 @@ pub fn new_session(
         board: Option<&'a str>,
     }
     impl UseMachine for New<'_> {
-        type Output = Result<(Box<dyn Session>, Arc<AtomicU64>), SessionError>;
+        type Output = Result<(Box<dyn Session>, Progress), SessionError>;
         fn with<M: Machine>(self, m: M) -> Self::Output {
-            let m = Counted::new(m);
-            let counter = m.counter();
             let mut game =
                 WebGame::new(m, self.name, self.rules, self.text, self.seats, self.seed)?;
             if let Some(relation) = self.board {
                 game.game.use_board_relation(self.rules, relation)?;
             }
-            Ok((Box::new(game), counter))
+            let progress = game.game.progress();
+            Ok((Box::new(game), progress))
         }
     }
     load(description)?.run(New {
@@ -599,6 +605,14 @@ impl<M: StateMachine + Send + 'static> Session for WebGame<M> {
         self.game.step()
     }
 
+    fn work(&mut self) -> Result<Work, SessionError> {
+        let roles = self.game.to_move()?;
+        let computer = roles
+            .into_iter()
+            .find(|&r| matches!(self.game.seats()[r], Seat::Computer(_)));
+        Ok(computer.map_or(Work::Playouts, |r| self.game.work_of(r)))
+    }
+
     fn hint(&mut self, role: usize) -> Result<usize, SessionError> {
         if !self.humans_to_choose()?.contains(&role) || self.pending[role].is_some() {
             return Err(SessionError::Request(format!(
@@ -641,6 +655,15 @@ fn board_view(layout: &Layout, facts: &[Term], roles: &[Term]) -> BoardView {
             Grid::Hex { lean } => Some(lean),
             Grid::Squares => None,
         },
+        edges: {
+            let edges: std::collections::BTreeMap<&'static str, String> =
+                ["top-bottom", "left-right"]
+                    .into_iter()
+                    .zip(layout.joins())
+                    .filter_map(|(side, content)| Some((side, content_text(content?))))
+                    .collect();
+            (!edges.is_empty()).then_some(edges)
+        },
     }
 }
 
@@ -657,7 +680,6 @@ fn other_facts(layout: Option<&Layout>, facts: &[Term]) -> Vec<(String, Vec<Stri
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::play::progress;
 
     fn session(sheet: &str, seats: Vec<Seat>, board: Option<&str>) -> Box<dyn Session> {
         let path = format!("{}/{sheet}", env!("CARGO_MANIFEST_DIR"));
@@ -756,12 +778,12 @@ mod tests {
         let text = std::fs::read_to_string(path).unwrap();
         let description = Description::from_text(&text).unwrap();
         let seats = vec![Seat::Human, Seat::Computer(Level::Seconds(30.0))];
-        let (mut game, counter) =
+        let (mut game, progress) =
             new_session("ticTacToe", &description, &text, seats, 1, None).unwrap();
-        let before = progress::read(&counter);
+        let before = progress.count();
         let start = std::time::Instant::now();
         game.choose(0, 0).unwrap();
-        assert_eq!(progress::read(&counter), before, "o's noop was searched");
+        assert_eq!(progress.count(), before, "o's noop was searched");
         assert!(start.elapsed() < std::time::Duration::from_secs(5));
         let view = game.view(1).unwrap();
         assert_eq!(view.step, 1);

@@ -8,8 +8,14 @@
 // The human's moves are chosen by a fixed rule (below), and the server's random player is
 // seeded (`ggp web --seed 1`), so a run plays the same games every time.
 //
+// Then it plays 1. e4 against the computer at `medium` (alpha-beta) and checks the thinking
+// indicator: every status shown while it thinks counts positions, and the reply says how many
+// it searched (`web-chess-medium-1200.png`; `web-chess-thinking-1200.png` too when the page
+// showed the indicator by the time it was looked at).
+//
 // Then it lets the computer play 20 steps of checkers, reversi and hex (sheets of rules/, each
-// with its display description), and saves `web-GAME-1200.png`.
+// with its display description), and saves `web-GAME-1200.png`; and the same for hexPie of
+// ../shared/games/base, uploaded (no description: its hexagons and edges come from its rules).
 //
 // Usage: node boards.cjs URL OUTDIR   (run by tests/web.rs, which sets NODE_PATH)
 "use strict";
@@ -173,6 +179,8 @@ async function play(page, game, seats, width, midAfter) {
     const last = await page.evaluate(() => window.currentView.history);
     const mine = last.filter(([step]) => step === view.step);
     if (!mine.length) throw new Error(`${game}: move ${term} left no history`);
+    const said = await page.evaluate(() => document.getElementById("last").textContent);
+    if (/undefined|searched 0 /.test(said)) throw new Error(`${game}: last move line "${said}"`);
     moves++;
     if (moves > 300) throw new Error(`${game}: not over after 300 moves`);
   }
@@ -187,6 +195,40 @@ async function play(page, game, seats, width, midAfter) {
   console.log(`${game}: ${moves} moves clicked at ${width}px, step ${view.step}, ${text.trim()}, `
     + `${((Date.now() - began) / 1000).toFixed(1)} s; ${shots.join(" ")}`);
   return view;
+}
+
+// Chess against `medium`: 1. e4 clicked; the statuses shown until the reply are recorded
+// as they change.
+async function thinking(page) {
+  await page.setViewportSize({ width: 1200, height: 900 });
+  await start(page, "chess", ["human", "medium"]);
+  let view = await waitOurs(page);
+  await page.evaluate(() => {
+    window.statuses = [];
+    new MutationObserver(() => window.statuses.push(document.getElementById("status").textContent))
+      .observe(document.getElementById("status"), { childList: true, characterData: true, subtree: true });
+  });
+  const e4 = view.moves[0].find((m) => m.notation === "e4");
+  await clickMove(page, view, e4);
+  await page.waitForFunction(() => window.currentView.step > 0);
+  const shots = [];
+  if (await page.evaluate(() => window.currentView.thinking)) {
+    shots.push(path.join(outdir, "web-chess-thinking-1200.png"));
+    await page.screenshot({ path: shots[0], fullPage: true });
+  }
+  view = await waitOurs(page);
+  const file = path.join(outdir, "web-chess-medium-1200.png");
+  await page.screenshot({ path: file, fullPage: true });
+  shots.push(file);
+  const statuses = await page.evaluate(() => window.statuses.filter((s) => s.startsWith("Computer thinking")));
+  const last = await page.evaluate(() => document.getElementById("last").textContent);
+  for (const s of statuses) {
+    if (!/^Computer thinking \(black\)(: [\d,]+ positions so far)?$/.test(s)) throw new Error(`status ${s}`);
+  }
+  const searched = /the computer searched ([\d,]+) positions/.exec(last);
+  if (!searched || Number(searched[1].replace(/,/g, "")) <= 0) throw new Error(`last move line: ${last}`);
+  console.log(`chess-medium: ${statuses.length} thinking statuses (${statuses.slice(-1)[0] || "none"}), `
+    + `${last}; ${shots.join(" ")}`);
 }
 
 async function main() {
@@ -210,6 +252,7 @@ async function main() {
       dominupFixed: [["random", "human"], 1200, 4],
       dominup: [["human", "random", "random"], 390, 3],
     };
+    if (!process.env.GGP_BOARDS) await thinking(page);
     for (const game of games) {
       const [seats, width, mid] = plan[game];
       const view = await play(page, game, seats, width, mid);
@@ -230,6 +273,22 @@ async function main() {
         console.log(`${game}: step ${view.step}, ${shapes} ${expect[game]} elements, ${file}`);
         if (shapes < 10) throw new Error(`${game}: ${shapes} ${expect[game]} elements`);
       }
+      // hexPie, uploaded (no display description): hexagons by shape, and the edges each
+      // side connects found from ended games, drawn in its stones' colours.
+      const pie = path.join(__dirname, "../../../shared/games/base/hexPie.kif");
+      if (fs.existsSync(pie)) {
+        await page.goto(url);
+        await page.setInputFiles("#upload", pie);
+        await page.waitForSelector('#game option[value="upload:hexPie"]', { state: "attached" });
+        await start(page, "upload:hexPie", ["random", "random"]);
+        await page.waitForFunction(() => window.currentView && (window.currentView.step >= 20 || window.currentView.terminal), null, { timeout: 60000 });
+        const view = await page.evaluate(() => window.currentView);
+        const edges = await page.$$eval("#board line", (e) => e.map((l) => l.getAttribute("stroke")));
+        const file = path.join(outdir, "web-hexPie-1200.png");
+        await page.screenshot({ path: file, fullPage: true });
+        console.log(`hexPie: step ${view.step}, edges ${JSON.stringify(view.board.edges)}, lines ${edges.join(" ")}, ${file}`);
+        if (view.board.hex == null || edges.length !== 4 || new Set(edges).size !== 2) throw new Error("hexPie: no hexagons or edges");
+      }
     }
     if (errors.length) throw new Error("page errors: " + errors.join("; "));
   } finally {
@@ -238,5 +297,5 @@ async function main() {
   }
 }
 
-const timer = setTimeout(() => { console.error("timed out"); process.exit(3); }, 240000);
+const timer = setTimeout(() => { console.error("timed out"); process.exit(3); }, 480000);
 main().then(() => { clearTimeout(timer); }, (e) => { console.error(e); process.exit(1); });

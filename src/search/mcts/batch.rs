@@ -13,6 +13,11 @@
 //! The engine looks at the clock before every step; a round the deadline interrupts is
 //! dropped, as an interrupted iteration is.
 //!
+//! A round has three parts: [`gather`] (the descents) and [`settle`] (the back-ups) work on
+//! the tree, [`play`] (the playouts) only on the engine, so that a tree shared by several
+//! threads ([`super::parallel`]) is locked for the first and the last only; the virtual
+//! losses stay on while the playouts run.
+//!
 //! Only uniform playouts run in the batch: with MAST or decisive playouts, or on an engine
 //! that plays one game at a time (Datalog), the search runs one iteration at a time.
 
@@ -44,6 +49,8 @@ pub(super) struct Lanes<S, Mv> {
     /// For each playout, the path (index into `paths`) it belongs to.
     owner: Vec<usize>,
     ends: Vec<PlayoutEnd<S>>,
+    /// Paths of the current round (the first `used` of `paths`).
+    used: usize,
 }
 
 impl<S, Mv> Default for Lanes<S, Mv> {
@@ -53,6 +60,7 @@ impl<S, Mv> Default for Lanes<S, Mv> {
             starts: Vec::new(),
             owner: Vec::new(),
             ends: Vec::new(),
+            used: 0,
         }
     }
 }
@@ -82,17 +90,37 @@ pub(super) fn round<M: StateMachine>(
     size: usize,
     leaf: usize,
 ) -> Round {
+    let mut round = gather(tree, machine, rng, ctx, policies, lanes, size, leaf);
+    let ran = play(machine, rng, ctx, lanes, &mut round);
+    settle(tree, machine, policies, lanes, &mut round, ran);
+    round
+}
+
+/// The first part of a round, on the tree: up to `size` descents, each leaf given `leaf`
+/// lanes and a virtual loss on its path (left on until [`settle`]); descents that end at a
+/// settled node are backed up at once.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn gather<M: StateMachine>(
+    tree: &mut Tree<M::State, M::Move>,
+    machine: &mut M,
+    rng: &mut Xoshiro256PlusPlus,
+    ctx: &Context,
+    policies: &mut Policies<M>,
+    lanes: &mut Lanes<M::State, M::Move>,
+    size: usize,
+    leaf: usize,
+) -> Round {
     let n_roles = machine.roles().len();
     let mut round = Round::default();
     lanes.starts.clear();
     lanes.owner.clear();
-    let mut used = 0;
+    lanes.used = 0;
     let mut attempts = 0;
     while attempts < size && !tree.root_settled() {
-        if used == lanes.paths.len() {
+        if lanes.used == lanes.paths.len() {
             lanes.paths.push(Scratch::default());
         }
-        let scratch = &mut lanes.paths[used];
+        let scratch = &mut lanes.paths[lanes.used];
         match tree.descend(machine, rng, ctx, policies, scratch) {
             Ok(Leaf::Value(v)) => {
                 tree.complete(n_roles, policies, scratch, v);
@@ -104,9 +132,9 @@ pub(super) fn round<M: StateMachine>(
                 let k = leaf.min(size - attempts);
                 for _ in 0..k {
                     lanes.starts.push(state.clone());
-                    lanes.owner.push(used);
+                    lanes.owner.push(lanes.used);
                 }
-                used += 1;
+                lanes.used += 1;
                 attempts += k;
             }
             Err(Halt::Engine(e)) => {
@@ -120,11 +148,21 @@ pub(super) fn round<M: StateMachine>(
             }
         }
     }
-    for path in &lanes.paths[..used] {
-        tree.virtual_loss(path, n_roles, false);
-    }
+    round
+}
+
+/// The middle of a round, which needs no tree: the lanes' playouts in one call to the
+/// engine; whether they all ended (false when the deadline passed or the engine failed,
+/// noted in `round`).
+pub(super) fn play<M: StateMachine>(
+    machine: &mut M,
+    rng: &mut Xoshiro256PlusPlus,
+    ctx: &Context,
+    lanes: &mut Lanes<M::State, M::Move>,
+    round: &mut Round,
+) -> bool {
     if round.deadline || lanes.starts.is_empty() {
-        return round;
+        return false;
     }
     match machine.playouts_from(
         &lanes.starts,
@@ -133,16 +171,35 @@ pub(super) fn round<M: StateMachine>(
         ctx.deadline,
         &mut lanes.ends,
     ) {
-        Ok(true) => {}
+        Ok(true) => true,
         Ok(false) => {
             round.deadline = true;
-            return round;
+            false
         }
         Err(e) => {
             round.errors += lanes.starts.len() as u64;
             round.last_error = Some(e);
-            return round;
+            false
         }
+    }
+}
+
+/// The last part of a round, on the tree: the virtual losses taken off and, if the
+/// playouts `ran`, each lane backed up along its own leaf's path.
+pub(super) fn settle<M: StateMachine>(
+    tree: &mut Tree<M::State, M::Move>,
+    machine: &mut M,
+    policies: &mut Policies<M>,
+    lanes: &mut Lanes<M::State, M::Move>,
+    round: &mut Round,
+    ran: bool,
+) {
+    let n_roles = machine.roles().len();
+    for path in &lanes.paths[..lanes.used] {
+        tree.virtual_loss(path, n_roles, false);
+    }
+    if !ran {
+        return;
     }
     let mut rewards = Vec::with_capacity(n_roles);
     for (end, &owner) in lanes.ends.iter().zip(&lanes.owner) {
@@ -162,7 +219,6 @@ pub(super) fn round<M: StateMachine>(
         tree.complete(n_roles, policies, &mut lanes.paths[owner], rewards.clone());
         round.iterations += 1;
     }
-    round
 }
 
 #[cfg(test)]

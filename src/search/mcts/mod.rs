@@ -36,13 +36,14 @@
 //! selection; both are off by default (see [`tree`] and [`select`]; the README gives the
 //! matches).
 //!
-//! **Threads: root parallelisation.** Each thread has its own tree, its own machine (from
-//! [`StateMachine::fork`]) and its own random generator, and the trees' root statistics are
-//! merged to choose the move. This needs no lock, no virtual loss and no shared mutable state
-//! (only a stop flag when a tree settles its root), keeps each thread deterministic for a
-//! seed, and is the same code on one thread; with the two to four threads we run on, root
-//! parallelisation plays about as well as a shared tree (Chaslot, Winands and van den Herik,
-//! "Parallel Monte-Carlo Tree Search", 2008). Engines that cannot fork run one thread.
+//! **Threads** ([`MctsSettings::parallel`], see [`parallel`]). Each thread has its own machine
+//! (from [`StateMachine::fork`]), random generator and policies. By default (root
+//! parallelisation) each also has its own tree, and the trees' root statistics are merged to
+//! choose the move: no lock, no virtual loss, each thread deterministic for a seed (Chaslot,
+//! Winands and van den Herik, "Parallel Monte-Carlo Tree Search", 2008). With
+//! [`Parallelism::Tree`] the threads share one tree under a lock, with a virtual loss on each
+//! path while its playout runs, so that the threads spread over the tree and a deep line is
+//! searched once rather than once per thread. Engines that cannot fork run one thread.
 //!
 //! **Clock and memory.** The clock is checked before every iteration and before every move
 //! of a playout; an iteration cut by the deadline is dropped. Nodes are counted with an
@@ -76,7 +77,8 @@ const MAX_LEARNING: std::time::Duration = std::time::Duration::from_secs(8);
 const MAX_LEARNING_GAMES: usize = 100_000;
 
 pub use eval::{Evaluation, GoalEvaluation, HeuristicEvaluation};
-use parallel::{Context, MoveSummary, Worker, merge_root, run_all};
+pub use parallel::Parallelism;
+use parallel::{Context, Hand, MoveSummary, Worker, merge_root, run_all, run_shared};
 pub use playout::{DecisivePlayout, MastPlayout, PlayoutPolicy, UniformPlayout};
 pub use select::{Grave, MoveView, Selection, Ucb1};
 use tree::{Node, Tree};
@@ -123,6 +125,11 @@ pub struct MctsSettings {
     /// With `batch`: playouts from each leaf of a round (leaf parallelism; 1: every playout
     /// from its own leaf).
     pub leaf: usize,
+    /// How several threads share the search: a tree each (root) or one tree (tree).
+    pub parallel: Parallelism,
+    /// Keep searching while waiting for the next request ([`Player::ponder`]): on the
+    /// opponents' turns, from the start clock's end to the first move, and after a reply.
+    pub ponder: bool,
 }
 
 impl MctsSettings {
@@ -190,8 +197,10 @@ impl Default for MctsSettings {
             prior: 0,
             transpositions: false,
             grave: 0,
-            batch: 0,
-            leaf: 1,
+            batch: 256,
+            leaf: 8,
+            parallel: Parallelism::Root,
+            ponder: false,
         }
     }
 }
@@ -203,11 +212,14 @@ pub struct MctsStats {
     pub iterations: u64,
     /// Iterations dropped because the engine failed.
     pub errors: u64,
+    /// Iterations run by pondering ([`Player::ponder`]) since the move before (after a
+    /// choice; 0 after a pondering search).
+    pub pondered: u64,
     /// Nodes in all trees after the search.
     pub nodes: usize,
     /// Nodes kept from the previous search's trees.
     pub reused: usize,
-    /// Threads (trees) searched.
+    /// Threads searched.
     pub threads: usize,
     /// Wall-clock seconds of the search.
     pub seconds: f64,
@@ -231,6 +243,8 @@ pub struct MctsPlayer<M: StateMachine> {
     /// One heuristic per role, learnt at the start clock when asked for.
     heuristics: Option<Vec<Option<Heuristic>>>,
     stats: MctsStats,
+    /// Iterations run by [`Player::ponder`] since the last move was chosen.
+    pondered: u64,
 }
 
 impl<M: StateMachine> MctsPlayer<M> {
@@ -252,6 +266,7 @@ impl<M: StateMachine> MctsPlayer<M> {
             policies: Vec::new(),
             heuristics: None,
             stats: MctsStats::default(),
+            pondered: 0,
         }
     }
 
@@ -290,8 +305,12 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
             }
         }
         let threads = self.forks.len() + 1;
-        let budget = self.settings.memory_bytes / threads;
-        self.trees = (0..threads)
+        let trees = match self.settings.parallel {
+            Parallelism::Root => threads,
+            Parallelism::Tree => 1,
+        };
+        let budget = self.settings.memory_bytes / trees;
+        self.trees = (0..trees)
             .map(|_| Tree::new(budget, self.settings.transpositions))
             .collect();
         self.rngs = (0..threads as u64)
@@ -346,7 +365,7 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
             progress: self.config.progress.clone(),
             batch: batch::round_size(&self.settings, &*machine),
         };
-        let threads = self.trees.len();
+        let threads = self.rngs.len();
         let limit = self.config.max_iterations.unwrap_or(u64::MAX);
         let quota = |i: usize| {
             let (t, i) = (threads as u64, i as u64);
@@ -357,22 +376,33 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
             }
         };
         let machines = std::iter::once(machine).chain(self.forks.iter_mut());
-        let workers: Vec<Worker<'_, M>> = self
-            .trees
+        let hands = self
+            .rngs
             .iter_mut()
-            .zip(self.rngs.iter_mut())
             .zip(self.policies.iter_mut())
             .zip(machines)
-            .enumerate()
-            .map(|(i, (((tree, rng), policies), machine))| Worker {
-                tree,
+            .map(|((rng, policies), machine)| Hand {
                 machine,
                 rng,
                 policies,
-                quota: quota(i),
-            })
-            .collect();
-        let counts = run_all(workers, &ctx);
+            });
+        let counts = match self.settings.parallel {
+            Parallelism::Tree => run_shared(&mut self.trees[0], hands.collect(), limit, &ctx),
+            Parallelism::Root => {
+                let workers: Vec<Worker<'_, M>> = self
+                    .trees
+                    .iter_mut()
+                    .zip(hands)
+                    .enumerate()
+                    .map(|(i, (tree, hand))| Worker {
+                        tree,
+                        hand,
+                        quota: quota(i),
+                    })
+                    .collect();
+                run_all(workers, &ctx)
+            }
+        };
         self.stats = MctsStats {
             iterations: counts.iter().map(|c| c.iterations).sum(),
             errors: counts.iter().map(|c| c.errors).sum(),
@@ -382,6 +412,7 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
             seconds: started.elapsed().as_secs_f64(),
             root_settled: self.trees.iter().any(Tree::root_settled),
             last_error: counts.into_iter().find_map(|c| c.last_error),
+            pondered: 0,
         };
         Ok(())
     }
@@ -487,7 +518,37 @@ impl<M: StateMachine + Send + 'static> Player<M> for MctsPlayer<M> {
             return Err(SearchError::NoMove);
         }
         self.search(machine, state, deadline)?;
+        self.stats.pondered = std::mem::take(&mut self.pondered);
+        if self.stats.pondered > 0 {
+            tracing::info!(
+                iterations = self.stats.iterations,
+                pondered = self.stats.pondered,
+                reused = self.stats.reused,
+                "mcts: searched after pondering"
+            );
+        }
         self.best()
+    }
+
+    fn ponders(&self) -> bool {
+        self.settings.ponder && self.config.max_iterations.is_none()
+    }
+
+    /// Searches `state` until `until`, growing the tree the next [`Player::choose`] reuses;
+    /// nothing to do when pondering is off, under an iteration budget (which is per move), or
+    /// once the state is terminal or its value settled.
+    fn ponder(
+        &mut self,
+        machine: &mut M,
+        state: &M::State,
+        until: Instant,
+    ) -> Result<bool, SearchError> {
+        if !self.ponders() || machine.is_terminal(state)? {
+            return Ok(false);
+        }
+        self.search(machine, state, until)?;
+        self.pondered += self.stats.iterations;
+        Ok(!self.stats.root_settled)
     }
 }
 

@@ -522,15 +522,7 @@ impl<S: Clone + Eq + Hash, Mv: Copy + Eq + Hash> Tree<S, Mv> {
     {
         let rewards = match self.descend(machine, rng, ctx, policies, scratch)? {
             Leaf::Value(v) => v,
-            Leaf::Playout(state) => {
-                let last =
-                    policies
-                        .playout
-                        .playout(machine, &state, rng, ctx.deadline, ctx.max_steps)?;
-                let mut rewards = Vec::with_capacity(machine.roles().len());
-                policies.eval.evaluate(machine, &last, &mut rewards)?;
-                rewards
-            }
+            Leaf::Playout(state) => play_out(machine, rng, ctx, policies, &state)?,
         };
         self.complete(machine.roles().len(), policies, scratch, rewards);
         Ok(())
@@ -769,6 +761,23 @@ impl<S: Clone + Eq + Hash, Mv: Copy + Eq + Hash> Tree<S, Mv> {
             }
         }
     }
+}
+
+/// The middle of an iteration, which needs no tree: a playout from a leaf's `state` by the
+/// playout policy, its last state scored by the evaluation (rewards per role, 0..1).
+pub(super) fn play_out<M: StateMachine>(
+    machine: &mut M,
+    rng: &mut Xoshiro256PlusPlus,
+    ctx: &Context,
+    policies: &mut Policies<M>,
+    state: &M::State,
+) -> Result<Vec<f64>, Halt> {
+    let last = policies
+        .playout
+        .playout(machine, state, rng, ctx.deadline, ctx.max_steps)?;
+    let mut rewards = Vec::with_capacity(machine.roles().len());
+    policies.eval.evaluate(machine, &last, &mut rewards)?;
+    Ok(rewards)
 }
 
 #[cfg(test)]

@@ -1,0 +1,115 @@
+//! `ggp factor`: a game's independent sub-games, for sheet writers and for checking what the
+//! `factor=on` search option will prune.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::analysis::Factoring;
+use crate::gdl::Term;
+use crate::propnet::{Budget, ground};
+
+/// Arguments of `ggp factor`.
+#[derive(clap::Args, Debug)]
+pub struct FactorArgs {
+    /// The rule sheet (.kif).
+    game: PathBuf,
+    /// List every fact and move instead of the first few of each component.
+    #[arg(long)]
+    all: bool,
+}
+
+/// How many facts or moves a component's line shows without `--all`.
+const SHOWN: usize = 6;
+
+/// Runs `ggp factor`.
+pub fn run(args: &FactorArgs) -> anyhow::Result<ExitCode> {
+    let description = super::load_description(&args.game)?;
+    let prog = ground(&description, &Budget::default())
+        .map_err(|e| anyhow::anyhow!("{} does not ground: {e}", args.game.display()))?;
+    let factoring = Factoring::of(&prog, description.roles());
+    print!("{}", render(&factoring, description.roles(), args.all));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The report `ggp factor` prints.
+pub fn render(f: &Factoring, roles: &[Term], all: bool) -> String {
+    let mut out = String::new();
+    let shown = if all { usize::MAX } else { SHOWN };
+    let list = |items: Vec<String>| -> String {
+        let n = items.len();
+        let mut s = items.into_iter().take(shown).collect::<Vec<_>>().join(" ");
+        if n > shown {
+            let _ = write!(s, " ... ({} more)", n - shown);
+        }
+        s
+    };
+    let moves = |ms: &[(usize, Term)]| -> String {
+        list(
+            ms.iter()
+                .map(|(r, m)| format!("{}:{m}", roles[*r]))
+                .collect(),
+        )
+    };
+    let _ = writeln!(
+        out,
+        "components: {} ({} relevant), shared facts: {}, free moves: {}",
+        f.components.len(),
+        f.relevant().len(),
+        f.shared.len(),
+        f.free_moves.len()
+    );
+    for (c, comp) in f.components.iter().enumerate() {
+        let mut readers: Vec<String> = roles
+            .iter()
+            .enumerate()
+            .filter(|(r, _)| f.goal_reads[*r].contains(&c))
+            .map(|(_, role)| format!("goal {role}"))
+            .collect();
+        if f.terminal_reads.contains(&c) {
+            readers.push("terminal".into());
+        }
+        let read = if readers.is_empty() {
+            "read by neither goal nor terminal: its moves are idle".to_string()
+        } else {
+            format!("read by {}", readers.join(", "))
+        };
+        let _ = writeln!(
+            out,
+            "component {}: {} facts, {} moves; {read}",
+            c + 1,
+            comp.facts.len(),
+            comp.moves.len()
+        );
+        let _ = writeln!(
+            out,
+            "  facts: {}",
+            list(comp.facts.iter().map(Term::to_string).collect())
+        );
+        if !comp.moves.is_empty() {
+            let _ = writeln!(out, "  moves: {}", moves(&comp.moves));
+        }
+    }
+    if !f.shared.is_empty() {
+        let _ = writeln!(
+            out,
+            "shared: {}",
+            list(f.shared.iter().map(Term::to_string).collect())
+        );
+    }
+    if !f.free_moves.is_empty() {
+        let _ = writeln!(out, "free moves (change nothing): {}", moves(&f.free_moves));
+    }
+    for (role, idle) in f.idle_moves().iter().enumerate() {
+        let has_free = f.free_moves.iter().any(|(r, _)| *r == role);
+        if idle.len() >= 2 && has_free {
+            let _ = writeln!(
+                out,
+                "factor=on keeps one of {} idle moves of {} (a free move, where one is legal)",
+                idle.len(),
+                roles[role]
+            );
+        }
+    }
+    out
+}
