@@ -108,7 +108,7 @@ impl From<EvalError> for GroundError {
     fn from(e: EvalError) -> Self {
         match e {
             EvalError::Deadline => GroundError::Time(TimeUp {
-                phase: "evaluating rules",
+                phase: Phase::EvaluatingRules,
                 limit: None,
             }),
             e => GroundError::Budget(Exceeded::Eval(e)),
@@ -120,8 +120,8 @@ impl From<EvalError> for GroundError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("out of time {phase}{}", time_allowed(.limit))]
 pub struct TimeUp {
-    /// What was being done (for example "instantiating rules").
-    pub phase: &'static str,
+    /// What was being done.
+    pub phase: Phase,
     /// The time allowed, when the grounder's own clock ran out (none when the rule
     /// evaluator's deadline did).
     pub limit: Option<Duration>,
@@ -132,6 +132,42 @@ fn time_allowed(limit: &Option<Duration>) -> String {
     limit
         .map(|l| format!(": more than {:.1} s", l.as_secs_f64()))
         .unwrap_or_default()
+}
+
+/// What grounding was doing when it ran out of time or memory ([`TimeUp`],
+/// [`Exceeded::Memory`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Phase {
+    /// Lowering the rules to the engine's form.
+    #[error("lowering the rules")]
+    LoweringRules,
+    /// Evaluating the rules (the rule evaluator's own deadline).
+    #[error("evaluating rules")]
+    EvaluatingRules,
+    /// Evaluating the relations no move changes.
+    #[error("static relations")]
+    StaticRelations,
+    /// Evaluating the relaxed model (every fact that might ever hold).
+    #[error("relaxed model")]
+    RelaxedModel,
+    /// Instantiating the rules over the relaxed model.
+    #[error("instantiating rules")]
+    InstantiatingRules,
+    /// Turning the ground program into gates.
+    #[error("building the network")]
+    BuildingNetwork,
+    /// Evaluating the gates that no state or move changes.
+    #[error("evaluating static logic")]
+    StaticLogic,
+    /// Removing gates that change nothing.
+    #[error("simplifying the network")]
+    Simplifying,
+    /// Inlining gates into their readers.
+    #[error("inlining gates")]
+    Inlining,
+    /// Factoring sums of products (`AND(m, OR(...))`).
+    #[error("factoring the network")]
+    Factoring,
 }
 
 /// What a grounding outgrew ([`GroundError::Budget`]).
@@ -149,7 +185,7 @@ pub enum Exceeded {
     )]
     Memory {
         /// What grounding was doing.
-        what: String,
+        what: Phase,
         /// The resident memory, in bytes.
         used: u64,
         /// The limit, in bytes.
@@ -332,7 +368,7 @@ impl Clock {
     /// `Err` once the time is up ([`GroundError::Time`]) or the process's resident memory
     /// exceeds the limit ([`GroundError::Budget`]). The memory is read at most every
     /// [`MEMORY_CHECK_INTERVAL`]; `what` says what was being done.
-    pub(crate) fn check(&self, what: &'static str) -> Result<(), GroundError> {
+    pub(crate) fn check(&self, what: Phase) -> Result<(), GroundError> {
         let now = Instant::now();
         if now.saturating_duration_since(self.start) > self.limit {
             return Err(GroundError::Time(TimeUp {
@@ -351,7 +387,7 @@ impl Clock {
         self.memory_read.set(Some(now));
         match resources::resident_memory() {
             Some(used) if used > self.max_memory => Err(GroundError::Budget(Exceeded::Memory {
-                what: what.to_string(),
+                what,
                 used,
                 limit: self.max_memory,
             })),
@@ -391,7 +427,7 @@ pub(crate) fn ground_with_demand(
     demand: Demand,
 ) -> Result<GroundProgram, GroundError> {
     let lowered = lower_with(description.rules(), demand)?;
-    clock.check("lowering the rules")?;
+    clock.check(Phase::LoweringRules)?;
     let keywords = Keywords::of(&lowered)?;
     let needed = needed_relations(&lowered, &keywords);
     let plan = Plan::new(&lowered, keywords, &needed)?;
@@ -626,9 +662,9 @@ impl Plan {
         for s in 0..self.n_evaluated {
             engine.evaluate(s)?;
             clock.check(if s < self.n_static {
-                "static relations"
+                Phase::StaticRelations
             } else {
-                "relaxed model"
+                Phase::RelaxedModel
             })?;
         }
         Ok(engine)
@@ -715,12 +751,12 @@ impl Plan {
             let result = engine.evaluate(self.n_evaluated + j);
             std::mem::swap(&mut engine.pool, &mut prog.pool);
             result?;
-            clock.check("instantiating rules")?;
+            clock.check(Phase::InstantiatingRules)?;
             let inst = RelId((self.n_rels + j) as u32);
             let n = engine.relation(inst).len();
             for i in 0..n {
                 if i % 4096 == 4095 {
-                    clock.check("instantiating rules")?;
+                    clock.check(Phase::InstantiatingRules)?;
                 }
                 binds.clear();
                 binds.extend_from_slice(engine.relation(inst).row(i));

@@ -33,7 +33,7 @@ mod optimize;
 pub use batch::{BatchRunner, LANES, LaneRecord, Width};
 pub use ground::{
     AtomId, Budget, DEFAULT_MAX_MEMORY_BYTES, Exceeded, GroundError, GroundLit, GroundProgram,
-    GroundRule, Keywords, TimeUp, default_max_memory, ground,
+    GroundRule, Keywords, Phase, TimeUp, default_max_memory, ground,
 };
 pub use machine::{PropnetMachine, PropnetState};
 pub use net::{MoveId, Net, NetStats};

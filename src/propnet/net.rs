@@ -31,7 +31,7 @@ use hashbrown::HashMap;
 
 use crate::gdl::{GTerm, Term, TermPool};
 
-use super::ground::{AtomId, Budget, Clock, Exceeded, GroundError, GroundProgram};
+use super::ground::{AtomId, Budget, Clock, Exceeded, GroundError, GroundProgram, Phase};
 use super::optimize::{self, Graph, Lit, Node};
 
 /// A move's number: an index into the net's table of move terms.
@@ -225,7 +225,7 @@ impl Net {
         clock: &Clock,
     ) -> Result<Net, GroundError> {
         let flat = Flat::new(&opt.g, opt.n_leaves(), &opt.outputs, budget)?;
-        clock.check("building the network")?;
+        clock.check(Phase::BuildingNetwork)?;
         let Optimized {
             prog,
             outputs,
@@ -454,12 +454,12 @@ impl Optimized {
         let (nodes, atom_node) = raw_nodes(&prog, budget)?;
         let raw_gates = nodes.iter().filter(|n| n.is_gate()).count();
         let mut g = Graph::new(nodes)?;
-        clock.check("building the network")?;
+        clock.check(Phase::BuildingNetwork)?;
         optimize::evaluate_static(&mut g, clock)?;
         let (base_terms, initial) = initial_state(&prog);
         let mut outputs = Outputs::new(&prog, &atom_node, roles, &base_terms);
         optimize_graph(&mut g, &mut outputs, clock)?;
-        clock.check("building the network")?;
+        clock.check(Phase::BuildingNetwork)?;
         Ok(Optimized {
             g,
             outputs,

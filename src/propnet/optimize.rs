@@ -21,7 +21,7 @@ use std::hash::BuildHasher;
 
 use hashbrown::{HashMap, HashTable};
 
-use super::ground::{Clock, GroundError};
+use super::ground::{Clock, GroundError, Phase};
 
 /// A literal: a node, or its negation. Node 0 is the constant false, so [`Lit::TRUE`] is its
 /// negation.
@@ -165,7 +165,7 @@ pub(crate) fn evaluate_static(g: &mut Graph, clock: &Clock) -> Result<Vec<bool>,
     let lit_value = |values: &[bool], l: Lit| values[l.node()] ^ l.neg();
     for (c, comp) in g.order.iter().enumerate() {
         if c % 16384 == 16383 {
-            clock.check("evaluating static logic")?;
+            clock.check(Phase::StaticLogic)?;
         }
         let is_dynamic = comp.iter().any(|&x| {
             let node = &g.nodes[x as usize];
@@ -215,7 +215,7 @@ pub(crate) fn simplify(g: &mut Graph, clock: &Clock) -> Result<(), GroundError> 
     let mut seen: HashTable<u32> = HashTable::new();
     for c in 0..g.order.len() {
         if c % 16384 == 16383 {
-            clock.check("simplifying the network")?;
+            clock.check(Phase::Simplifying)?;
         }
         for i in 0..g.order[c].len() {
             let x = g.order[c][i] as usize;
@@ -339,7 +339,7 @@ pub(crate) fn inline(g: &mut Graph, roots: &[Lit], clock: &Clock) -> Result<(), 
     let mut merged: Vec<Lit> = Vec::new();
     for c in 0..g.order.len() {
         if c % 16384 == 16383 {
-            clock.check("inlining gates")?;
+            clock.check(Phase::Inlining)?;
         }
         for i in 0..g.order[c].len() {
             let x = g.order[c][i] as usize;
@@ -421,7 +421,7 @@ pub(crate) fn factor(g: &mut Graph, roots: &[Lit], clock: &Clock) -> Result<(), 
     for comp in old_order {
         if work > 1 << 16 {
             work = 0;
-            clock.check("factoring the network")?;
+            clock.check(Phase::Factoring)?;
         }
         work += 1;
         let x = comp[0] as usize;
