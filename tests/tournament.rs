@@ -137,6 +137,20 @@ fn tables_add_up_and_seats_alternate() {
 }
 
 #[test]
+fn the_players_log_goes_to_a_file_and_says_what_auto_chose() {
+    let out = out_dir("log");
+    let players = ["a=builtin:auto", "r=builtin:random"];
+    let (code, report, err) = tournament(&[TIC_TAC_TOE], &players, &["--matches", "1"], &out);
+    assert_eq!(code, 0, "{report}{err}");
+    let log = std::fs::read_to_string(out.join("players.log")).unwrap();
+    assert!(log.contains("auto: "), "{log}");
+    assert!(log.contains("START"), "{log}");
+    // The terminal gets warnings only: the per-message lines stay in the file.
+    assert!(!err.contains("auto: ") && !err.contains("INFO"), "{err}");
+    std::fs::remove_dir_all(&out).ok();
+}
+
+#[test]
 fn a_rerun_resumes_from_the_records() {
     let out = out_dir("resume");
     let players = ["r=builtin:random", "l=builtin:legal"];

@@ -78,13 +78,6 @@ struct GameEngine {
 /// A bad player spec, an unreadable game, an unreachable player, or an output folder that
 /// holds another tournament.
 pub fn run(args: TournamentArgs) -> anyhow::Result<ExitCode> {
-    // The referee's and players' per-move lines would drown the progress bar: warnings only.
-    let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_max_level(tracing::Level::WARN)
-        .try_init();
     if args.startclock == 0 || args.playclock == 0 {
         anyhow::bail!("the clocks must be at least 1 second");
     }
@@ -146,6 +139,7 @@ pub fn run(args: TournamentArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     settings.seed = tournament::open_folder(&games, &players, &settings)?;
+    log_to(&args.out.join("players.log"))?;
     let jobs = tournament::plan(&games, &players, settings.matches, settings.seed)?;
     let play = |job: &Job, config: MatchConfig| -> Result<MatchRecord, String> {
         play_one(
@@ -181,6 +175,34 @@ pub fn run(args: TournamentArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// Sends warnings to the terminal, and every line the referee and the built-in players log
+/// (`auto`'s choice of search, each message and reply) to `path`, appended to across resumed
+/// runs: on the terminal they would drown the progress bar.
+fn log_to(path: &std::path::Path) -> anyhow::Result<()> {
+    use tracing_subscriber::filter::LevelFilter;
+    use tracing_subscriber::prelude::*;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    let terminal = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_filter(LevelFilter::WARN);
+    let log = tracing_subscriber::fmt::layer()
+        .with_writer(std::sync::Mutex::new(file))
+        .with_target(false)
+        .with_ansi(false)
+        .with_filter(LevelFilter::INFO);
+    let _ = tracing_subscriber::registry()
+        .with(terminal)
+        .with(log)
+        .try_init();
+    Ok(())
 }
 
 /// Plays one match: serves its built-in players, refers it on a copy of the game's engine,

@@ -423,9 +423,13 @@ impl Shared {
         let think_until = search_deadline(received, deadline);
         let (tx, building) = mpsc::channel();
         let factory = Arc::clone(&self.factory);
+        // The build and search threads log under the match, so that the lines of matches
+        // played side by side can be told apart.
+        let span = tracing::info_span!("match", id = %id);
         let spawned = std::thread::Builder::new()
             .name("ggp-build".into())
             .spawn(move || {
+                let _in_match = span.entered();
                 let _ = tx.send(factory.create(&description, role_index, think_until));
             });
         if let Err(e) = spawned {

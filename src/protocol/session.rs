@@ -158,9 +158,12 @@ where
     let (outcome_tx, outcomes) = mpsc::channel();
     let player_name = player.name();
     let worker_machine = machine.clone();
+    // The search thread logs under the span this session was launched in (the match's).
+    let span = tracing::Span::current();
     let spawned = std::thread::Builder::new()
         .name("ggp-search".into())
         .spawn(move || {
+            let _in_match = span.entered();
             run_worker(
                 worker_machine,
                 player,
