@@ -316,6 +316,59 @@ fn mcts_ponders_on_the_opponents_turn_and_reuses_the_tree() {
     assert!(!budgeted.ponder(&mut m, &state, far()).unwrap());
 }
 
+#[test]
+fn alphabeta_ponders_to_a_proof_and_its_next_choice_finds_it_in_the_table() {
+    let mut m = propnet(&ours("ticTacToe"));
+    let cfg = SearchConfig {
+        threads: 1,
+        seed: 1,
+        ..SearchConfig::default()
+    };
+    let spec: PlayerSpec = "alphabeta:ponder=on".parse().unwrap();
+    let settings = spec.alphabeta_settings();
+    assert!(settings.ponder);
+    // O (role 1) has just answered; X to move. Both players start with almost no time, so
+    // that the game is not solved at the start.
+    let state = after(&mut m, &["(mark 1 1)", "(mark 2 2)"]);
+    let mut pondering = AlphaBetaPlayer::with_settings(cfg.clone(), settings.clone());
+    let mut fresh = AlphaBetaPlayer::with_settings(cfg.clone(), settings.clone());
+    for p in [&mut pondering, &mut fresh] {
+        p.start(&mut m, 1, Instant::now() + Duration::from_millis(1))
+            .unwrap();
+    }
+    assert!(pondering.ponders());
+    let until = Instant::now() + Duration::from_secs(30);
+    let mut slices = 0;
+    while pondering
+        .ponder(&mut m, &state, Instant::now() + Duration::from_millis(20))
+        .unwrap()
+    {
+        slices += 1;
+        assert!(Instant::now() < until, "not proven after {slices} slices");
+    }
+    // X's reply comes: O's choice is proven, with fewer positions than the same search
+    // without pondering (the table holds part of the proof; 256 against 406 when written).
+    let reply = after(&mut m, &["(mark 1 1)", "(mark 2 2)", "(mark 3 3)"]);
+    let pondered = pondering.choose(&mut m, &reply, far()).unwrap();
+    let unpondered = fresh.choose(&mut m, &reply, far()).unwrap();
+    assert!(pondered.proven && unpondered.proven);
+    assert_eq!(pondered.value, unpondered.value);
+    assert!(
+        pondered.iterations < unpondered.iterations,
+        "{} positions after pondering, {} without",
+        pondered.iterations,
+        unpondered.iterations
+    );
+    // Off, or with a node budget: nothing to do.
+    let mut off = AlphaBetaPlayer::<PropnetMachine>::new(cfg);
+    off.start(&mut m, 1, Instant::now() + Duration::from_millis(1))
+        .unwrap();
+    assert!(!off.ponders());
+    assert!(!off.ponder(&mut m, &state, far()).unwrap());
+    let budgeted = AlphaBetaPlayer::<PropnetMachine>::with_settings(config(1, 100), settings);
+    assert!(!budgeted.ponders());
+}
+
 // MCTS.
 
 #[test]

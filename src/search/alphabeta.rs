@@ -66,6 +66,9 @@ pub struct AlphaBetaSettings {
     /// With a heuristic: the kinds of candidate features it tries, and whether outcomes
     /// proven by latches replace its estimates.
     pub features: Candidates,
+    /// Keep deepening while waiting for the next request ([`Player::ponder`]): the table
+    /// then holds the state our move leads to, searched, when the opponent's reply comes.
+    pub ponder: bool,
 }
 
 /// The weight of mobility against material (in starting sides, inside the `tanh`): twice the
@@ -88,6 +91,7 @@ impl Default for AlphaBetaSettings {
             material: true,
             mobility: true,
             features: Candidates::default(),
+            ponder: false,
         }
     }
 }
@@ -120,6 +124,9 @@ pub struct AlphaBetaPlayer<M: StateMachine> {
     stats: AlphaBetaStats,
     /// The best move of the last search and its state, to order the next search.
     last: Option<(M::State, M::Move)>,
+    /// The root of the last search: searching the same state again (pondering in slices,
+    /// then choosing there) keeps the table's entries as this search's own.
+    root: Option<M::State>,
     /// The learnt leaf evaluation (and its compiled form), and whether learning was tried.
     heuristic: Option<Heuristic>,
     evaluator: Option<Box<Evaluator>>,
@@ -152,6 +159,7 @@ impl<M: StateMachine> AlphaBetaPlayer<M> {
             rng,
             stats: AlphaBetaStats::default(),
             last: None,
+            root: None,
             heuristic: None,
             evaluator: None,
             learnt: false,
@@ -248,7 +256,10 @@ impl<M: StateMachine> AlphaBetaPlayer<M> {
         if self.table.len() != size {
             self.table = vec![Entry::EMPTY; size];
         }
-        self.generation = self.generation.wrapping_add(1);
+        if self.root.as_ref() != Some(state) {
+            self.generation = self.generation.wrapping_add(1);
+            self.root = Some(state.clone());
+        }
         let ours = machine.legal_moves(state, self.role)?;
         let Some(&first) = ours.first() else {
             return Err(SearchError::NoMove);
@@ -336,6 +347,7 @@ impl<M: StateMachine + Send> Player<M> for AlphaBetaPlayer<M> {
         self.role = role;
         self.table.clear();
         self.last = None;
+        self.root = None;
         self.heuristic = None;
         self.evaluator = None;
         self.material = None;
@@ -361,6 +373,28 @@ impl<M: StateMachine + Send> Player<M> for AlphaBetaPlayer<M> {
         }
         self.learn(machine, deadline)?;
         self.search(machine, state, deadline)
+    }
+
+    fn ponders(&self) -> bool {
+        self.settings.ponder && self.config.max_iterations.is_none()
+    }
+
+    /// Deepens on `state` until `until`; called again and again, each call goes on from the
+    /// table (the depths done are found there at once), until the value is proven.
+    fn ponder(
+        &mut self,
+        machine: &mut M,
+        state: &M::State,
+        until: Instant,
+    ) -> Result<bool, SearchError> {
+        if !self.ponders() || !self.learnt || machine.is_terminal(state)? {
+            return Ok(false);
+        }
+        let last = self.last.clone();
+        let choice = self.search(machine, state, until)?;
+        // Pondering orders nothing: the hint stays the last move chosen.
+        self.last = last;
+        Ok(!choice.proven)
     }
 }
 

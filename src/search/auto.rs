@@ -158,6 +158,7 @@ impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
         let settings = AlphaBetaSettings {
             heuristic: self.mcts.heuristic,
             features: self.mcts.features,
+            ponder: self.mcts.ponder,
             ..AlphaBetaSettings::default()
         };
         AlphaBetaPlayer::with_settings(self.config_with(limit), settings)
@@ -389,10 +390,14 @@ impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
     }
 
     fn ponders(&self) -> bool {
-        matches!(&self.chosen, Some(Chosen::Mcts(p)) if p.ponders())
+        match &self.chosen {
+            Some(Chosen::Mcts(p)) => p.ponders(),
+            Some(Chosen::AlphaBeta(p)) => p.ponders(),
+            _ => false,
+        }
     }
 
-    /// MCTS ponders (when its settings say so); alpha-beta does not.
+    /// MCTS and alpha-beta ponder (when the settings say so); the puzzle search does not.
     fn ponder(
         &mut self,
         machine: &mut M,
@@ -401,6 +406,7 @@ impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
     ) -> Result<bool, SearchError> {
         match self.chosen.as_mut() {
             Some(Chosen::Mcts(p)) => p.ponder(machine, state, until),
+            Some(Chosen::AlphaBeta(p)) => p.ponder(machine, state, until),
             _ => Ok(false),
         }
     }

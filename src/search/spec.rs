@@ -173,6 +173,10 @@ pub const ALPHABETA_KEYS: &[(&str, &str)] = &[
         "mobility",
         "with material or a heuristic, leaves also valued by the mover's mobility (on or off)",
     ),
+    (
+        "ponder",
+        "keep deepening while waiting for the next request (on or off)",
+    ),
 ];
 
 impl PlayerSpec {
@@ -442,6 +446,7 @@ fn set_alphabeta(
         "heuristic" => s.heuristic = switch(player, key, v, keys)?,
         "material" => s.material = switch(player, key, v, keys)?,
         "mobility" => s.mobility = switch(player, key, v, keys)?,
+        "ponder" => s.ponder = switch(player, key, v, keys)?,
         _ => return Err(unknown(player, key, keys)),
     }
     Ok(())
