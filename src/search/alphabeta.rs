@@ -127,6 +127,8 @@ pub struct AlphaBetaPlayer<M: StateMachine> {
     /// The root of the last search: searching the same state again (pondering in slices,
     /// then choosing there) keeps the table's entries as this search's own.
     root: Option<M::State>,
+    /// Positions searched by pondering since the last choice.
+    pondered: u64,
     /// The learnt leaf evaluation (and its compiled form), and whether learning was tried.
     heuristic: Option<Heuristic>,
     evaluator: Option<Box<Evaluator>>,
@@ -160,6 +162,7 @@ impl<M: StateMachine> AlphaBetaPlayer<M> {
             stats: AlphaBetaStats::default(),
             last: None,
             root: None,
+            pondered: 0,
             heuristic: None,
             evaluator: None,
             learnt: false,
@@ -372,7 +375,17 @@ impl<M: StateMachine + Send> Player<M> for AlphaBetaPlayer<M> {
             return Err(SearchError::NoMove);
         }
         self.learn(machine, deadline)?;
-        self.search(machine, state, deadline)
+        let choice = self.search(machine, state, deadline)?;
+        let s = &self.stats;
+        tracing::info!(
+            depth = s.depth,
+            positions = s.nodes,
+            value = s.value.map(|v| format!("{v:.1}")).unwrap_or_default(),
+            proven = s.proven,
+            pondered = std::mem::take(&mut self.pondered),
+            "alphabeta: searched"
+        );
+        Ok(choice)
     }
 
     fn ponders(&self) -> bool {
@@ -392,6 +405,7 @@ impl<M: StateMachine + Send> Player<M> for AlphaBetaPlayer<M> {
         }
         let last = self.last.clone();
         let choice = self.search(machine, state, until)?;
+        self.pondered += choice.iterations;
         // Pondering orders nothing: the hint stays the last move chosen.
         self.last = last;
         Ok(!choice.proven)
