@@ -888,6 +888,51 @@ fn decisive_playouts_take_a_win_in_one() {
     );
 }
 
+/// `a` picks a number; unless it picks 9, `b` then wins by taking 1, and otherwise loses.
+const PICK_OR_LOSE: &str = "(role a) (role b) (init (control a))
+    (num 1) (num 2) (num 3) (num 4) (num 5) (num 6) (num 7) (num 8) (num 9)
+    (<= (legal a (pick ?n)) (true (control a)) (num ?n))
+    (<= (legal b noop) (true (control a)))
+    (<= (legal a noop) (true (control b)))
+    (<= (legal b (take ?n)) (true (control b)) (num ?n))
+    (<= (next (picked ?n)) (does a (pick ?n)))
+    (<= (next (control b)) (true (control a)))
+    (<= (next done) (true (control b)))
+    (<= (next bwon) (does b (take 1)) (not (true (picked 9))))
+    (<= terminal (true done))
+    (<= (goal b 100) (true bwon)) (<= (goal b 0) (not (true bwon)))
+    (<= (goal a 0) (true bwon)) (<= (goal a 100) (not (true bwon)))";
+
+#[test]
+fn anti_decisive_playouts_avoid_handing_the_opponent_a_win_in_one() {
+    use ggp::search::mcts::{DecisivePlayout, PlayoutPolicy};
+    let mut m = propnet(&Description::from_text(PICK_OR_LOSE).unwrap());
+    let start = m.initial_state();
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
+    let a_won = |m: &mut PropnetMachine, s: &_| m.goal(s, 0).unwrap() == 100;
+    let mut anti = DecisivePlayout::new(true);
+    let mut decisive = DecisivePlayout::new(false);
+    let (mut x, mut d) = (0, 0);
+    for _ in 0..50 {
+        let end = anti.playout(&mut m, &start, &mut rng, far(), 10).unwrap();
+        assert!(m.is_terminal(&end).unwrap());
+        x += usize::from(a_won(&mut m, &end));
+        let end = decisive
+            .playout(&mut m, &start, &mut rng, far(), 10)
+            .unwrap();
+        d += usize::from(a_won(&mut m, &end));
+    }
+    // Anti-decisive: `a` always picks 9. Decisive only: `a` picks at random (9 one time in
+    // nine) and `b` then takes its win.
+    assert_eq!(x, 50);
+    assert!(d < 20, "decisive playouts let b win ({d} of 50 won by a)");
+    let settings = "mcts:anti=on"
+        .parse::<PlayerSpec>()
+        .unwrap()
+        .mcts_settings();
+    assert!(settings.anti && !settings.decisive);
+}
+
 // Engine failures.
 
 /// A machine that fails every `period`-th next-state computation.

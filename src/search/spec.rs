@@ -77,6 +77,10 @@ pub const MCTS_KEYS: &[(&str, &str)] = &[
         "playouts take a win in one when the mover has one (on or off)",
     ),
     (
+        "anti",
+        "decisive playouts that also avoid a move after which the next mover wins in one (on or off)",
+    ),
+    (
         "heuristic",
         "learn a heuristic at the start clock and value cut playouts with it (on or off)",
     ),
@@ -401,6 +405,7 @@ fn set_mcts(s: &mut MctsSettings, player: &str, key: &str, v: &str) -> Result<()
             }
         }
         "decisive" => s.decisive = switch(player, key, v, keys)?,
+        "anti" => s.anti = switch(player, key, v, keys)?,
         "heuristic" => s.heuristic = switch(player, key, v, keys)?,
         "cutoff" => s.cutoff = value(player, key, v, keys)?,
         "groups" => s.features.groups = switch(player, key, v, keys)?,

@@ -36,7 +36,11 @@ pub(super) fn round_size<M: StateMachine>(
     settings: &MctsSettings,
     machine: &M,
 ) -> Option<(usize, usize)> {
-    (settings.batch > 1 && !settings.mast && !settings.decisive && machine.parallel_playouts() > 1)
+    (settings.batch > 1
+        && !settings.mast
+        && !settings.decisive
+        && !settings.anti
+        && machine.parallel_playouts() > 1)
         .then(|| (settings.batch, settings.leaf.clamp(1, settings.batch)))
 }
 

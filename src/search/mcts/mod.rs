@@ -100,6 +100,9 @@ pub struct MctsSettings {
     /// Playouts that take a win in one when the mover has one ([`DecisivePlayout`]; MAST,
     /// when on, comes first).
     pub decisive: bool,
+    /// Decisive playouts that also avoid, where they can, a move after which the next mover
+    /// wins in one (anti-decisive moves, [`DecisivePlayout::new`]); implies `decisive`.
+    pub anti: bool,
     /// Learn a heuristic per role at the start clock ([`crate::search::heuristic`], a quarter
     /// of it, at most 8 s) and value playouts cut after [`cutoff`](Self::cutoff) moves with it.
     /// On by default: the one place that decides what `ggp serve`, `think`, `match` and
@@ -151,8 +154,8 @@ impl MctsSettings {
     pub fn playout<M: StateMachine + 'static>(&self) -> Box<dyn PlayoutPolicy<M>> {
         if self.mast {
             Box::new(MastPlayout::new(self.mast_epsilon))
-        } else if self.decisive {
-            Box::new(DecisivePlayout::default())
+        } else if self.decisive || self.anti {
+            Box::new(DecisivePlayout::new(self.anti))
         } else {
             Box::new(UniformPlayout::default())
         }
@@ -191,6 +194,7 @@ impl Default for MctsSettings {
             mast: false,
             mast_epsilon: 0.4,
             decisive: false,
+            anti: false,
             heuristic: true,
             features: heuristic::Candidates::default(),
             cutoff: 2,

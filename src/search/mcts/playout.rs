@@ -284,6 +284,13 @@ impl<M: StateMachine> PlayoutPolicy<M> for MastPlayout<M::Move> {
 /// ends the game with its best goal (100) if it has one; every other move is uniformly
 /// random. Each such step tries all the mover's moves, so a playout costs about the branching
 /// factor times more; in return the playouts stop missing wins in one.
+///
+/// With anti-decisive moves (`anti`, the same paper) the mover also avoids, where it can, a
+/// move after which the next mover has a win in one: it tries its moves in random order and
+/// plays the first after which no such win exists, so that a threat gets blocked in the
+/// playout as it would in a game. The check of the move played is the next mover's own search
+/// for a win, so the next step skips that search and anti-decisive moves cost little more
+/// than decisive ones, except where moves are refused.
 pub struct DecisivePlayout<Mv> {
     moves: DecisiveMoves<Mv>,
     buffers: PlayoutBuffers<Mv>,
@@ -291,23 +298,85 @@ pub struct DecisivePlayout<Mv> {
 
 /// The decisive policy's move choice: uniform, remembering the one mover's moves.
 struct DecisiveMoves<Mv> {
-    /// The mover's moves (the last role with a choice).
+    /// The mover's moves (the last role with a choice), in random order: the first is the
+    /// move picked.
     options: Vec<Mv>,
     mover: Option<usize>,
     /// Roles with a choice this step.
     choosers: usize,
+    /// Also avoid moves that hand the next mover a win in one.
+    anti: bool,
+    /// The step's state is known to give its mover no win in one (the previous step's
+    /// anti-decisive check found none), so the search for one is skipped.
+    no_win: bool,
+    /// Buffers of the anti-decisive check: a joint move, one role's legal moves, the next
+    /// mover's moves.
+    joint: Vec<Mv>,
+    legal: Vec<Mv>,
+    replies: Vec<Mv>,
 }
 
-impl<Mv> Default for DecisivePlayout<Mv> {
-    fn default() -> Self {
+impl<Mv> DecisivePlayout<Mv> {
+    /// Decisive playouts; with `anti`, anti-decisive too.
+    pub fn new(anti: bool) -> Self {
         DecisivePlayout {
             moves: DecisiveMoves {
                 options: Vec::new(),
                 mover: None,
                 choosers: 0,
+                anti,
+                no_win: false,
+                joint: Vec::new(),
+                legal: Vec::new(),
+                replies: Vec::new(),
             },
             buffers: PlayoutBuffers::default(),
         }
+    }
+}
+
+impl<Mv> Default for DecisivePlayout<Mv> {
+    fn default() -> Self {
+        DecisivePlayout::new(false)
+    }
+}
+
+impl<Mv: Copy> DecisiveMoves<Mv> {
+    /// Whether the one role with a choice in `state` (not nature) has a move that wins
+    /// outright; `None` when no single role has a choice there.
+    fn gives_win<M>(&mut self, machine: &mut M, state: &M::State) -> Result<Option<bool>, Halt>
+    where
+        M: StateMachine<Move = Mv>,
+    {
+        self.joint.clear();
+        let mut mover = None;
+        for r in 0..machine.roles().len() {
+            self.legal.clear();
+            machine.legal_moves_into(state, r, &mut self.legal)?;
+            let Some(&first) = self.legal.first() else {
+                return Ok(None);
+            };
+            if self.legal.len() > 1 {
+                if mover.is_some() {
+                    return Ok(None);
+                }
+                mover = Some(r);
+                std::mem::swap(&mut self.replies, &mut self.legal);
+            }
+            self.joint.push(first);
+        }
+        let Some(m) = mover.filter(|&m| !machine.is_nature(m)) else {
+            return Ok(None);
+        };
+        for i in 0..self.replies.len() {
+            self.joint[m] = self.replies[i];
+            let next = machine.next_state_unchecked(state, &self.joint)?;
+            if machine.is_terminal(&next)? && crate::search::goal_or_zero(machine, &next, m)? == 100
+            {
+                return Ok(Some(true));
+            }
+        }
+        Ok(Some(false))
     }
 }
 
@@ -318,7 +387,7 @@ impl<M: StateMachine> MoveChoice<M> for DecisiveMoves<M::Move> {
         legal: &mut Vec<M::Move>,
         rng: &mut Xoshiro256PlusPlus,
     ) -> M::Move {
-        use rand::Rng;
+        use rand::seq::SliceRandom;
         if role == 0 {
             self.choosers = 0;
             self.mover = None;
@@ -329,27 +398,55 @@ impl<M: StateMachine> MoveChoice<M> for DecisiveMoves<M::Move> {
         self.choosers += 1;
         self.mover = Some(role);
         std::mem::swap(&mut self.options, legal);
-        self.options[rng.random_range(0..self.options.len())]
+        if self.anti {
+            self.options.shuffle(rng);
+            self.options[0]
+        } else {
+            use rand::Rng;
+            self.options[rng.random_range(0..self.options.len())]
+        }
     }
 
-    /// Where one role alone had a choice, its first move that wins outright, if any.
+    /// Where one role alone had a choice, its first move that wins outright, if any; with
+    /// anti-decisive moves, otherwise its first move (in random order) after which the next
+    /// mover cannot win outright, if any.
     fn next(
         &mut self,
         machine: &mut M,
         state: &M::State,
         joint: &mut [M::Move],
     ) -> Result<M::State, Halt> {
+        let known_no_win = std::mem::take(&mut self.no_win);
         if let (1, Some(m)) = (self.choosers, self.mover)
             && !machine.is_nature(m)
         {
             let random = joint[m];
-            for &option in &self.options {
-                joint[m] = option;
-                let next = machine.next_state_unchecked(state, joint)?;
-                if machine.is_terminal(&next)?
-                    && crate::search::goal_or_zero(machine, &next, m)? == 100
-                {
-                    return Ok(next);
+            if !known_no_win {
+                for &option in &self.options {
+                    joint[m] = option;
+                    let next = machine.next_state_unchecked(state, joint)?;
+                    if machine.is_terminal(&next)?
+                        && crate::search::goal_or_zero(machine, &next, m)? == 100
+                    {
+                        return Ok(next);
+                    }
+                }
+            }
+            if self.anti {
+                for i in 0..self.options.len() {
+                    joint[m] = self.options[i];
+                    let next = machine.next_state_unchecked(state, joint)?;
+                    if machine.is_terminal(&next)? {
+                        continue;
+                    }
+                    match self.gives_win(machine, &next)? {
+                        Some(true) => continue,
+                        Some(false) => {
+                            self.no_win = true;
+                            return Ok(next);
+                        }
+                        None => return Ok(next),
+                    }
                 }
             }
             joint[m] = random;
@@ -367,6 +464,7 @@ impl<M: StateMachine> PlayoutPolicy<M> for DecisivePlayout<M::Move> {
         deadline: Instant,
         max_steps: usize,
     ) -> Result<M::State, Halt> {
+        self.moves.no_win = false;
         play_out(
             &mut self.moves,
             machine,
