@@ -301,6 +301,131 @@ fn a_player_that_dies_fails_its_remaining_matches() {
     std::fs::remove_dir_all(&out).ok();
 }
 
+/// A player that answers every request at once (PLAY with a move that is rarely legal, so
+/// the referee plays a random one) and keeps each message it got.
+fn recording_player() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+    let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let kept = got.clone();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
+                    break;
+                }
+                if let Some((key, value)) = line.split_once(':')
+                    && key.eq_ignore_ascii_case("content-length")
+                {
+                    length = value.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; length];
+            if reader.read_exact(&mut body).is_err() {
+                continue;
+            }
+            // "(PLAY ...", "( PLAY ..." -> "PLAY ...".
+            let body = String::from_utf8_lossy(&body)
+                .trim_start_matches(['(', ' '])
+                .to_uppercase();
+            let reply = if body.starts_with("PLAY") {
+                std::thread::sleep(Duration::from_millis(200));
+                "(mark 1 1)"
+            } else if body.starts_with("INFO") {
+                "((name recorder) (status available))"
+            } else {
+                "ready"
+            };
+            kept.lock().unwrap().push(body);
+            let _ = write!(
+                stream,
+                "HTTP/1.0 200 OK\r\nContent-Length: {}\r\n\r\n{reply}",
+                reply.len()
+            );
+        }
+    });
+    (addr, got)
+}
+
+#[test]
+fn an_interrupted_tournament_aborts_its_matches_and_says_how_to_resume() {
+    let out = out_dir("interrupted");
+    let (addr, got) = recording_player();
+    let recorder = format!("rec={addr}");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_ggp"))
+        .args([
+            "tournament",
+            TIC_TAC_TOE,
+            "--player",
+            &recorder,
+            "--player",
+            "r=builtin:random",
+            "--matches",
+            "4",
+            "--cores",
+            "1",
+            "--startclock",
+            "1",
+            "--playclock",
+            "1",
+            "--margin",
+            "0.3",
+            "--seed",
+            "7",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the first match's first PLAY, then interrupt as Ctrl-C would.
+    let waited = std::time::Instant::now();
+    while !got.lock().unwrap().iter().any(|m| m.starts_with("PLAY")) {
+        assert!(
+            waited.elapsed() < Duration::from_secs(60),
+            "no PLAY came: {:?}",
+            got.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: sending a signal to our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let output = child.wait_with_output().unwrap();
+    let report = String::from_utf8_lossy(&output.stdout);
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{report}{err}");
+    assert!(err.contains("stopping:"), "{err}");
+    assert!(report.contains("the referee was stopped"), "{report}");
+    assert!(
+        report.contains("matches not played; the same command resumes"),
+        "{report}"
+    );
+    // The player got ABORT for the match it was playing, and no other match began.
+    let messages = got.lock().unwrap().clone();
+    assert!(
+        messages.iter().any(|m| m.starts_with("ABORT")),
+        "{messages:?}"
+    );
+    assert_eq!(
+        messages.iter().filter(|m| m.starts_with("START")).count(),
+        1,
+        "{messages:?}"
+    );
+    // Its record is written, marked aborted.
+    let aborted: Vec<_> = records(&out)
+        .into_iter()
+        .filter(|(_, r)| r.is_aborted && !r.is_completed)
+        .collect();
+    assert_eq!(aborted.len(), 1, "{report}");
+    std::fs::remove_dir_all(&out).ok();
+}
+
 #[test]
 fn bad_input_is_refused_clearly() {
     let out = out_dir("refused");

@@ -149,6 +149,7 @@ pub fn run(args: MatchArgs) -> anyhow::Result<ExitCode> {
         rulesheet: text,
         max_steps: args.max_steps,
     };
+    crate::manager::stop_on_signals();
     let result = referee(&mut loaded.engine, &rules, &contestants, &config);
     for server in servers {
         server.shutdown();

@@ -152,6 +152,7 @@ pub fn run(args: TournamentArgs) -> anyhow::Result<ExitCode> {
         )
         .map_err(|e| format!("{e:#}"))
     };
+    crate::manager::stop_on_signals();
     let summary = tournament::run(&jobs, &games, &players, &settings, play);
     let tables = tournament::tables(&summary.outcomes, &games, &players);
     let mut report = format!(
@@ -163,6 +164,12 @@ pub fn run(args: TournamentArgs) -> anyhow::Result<ExitCode> {
     );
     for (key, why) in &summary.failures {
         report.push_str(&format!("failed: {key}: {why}\n"));
+    }
+    let unplayed = jobs.len() - summary.outcomes.len() - summary.failures.len();
+    if crate::manager::stop_requested() {
+        report.push_str(&format!(
+            "stopped: {unplayed} matches not played; the same command resumes\n"
+        ));
     }
     print!("{report}");
     let results = args.out.join("results.txt");

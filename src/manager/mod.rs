@@ -15,6 +15,11 @@
 //!
 //! The record ([`record::MatchRecord`]) is written atomically after every step, so a match
 //! that stops half way leaves a record with `isCompleted: false`.
+//!
+//! **Stopping:** [`request_stop`] (or SIGINT / SIGTERM once [`stop_on_signals`] is called)
+//! makes every match under way end at its next step with [`ManagerError::Stopped`]: its
+//! players are sent ABORT, so that a remote player (Sancho serves one match at a time) is
+//! free for the next, and its record is written, marked aborted.
 //! **Boundary:** the referee has its own machine, given by the caller; players are only
 //! addresses.
 
@@ -22,6 +27,7 @@ pub mod record;
 pub mod scramble;
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rand::SeedableRng;
@@ -89,6 +95,9 @@ pub enum ManagerError {
     /// The game did not end within the step limit; the players were sent ABORT.
     #[error("the match did not end within {0} steps; it was aborted")]
     StepLimit(usize),
+    /// The referee was asked to stop ([`request_stop`]); the players were sent ABORT.
+    #[error("the referee was stopped; the match was aborted")]
+    Stopped,
     /// Not one player per role.
     #[error("the game has {roles} roles but {players} players were given")]
     Players {
@@ -97,6 +106,42 @@ pub enum ManagerError {
         /// Players given.
         players: usize,
     },
+}
+
+/// Set once a stop is requested; never cleared (the process is ending).
+static STOP: AtomicBool = AtomicBool::new(false);
+
+/// Asks every match under way to end at its next step ([`ManagerError::Stopped`]).
+pub fn request_stop() {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+/// Whether a stop was requested.
+pub fn stop_requested() -> bool {
+    STOP.load(Ordering::SeqCst)
+}
+
+/// The signal handler: the first SIGINT or SIGTERM requests the stop, the second ends the
+/// process at once. It only touches an atomic and calls `write` and `_exit`, which are safe
+/// in a signal handler.
+extern "C" fn on_signal(_signal: libc::c_int) {
+    if STOP.swap(true, Ordering::SeqCst) {
+        // SAFETY: `_exit` is async-signal-safe.
+        unsafe { libc::_exit(130) };
+    }
+    let note = b"stopping: each match under way is aborted at its next step (again to quit now)\n";
+    // SAFETY: `write` is async-signal-safe; the buffer is static.
+    unsafe { libc::write(2, note.as_ptr().cast(), note.len()) };
+}
+
+/// Makes SIGINT (Ctrl-C) and SIGTERM request the stop instead of killing the process, so
+/// that the matches under way abort cleanly; a second signal quits at once.
+pub fn stop_on_signals() {
+    let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler is async-signal-safe (see `on_signal`).
+        unsafe { libc::signal(signal, handler) };
+    }
 }
 
 /// Milliseconds since the Unix epoch.
@@ -238,6 +283,9 @@ impl Referee<'_> {
         // GDL-II: each role's last move and percepts.
         let mut seen: Vec<Option<(Sexp, Vec<Sexp>)>> = vec![None; roles.len()];
         while !machine.is_terminal(&state)? {
+            if stop_requested() {
+                return Err(ManagerError::Stopped);
+            }
             let step = record.moves.len() + 1;
             if step > config.max_steps {
                 let abort = style.abort(id);

@@ -574,6 +574,7 @@ where
             while let Some(at) = pending
                 .iter()
                 .position(|job| cost(job, players, cores) <= free)
+                .filter(|_| !crate::manager::stop_requested())
             {
                 let job = pending.remove(at).expect("found");
                 free -= cost(job, players, cores);
