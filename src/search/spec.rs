@@ -13,7 +13,7 @@ use std::str::FromStr;
 use clap::ValueEnum;
 
 use super::alphabeta::AlphaBetaSettings;
-use super::mcts::{MctsSettings, Parallelism};
+use super::mcts::{Anti, MctsSettings, Parallelism};
 use super::{Player, PlayerKind, SearchConfig, new_player_with};
 use crate::machine::StateMachine;
 
@@ -78,7 +78,7 @@ pub const MCTS_KEYS: &[(&str, &str)] = &[
     ),
     (
         "anti",
-        "decisive playouts that also avoid a move after which the next mover wins in one (on or off)",
+        "decisive playouts that also avoid a move after which the next mover wins in one (on, off, or auto: on when they run at least 5,000 a second at the start clock)",
     ),
     (
         "heuristic",
@@ -405,7 +405,15 @@ fn set_mcts(s: &mut MctsSettings, player: &str, key: &str, v: &str) -> Result<()
             }
         }
         "decisive" => s.decisive = switch(player, key, v, keys)?,
-        "anti" => s.anti = switch(player, key, v, keys)?,
+        "anti" => {
+            s.anti = if v.eq_ignore_ascii_case("auto") {
+                Anti::Auto
+            } else if switch(player, key, v, keys)? {
+                Anti::On
+            } else {
+                Anti::Off
+            }
+        }
         "heuristic" => s.heuristic = switch(player, key, v, keys)?,
         "cutoff" => s.cutoff = value(player, key, v, keys)?,
         "groups" => s.features.groups = switch(player, key, v, keys)?,

@@ -39,7 +39,7 @@ pub(super) fn round_size<M: StateMachine>(
     (settings.batch > 1
         && !settings.mast
         && !settings.decisive
-        && !settings.anti
+        && settings.anti != super::Anti::On
         && machine.parallel_playouts() > 1)
         .then(|| (settings.batch, settings.leaf.clamp(1, settings.batch)))
 }

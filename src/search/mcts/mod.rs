@@ -69,12 +69,30 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use crate::machine::{MachineError, StateMachine};
 
 use super::heuristic::{self, Heuristic};
-use super::{Choice, Player, SearchConfig, SearchError};
+use super::{Choice, Halt, Player, SearchConfig, SearchError};
 
 /// The longest time spent learning heuristics at the start clock (at most a quarter of it).
 const MAX_LEARNING: std::time::Duration = std::time::Duration::from_secs(8);
 /// The most random games learnt from.
 const MAX_LEARNING_GAMES: usize = 100_000;
+/// With `anti=auto`: anti-decisive playouts are used when they run at least this many a
+/// second from the initial state (one thread). Below it a 5 s move gets fewer than 25,000 of
+/// them; the rate is the machine's, measured at the start clock, the same rule in every game.
+pub const ANTI_MIN_RATE: f64 = 5_000.0;
+/// With `anti=auto`: the longest measurement of the anti-decisive playouts' rate.
+const ANTI_PROBE: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Anti-decisive playouts: off, on, or chosen at the start clock by their measured rate
+/// ([`ANTI_MIN_RATE`]; before the start, and without a start clock, off).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Anti {
+    /// Uniform playouts (or MAST, or decisive ones, as the other settings say).
+    Off,
+    /// Anti-decisive playouts.
+    On,
+    /// On when the start clock's measurement finds them fast enough.
+    Auto,
+}
 
 pub use eval::{Evaluation, GoalEvaluation, HeuristicEvaluation};
 pub use parallel::Parallelism;
@@ -101,8 +119,8 @@ pub struct MctsSettings {
     /// when on, comes first).
     pub decisive: bool,
     /// Decisive playouts that also avoid, where they can, a move after which the next mover
-    /// wins in one (anti-decisive moves, [`DecisivePlayout::new`]); implies `decisive`.
-    pub anti: bool,
+    /// wins in one (anti-decisive moves, [`DecisivePlayout::new`]); on, it implies `decisive`.
+    pub anti: Anti,
     /// Learn a heuristic per role at the start clock ([`crate::search::heuristic`], a quarter
     /// of it, at most 8 s) and value playouts cut after [`cutoff`](Self::cutoff) moves with it.
     /// On by default: the one place that decides what `ggp serve`, `think`, `match` and
@@ -154,8 +172,8 @@ impl MctsSettings {
     pub fn playout<M: StateMachine + 'static>(&self) -> Box<dyn PlayoutPolicy<M>> {
         if self.mast {
             Box::new(MastPlayout::new(self.mast_epsilon))
-        } else if self.decisive || self.anti {
-            Box::new(DecisivePlayout::new(self.anti))
+        } else if self.decisive || self.anti == Anti::On {
+            Box::new(DecisivePlayout::new(self.anti == Anti::On))
         } else {
             Box::new(UniformPlayout::default())
         }
@@ -194,7 +212,7 @@ impl Default for MctsSettings {
             mast: false,
             mast_epsilon: 0.4,
             decisive: false,
-            anti: false,
+            anti: Anti::Off,
             heuristic: true,
             features: heuristic::Candidates::default(),
             cutoff: 2,
@@ -249,6 +267,8 @@ pub struct MctsPlayer<M: StateMachine> {
     stats: MctsStats,
     /// Iterations run by [`Player::ponder`] since the last move was chosen.
     pondered: u64,
+    /// Whether the settings said `anti=auto` (each start measures and decides again).
+    anti_auto: bool,
 }
 
 impl<M: StateMachine> MctsPlayer<M> {
@@ -261,7 +281,6 @@ impl<M: StateMachine> MctsPlayer<M> {
     pub fn with_settings(config: SearchConfig, settings: MctsSettings) -> MctsPlayer<M> {
         MctsPlayer {
             config,
-            settings,
             role: 0,
             forks: Vec::new(),
             forked: false,
@@ -271,7 +290,56 @@ impl<M: StateMachine> MctsPlayer<M> {
             heuristics: None,
             stats: MctsStats::default(),
             pondered: 0,
+            anti_auto: settings.anti == Anti::Auto,
+            settings,
         }
+    }
+
+    /// With `anti=auto`: measures anti-decisive playouts from `initial` (as long as the search
+    /// would play them: to the heuristic's cut-off when one was learnt) for a tenth of the
+    /// start clock left, at most [`ANTI_PROBE`], and turns them on when they reach
+    /// [`ANTI_MIN_RATE`] a second.
+    fn decide_anti(
+        &mut self,
+        machine: &mut M,
+        initial: &M::State,
+        deadline: Instant,
+    ) -> Result<(), SearchError> {
+        let started = Instant::now();
+        let until = started + (deadline.saturating_duration_since(started) / 10).min(ANTI_PROBE);
+        let cut = self
+            .heuristics
+            .as_ref()
+            .is_some_and(|h| h.iter().any(Option::is_some));
+        let steps = if cut {
+            self.settings.cutoff.min(self.settings.max_playout_steps)
+        } else {
+            self.settings.max_playout_steps
+        };
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(self.config.seed ^ 0x414e_5449);
+        let mut policy = DecisivePlayout::new(true);
+        let mut playouts = 0u64;
+        while Instant::now() < until {
+            match policy.playout(machine, initial, &mut rng, until, steps) {
+                Ok(_) => playouts += 1,
+                Err(Halt::Deadline) => break,
+                Err(Halt::Engine(e)) => return Err(e.into()),
+            }
+        }
+        let seconds = started.elapsed().as_secs_f64().max(1e-9);
+        let rate = playouts as f64 / seconds;
+        let on = rate >= ANTI_MIN_RATE;
+        self.settings.anti = if on { Anti::On } else { Anti::Off };
+        tracing::info!(
+            "anti-decisive playouts {}: {rate:.0} a second (at least {ANTI_MIN_RATE:.0} wanted)",
+            if on { "on" } else { "off" }
+        );
+        Ok(())
+    }
+
+    /// Whether anti-decisive playouts are in use (with `anti=auto`, what the start decided).
+    pub fn anti(&self) -> Anti {
+        self.settings.anti
     }
 
     /// What the last search did.
@@ -505,6 +573,9 @@ impl<M: StateMachine + Send + 'static> Player<M> for MctsPlayer<M> {
             if self.settings.features.latches {
                 tracing::info!("latches: {}", heuristic::describe_latches(&*machine));
             }
+        }
+        if self.anti_auto {
+            self.decide_anti(machine, &initial, deadline)?;
         }
         self.search(machine, &initial, deadline)
     }
