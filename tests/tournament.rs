@@ -32,6 +32,16 @@ fn tournament(
     extra: &[&str],
     out: &Path,
 ) -> (i32, String, String) {
+    ggp(&tournament_args(games, players, extra, out))
+}
+
+/// The arguments of [`tournament`].
+fn tournament_args<'a>(
+    games: &[&'a str],
+    players: &[&'a str],
+    extra: &[&'a str],
+    out: &'a Path,
+) -> Vec<&'a str> {
     let mut args = vec!["tournament"];
     args.extend_from_slice(games);
     for p in players {
@@ -50,7 +60,7 @@ fn tournament(
         out.to_str().unwrap(),
     ]);
     args.extend_from_slice(extra);
-    ggp(&args)
+    args
 }
 
 /// The rows of the table headed `title` in `report`: (player, vs, n, W, D, L, [TO, CE, IL]).
@@ -356,29 +366,10 @@ fn an_interrupted_tournament_aborts_its_matches_and_says_how_to_resume() {
     let out = out_dir("interrupted");
     let (addr, got) = recording_player();
     let recorder = format!("rec={addr}");
+    let players = [recorder.as_str(), "r=builtin:random"];
+    let extra = ["--matches", "4", "--cores", "1"];
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_ggp"))
-        .args([
-            "tournament",
-            TIC_TAC_TOE,
-            "--player",
-            &recorder,
-            "--player",
-            "r=builtin:random",
-            "--matches",
-            "4",
-            "--cores",
-            "1",
-            "--startclock",
-            "1",
-            "--playclock",
-            "1",
-            "--margin",
-            "0.3",
-            "--seed",
-            "7",
-            "--out",
-            out.to_str().unwrap(),
-        ])
+        .args(tournament_args(&[TIC_TAC_TOE], &players, &extra, &out))
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

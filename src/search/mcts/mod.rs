@@ -295,6 +295,24 @@ impl<M: StateMachine> MctsPlayer<M> {
         }
     }
 
+    /// Whether a heuristic is in use: asked for, and learnt for some role.
+    fn heuristic_learnt(&self) -> bool {
+        self.settings.heuristic
+            && self
+                .heuristics
+                .as_ref()
+                .is_some_and(|h| h.iter().any(Option::is_some))
+    }
+
+    /// Moves a playout makes: to the heuristic's cut-off when one is in use, else to the cap.
+    fn playout_steps(&self) -> usize {
+        if self.heuristic_learnt() {
+            self.settings.cutoff.min(self.settings.max_playout_steps)
+        } else {
+            self.settings.max_playout_steps
+        }
+    }
+
     /// With `anti=auto`: measures anti-decisive playouts from `initial` (as long as the search
     /// would play them: to the heuristic's cut-off when one was learnt) for a tenth of the
     /// start clock left, at most [`ANTI_PROBE`], and turns them on when they reach
@@ -307,15 +325,7 @@ impl<M: StateMachine> MctsPlayer<M> {
     ) -> Result<(), SearchError> {
         let started = Instant::now();
         let until = started + (deadline.saturating_duration_since(started) / 10).min(ANTI_PROBE);
-        let cut = self
-            .heuristics
-            .as_ref()
-            .is_some_and(|h| h.iter().any(Option::is_some));
-        let steps = if cut {
-            self.settings.cutoff.min(self.settings.max_playout_steps)
-        } else {
-            self.settings.max_playout_steps
-        };
+        let steps = self.playout_steps();
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(self.config.seed ^ 0x414e_5449);
         let mut policy = DecisivePlayout::new(true);
         let mut playouts = 0u64;
@@ -420,19 +430,11 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
                 tree.reset(root);
             }
         }
-        let heuristic = self.settings.heuristic
-            && self
-                .heuristics
-                .as_ref()
-                .is_some_and(|h| h.iter().any(Option::is_some));
+        let heuristic = self.heuristic_learnt();
         let ctx = Context {
             deadline,
             stop: AtomicBool::new(false),
-            max_steps: if heuristic {
-                self.settings.cutoff.min(self.settings.max_playout_steps)
-            } else {
-                self.settings.max_playout_steps
-            },
+            max_steps: self.playout_steps(),
             prior: if heuristic { self.settings.prior } else { 0 },
             progress: self.config.progress.clone(),
             batch: batch::round_size(&self.settings, &*machine),
