@@ -949,8 +949,10 @@ fn anti_auto_decides_at_the_start_by_the_measured_rate() {
         max_iterations: None,
         progress: None,
     };
-    // Tic-tac-toe's anti-decisive playouts run far above the floor (over 100,000 a second
-    // in a release build) within the measurement's 0.2 s of a 2 s start clock.
+    // Tic-tac-toe's anti-decisive playouts run far above the floor (64,000 a second measured
+    // with `ggp think rules/ticTacToe.kif --player mcts:anti=auto,heuristic=off
+    // --start-seconds 2`, release build, one core) within the measurement's 0.2 s of a 2 s
+    // start clock.
     let mut m = propnet(&game);
     let mut player = MctsPlayer::with_settings(config.clone(), settings.clone());
     assert_eq!(player.anti(), Anti::Auto);

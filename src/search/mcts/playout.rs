@@ -341,6 +341,11 @@ impl<Mv> Default for DecisivePlayout<Mv> {
     }
 }
 
+/// Whether role `m` has its best goal (100) in the terminal state `end`.
+fn wins<M: StateMachine>(machine: &mut M, end: &M::State, m: usize) -> Result<bool, Halt> {
+    Ok(crate::search::goal_or_zero(machine, end, m)? == 100)
+}
+
 impl<Mv: Copy> DecisiveMoves<Mv> {
     /// Whether the one role with a choice in `state` (not nature) has a move that wins
     /// outright; `None` when no single role has a choice there.
@@ -371,8 +376,7 @@ impl<Mv: Copy> DecisiveMoves<Mv> {
         for i in 0..self.replies.len() {
             self.joint[m] = self.replies[i];
             let next = machine.next_state_unchecked(state, &self.joint)?;
-            if machine.is_terminal(&next)? && crate::search::goal_or_zero(machine, &next, m)? == 100
-            {
+            if machine.is_terminal(&next)? && wins(machine, &next, m)? {
                 return Ok(Some(true));
             }
         }
@@ -425,13 +429,14 @@ impl<M: StateMachine> MoveChoice<M> for DecisiveMoves<M::Move> {
                 for &option in &self.options {
                     joint[m] = option;
                     let next = machine.next_state_unchecked(state, joint)?;
-                    if machine.is_terminal(&next)?
-                        && crate::search::goal_or_zero(machine, &next, m)? == 100
-                    {
+                    if machine.is_terminal(&next)? && wins(machine, &next, m)? {
                         return Ok(next);
                     }
                 }
             }
+            // The candidates' states are computed again rather than kept from the search for
+            // a win: on the propnet, going back and forth between `state` and a candidate's
+            // state (for the next mover's check) in one pass measured 3% slower.
             if self.anti {
                 for i in 0..self.options.len() {
                     joint[m] = self.options[i];
