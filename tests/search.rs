@@ -905,7 +905,7 @@ const PICK_OR_LOSE: &str = "(role a) (role b) (init (control a))
 
 #[test]
 fn anti_decisive_playouts_avoid_handing_the_opponent_a_win_in_one() {
-    use ggp::search::mcts::{DecisivePlayout, PlayoutPolicy};
+    use ggp::search::mcts::{Anti, DecisivePlayout, PlayoutPolicy};
     let mut m = propnet(&Description::from_text(PICK_OR_LOSE).unwrap());
     let start = m.initial_state();
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
@@ -926,7 +926,6 @@ fn anti_decisive_playouts_avoid_handing_the_opponent_a_win_in_one() {
     // nine) and `b` then takes its win.
     assert_eq!(x, 50);
     assert!(d < 20, "decisive playouts let b win ({d} of 50 won by a)");
-    use ggp::search::mcts::Anti;
     let anti = |spec: &str| spec.parse::<PlayerSpec>().unwrap().mcts_settings().anti;
     assert_eq!(anti("mcts:anti=on"), Anti::On);
     assert_eq!(anti("mcts:anti=auto"), Anti::Auto);
@@ -946,8 +945,7 @@ fn anti_auto_decides_at_the_start_by_the_measured_rate() {
     let config = SearchConfig {
         seed: 5,
         threads: 1,
-        max_iterations: None,
-        progress: None,
+        ..SearchConfig::default()
     };
     // Tic-tac-toe's anti-decisive playouts run far above the floor (64,000 a second measured
     // with `ggp think rules/ticTacToe.kif --player mcts:anti=auto,heuristic=off

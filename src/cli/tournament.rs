@@ -165,8 +165,8 @@ pub fn run(args: TournamentArgs) -> anyhow::Result<ExitCode> {
     for (key, why) in &summary.failures {
         report.push_str(&format!("failed: {key}: {why}\n"));
     }
-    let unplayed = jobs.len() - summary.outcomes.len() - summary.failures.len();
     if crate::manager::stop_requested() {
+        let unplayed = jobs.len() - summary.outcomes.len() - summary.failures.len();
         report.push_str(&format!(
             "stopped: {unplayed} matches not played; the same command resumes\n"
         ));

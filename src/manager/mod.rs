@@ -16,10 +16,11 @@
 //! The record ([`record::MatchRecord`]) is written atomically after every step, so a match
 //! that stops half way leaves a record with `isCompleted: false`.
 //!
-//! **Stopping:** [`request_stop`] (or SIGINT / SIGTERM once [`stop_on_signals`] is called)
-//! makes every match under way end at its next step with [`ManagerError::Stopped`]: its
-//! players are sent ABORT, so that a remote player (Sancho serves one match at a time) is
-//! free for the next, and its record is written, marked aborted.
+//! **Stopping:** once [`stop_on_signals`] is called, SIGINT or SIGTERM makes every match
+//! under way end at its next step with [`ManagerError::Stopped`]: its players are sent ABORT,
+//! so that a remote player (Sancho serves one match at a time) is free for the next, and its
+//! record is written, marked aborted.
+//!
 //! **Boundary:** the referee has its own machine, given by the caller; players are only
 //! addresses.
 
@@ -95,7 +96,8 @@ pub enum ManagerError {
     /// The game did not end within the step limit; the players were sent ABORT.
     #[error("the match did not end within {0} steps; it was aborted")]
     StepLimit(usize),
-    /// The referee was asked to stop ([`request_stop`]); the players were sent ABORT.
+    /// The referee was asked to stop (a signal, see [`stop_on_signals`]); the players were
+    /// sent ABORT.
     #[error("the referee was stopped; the match was aborted")]
     Stopped,
     /// Not one player per role.
@@ -111,12 +113,8 @@ pub enum ManagerError {
 /// Set once a stop is requested; never cleared (the process is ending).
 static STOP: AtomicBool = AtomicBool::new(false);
 
-/// Asks every match under way to end at its next step ([`ManagerError::Stopped`]).
-pub fn request_stop() {
-    STOP.store(true, Ordering::SeqCst);
-}
-
-/// Whether a stop was requested.
+/// Whether a stop was requested: every match under way then ends at its next step
+/// ([`ManagerError::Stopped`]).
 pub fn stop_requested() -> bool {
     STOP.load(Ordering::SeqCst)
 }
