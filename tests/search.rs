@@ -868,6 +868,12 @@ fn decisive_playouts_take_a_win_in_one() {
     let won = |m: &mut PropnetMachine, s: &_| m.is_terminal(s).unwrap();
     let mut decisive = DecisivePlayout::default();
     let mut uniform = UniformPlayout::default();
+    // Wins are looked for among the moves seen to end a game: a few playouts teach it `win`.
+    for _ in 0..100 {
+        decisive
+            .playout(&mut m, &start, &mut rng, far(), 10)
+            .unwrap();
+    }
     let (mut d, mut u) = (0, 0);
     for _ in 0..50 {
         let end = decisive
@@ -912,6 +918,14 @@ fn anti_decisive_playouts_avoid_handing_the_opponent_a_win_in_one() {
     let a_won = |m: &mut PropnetMachine, s: &_| m.goal(s, 0).unwrap() == 100;
     let mut anti = DecisivePlayout::new(true);
     let mut decisive = DecisivePlayout::new(false);
+    // Both learn first which moves end the game (b's takes).
+    for _ in 0..100 {
+        anti.playout(&mut m, &start, &mut rng, far(), 10).unwrap();
+        decisive
+            .playout(&mut m, &start, &mut rng, far(), 10)
+            .unwrap();
+    }
+    let learnt = anti.decisions();
     let (mut x, mut d) = (0, 0);
     for _ in 0..50 {
         let end = anti.playout(&mut m, &start, &mut rng, far(), 10).unwrap();
@@ -926,6 +940,15 @@ fn anti_decisive_playouts_avoid_handing_the_opponent_a_win_in_one() {
     // nine) and `b` then takes its win.
     assert_eq!(x, 50);
     assert!(d < 20, "decisive playouts let b win ({d} of 50 won by a)");
+    // Each anti-decisive playout had two steps with one chooser; a's shuffled first pick was
+    // refused unless it was 9 (one time in nine), b's never (no move of a's ends the game).
+    let (decisions, changed) = anti.decisions();
+    let (decisions, changed) = (decisions - learnt.0, changed - learnt.1);
+    assert_eq!(decisions, 100);
+    assert!(
+        (30..=50).contains(&changed),
+        "{changed} of 50 first picks refused"
+    );
     let anti = |spec: &str| spec.parse::<PlayerSpec>().unwrap().mcts_settings().anti;
     assert_eq!(anti("mcts:anti=on"), Anti::On);
     assert_eq!(anti("mcts:anti=auto"), Anti::Auto);

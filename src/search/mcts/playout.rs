@@ -291,6 +291,13 @@ impl<M: StateMachine> PlayoutPolicy<M> for MastPlayout<M::Move> {
 /// playout as it would in a game. The check of the move played is the next mover's own search
 /// for a win, so the next step skips that search and anti-decisive moves cost little more
 /// than decisive ones, except where moves are refused.
+///
+/// **Only moves seen to end a game are tried** for a win (as Sancho's greedy rollouts do):
+/// the policy remembers every move that ended one of its playouts or a tried candidate, and
+/// the searches for a win in one skip the others. In a game where few moves can end it
+/// (breakthrough: a step onto the last row) a step then costs a few legal-move lists instead of
+/// a next state per move; where any move can end it (connectFour) nothing changes. A move that
+/// can win but never yet ended a playout is missed until it does once.
 pub struct DecisivePlayout<Mv> {
     moves: DecisiveMoves<Mv>,
     buffers: PlayoutBuffers<Mv>,
@@ -314,6 +321,13 @@ struct DecisiveMoves<Mv> {
     joint: Vec<Mv>,
     legal: Vec<Mv>,
     replies: Vec<Mv>,
+    /// Moves seen to end a game: the only ones tried for a win in one.
+    terminating: hashbrown::HashSet<Mv>,
+    /// Steps where one role alone chose (the steps the policy acts on), and of them the
+    /// steps where its move differs from the uniform one (a win taken, or the random move
+    /// refused because it handed the next mover a win): what the policy is worth.
+    decisions: u64,
+    changed: u64,
 }
 
 impl<Mv> DecisivePlayout<Mv> {
@@ -329,9 +343,20 @@ impl<Mv> DecisivePlayout<Mv> {
                 joint: Vec::new(),
                 legal: Vec::new(),
                 replies: Vec::new(),
+                terminating: hashbrown::HashSet::new(),
+                decisions: 0,
+                changed: 0,
             },
             buffers: PlayoutBuffers::default(),
         }
+    }
+}
+
+impl<Mv> DecisivePlayout<Mv> {
+    /// Steps where one role alone chose, and of them the steps where the policy's move
+    /// differed from the uniform one, since the policy was made.
+    pub fn decisions(&self) -> (u64, u64) {
+        (self.moves.decisions, self.moves.changed)
     }
 }
 
@@ -346,9 +371,10 @@ fn wins<M: StateMachine>(machine: &mut M, end: &M::State, m: usize) -> Result<bo
     Ok(crate::search::goal_or_zero(machine, end, m)? == 100)
 }
 
-impl<Mv: Copy> DecisiveMoves<Mv> {
+impl<Mv: Copy + Eq + std::hash::Hash> DecisiveMoves<Mv> {
     /// Whether the one role with a choice in `state` (not nature) has a move that wins
-    /// outright; `None` when no single role has a choice there.
+    /// outright (of the moves seen to end a game); `None` when no single role has a choice
+    /// there.
     fn gives_win<M>(&mut self, machine: &mut M, state: &M::State) -> Result<Option<bool>, Halt>
     where
         M: StateMachine<Move = Mv>,
@@ -374,6 +400,9 @@ impl<Mv: Copy> DecisiveMoves<Mv> {
             return Ok(None);
         };
         for i in 0..self.replies.len() {
+            if !self.terminating.contains(&self.replies[i]) {
+                continue;
+            }
             self.joint[m] = self.replies[i];
             let next = machine.next_state_unchecked(state, &self.joint)?;
             if machine.is_terminal(&next)? && wins(machine, &next, m)? {
@@ -425,11 +454,16 @@ impl<M: StateMachine> MoveChoice<M> for DecisiveMoves<M::Move> {
             && !machine.is_nature(m)
         {
             let random = joint[m];
+            self.decisions += 1;
             if !known_no_win {
                 for &option in &self.options {
+                    if !self.terminating.contains(&option) {
+                        continue;
+                    }
                     joint[m] = option;
                     let next = machine.next_state_unchecked(state, joint)?;
                     if machine.is_terminal(&next)? && wins(machine, &next, m)? {
+                        self.changed += u64::from(option != random);
                         return Ok(next);
                     }
                 }
@@ -442,15 +476,26 @@ impl<M: StateMachine> MoveChoice<M> for DecisiveMoves<M::Move> {
                     joint[m] = self.options[i];
                     let next = machine.next_state_unchecked(state, joint)?;
                     if machine.is_terminal(&next)? {
+                        // Not a known win (those were tried first): learn it, and take it if
+                        // it wins; a move that ends the game otherwise is avoided.
+                        self.terminating.insert(self.options[i]);
+                        if wins(machine, &next, m)? {
+                            self.changed += u64::from(i > 0);
+                            return Ok(next);
+                        }
                         continue;
                     }
                     match self.gives_win(machine, &next)? {
                         Some(true) => continue,
                         Some(false) => {
                             self.no_win = true;
+                            self.changed += u64::from(i > 0);
                             return Ok(next);
                         }
-                        None => return Ok(next),
+                        None => {
+                            self.changed += u64::from(i > 0);
+                            return Ok(next);
+                        }
                     }
                 }
             }
@@ -470,7 +515,8 @@ impl<M: StateMachine> PlayoutPolicy<M> for DecisivePlayout<M::Move> {
         max_steps: usize,
     ) -> Result<M::State, Halt> {
         self.moves.no_win = false;
-        play_out(
+        self.buffers.joint.clear();
+        let end = play_out(
             &mut self.moves,
             machine,
             state,
@@ -478,7 +524,21 @@ impl<M: StateMachine> PlayoutPolicy<M> for DecisivePlayout<M::Move> {
             deadline,
             max_steps,
             &mut self.buffers,
-        )
+        )?;
+        // The last step's joint move ended the game: its mover's move (every role's, where
+        // more than one chose) can end one.
+        if !self.buffers.joint.is_empty() && machine.is_terminal(&end)? {
+            match (self.moves.choosers, self.moves.mover) {
+                (1, Some(m)) => {
+                    self.moves.terminating.insert(self.buffers.joint[m]);
+                }
+                _ => self
+                    .moves
+                    .terminating
+                    .extend(self.buffers.joint.iter().copied()),
+            }
+        }
+        Ok(end)
     }
 }
 
