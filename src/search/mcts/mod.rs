@@ -76,21 +76,27 @@ const MAX_LEARNING: std::time::Duration = std::time::Duration::from_secs(8);
 /// The most random games learnt from.
 const MAX_LEARNING_GAMES: usize = 100_000;
 /// With `anti=auto`: anti-decisive playouts are used when they run at least this many a
-/// second from the initial state (one thread). Below it a 5 s move gets fewer than 25,000 of
+/// second from states along the game (one thread). Below it a 5 s move gets fewer than 25,000 of
 /// them; the rate is the machine's, measured at the start clock, the same rule in every game.
 pub const ANTI_MIN_RATE: f64 = 5_000.0;
-/// With `anti=auto`: the longest measurement of the anti-decisive playouts' rate.
+/// With `anti=auto`: anti-decisive playouts are used when they change on average at least
+/// this many choices a playout (a win in one taken, or a move refused that handed the
+/// opponent one): below it most of them play as uniform ones would, at many times the cost.
+pub const ANTI_MIN_CHANGES: f64 = 0.5;
+/// With `anti=auto`: the longest measurement of the anti-decisive playouts.
 const ANTI_PROBE: std::time::Duration = std::time::Duration::from_millis(500);
 
-/// Anti-decisive playouts: off, on, or chosen at the start clock by their measured rate
-/// ([`ANTI_MIN_RATE`]; before the start, and without a start clock, off).
+/// Anti-decisive playouts: off, on, or chosen at the start clock by their measured rate and
+/// effect ([`ANTI_MIN_RATE`], [`ANTI_MIN_CHANGES`]; before the start, and without a start
+/// clock, off).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Anti {
     /// Uniform playouts (or MAST, or decisive ones, as the other settings say).
     Off,
     /// Anti-decisive playouts.
     On,
-    /// On when the start clock's measurement finds them fast enough.
+    /// On when the start clock's measurement finds them fast enough and of use; on, they
+    /// play to the end, without the heuristic's cut-off.
     Auto,
 }
 
@@ -313,36 +319,68 @@ impl<M: StateMachine> MctsPlayer<M> {
         }
     }
 
-    /// With `anti=auto`: measures anti-decisive playouts from `initial` (as long as the search
-    /// would play them: to the heuristic's cut-off when one was learnt) for a tenth of the
-    /// start clock left, at most [`ANTI_PROBE`], and turns them on when they reach
-    /// [`ANTI_MIN_RATE`] a second.
+    /// With `anti=auto`: measures anti-decisive playouts to the end of the game from states
+    /// all along random games, for a tenth of the start clock left, at most [`ANTI_PROBE`],
+    /// and turns them on when they are worth it (at least [`ANTI_MIN_CHANGES`] choices a
+    /// playout differ from the uniform ones) and affordable (at least [`ANTI_MIN_RATE`] a
+    /// second). On, they play to the end: a learnt heuristic is dropped, since its cut-off
+    /// after a few moves would leave them nothing to act on.
     fn decide_anti(
         &mut self,
         machine: &mut M,
         initial: &M::State,
         deadline: Instant,
     ) -> Result<(), SearchError> {
+        use rand::Rng;
         let started = Instant::now();
         let until = started + (deadline.saturating_duration_since(started) / 10).min(ANTI_PROBE);
-        let steps = self.playout_steps();
+        let steps = self.settings.max_playout_steps;
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(self.config.seed ^ 0x414e_5449);
         let mut policy = DecisivePlayout::new(true);
+        let mut buffers = super::PlayoutBuffers::default();
+        let mut game = Vec::new();
         let mut playouts = 0u64;
+        let mut spent = std::time::Duration::ZERO;
         while Instant::now() < until {
-            match policy.playout(machine, initial, &mut rng, until, steps) {
+            // A state from along a random game, so that the whole game is measured.
+            game.clear();
+            let mut state = initial.clone();
+            while game.len() < self.settings.max_playout_steps && !machine.is_terminal(&state)? {
+                machine.random_joint_move_into(
+                    &state,
+                    &mut rng,
+                    &mut buffers.joint,
+                    &mut buffers.legal,
+                )?;
+                let next = machine.next_state_unchecked(&state, &buffers.joint)?;
+                game.push(std::mem::replace(&mut state, next));
+            }
+            if game.is_empty() {
+                break;
+            }
+            let from = &game[rng.random_range(0..game.len())];
+            let t = Instant::now();
+            match policy.playout(machine, from, &mut rng, until, steps) {
                 Ok(_) => playouts += 1,
                 Err(Halt::Deadline) => break,
                 Err(Halt::Engine(e)) => return Err(e.into()),
             }
+            spent += t.elapsed();
         }
-        let seconds = started.elapsed().as_secs_f64().max(1e-9);
-        let rate = playouts as f64 / seconds;
-        let on = rate >= ANTI_MIN_RATE;
+        let rate = playouts as f64 / spent.as_secs_f64().max(1e-9);
+        let (decisions, changed) = policy.decisions();
+        let per_playout = changed as f64 / playouts.max(1) as f64;
+        let on = rate >= ANTI_MIN_RATE && per_playout >= ANTI_MIN_CHANGES;
         self.settings.anti = if on { Anti::On } else { Anti::Off };
+        if on && self.heuristic_learnt() {
+            self.heuristics = None;
+            tracing::info!("heuristic dropped: anti-decisive playouts play to the end");
+        }
         tracing::info!(
-            "anti-decisive playouts {}: {rate:.0} a second (at least {ANTI_MIN_RATE:.0} wanted)",
-            if on { "on" } else { "off" }
+            "anti-decisive playouts {}: {rate:.0} a second (at least {ANTI_MIN_RATE:.0} wanted); \
+             {changed} of {decisions} choices in {playouts} playouts changed, \
+             {per_playout:.2} a playout (at least {ANTI_MIN_CHANGES} wanted)",
+            if on { "on" } else { "off" },
         );
         Ok(())
     }
