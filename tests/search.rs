@@ -909,6 +909,37 @@ const PICK_OR_LOSE: &str = "(role a) (role b) (init (control a))
     (<= (goal b 100) (true bwon)) (<= (goal b 0) (not (true bwon)))
     (<= (goal a 0) (true bwon)) (<= (goal a 100) (not (true bwon)))";
 
+/// A puzzle: `setup` (one way of nine) lets the player win on its next move; waiting loses.
+const SET_UP_AND_WIN: &str = "(role p) (init start)
+    (num 1) (num 2) (num 3) (num 4) (num 5) (num 6) (num 7) (num 8)
+    (<= (legal p setup) (true start)) (<= (legal p (wait ?n)) (true start) (num ?n))
+    (<= (legal p win) (true ready)) (<= (legal p lose) (true ready))
+    (<= (legal p lose) (true waited))
+    (<= (next ready) (does p setup)) (<= (next waited) (does p (wait ?n)))
+    (<= (next won) (does p win)) (<= (next over) (does p lose))
+    (<= terminal (true won)) (<= terminal (true over))
+    (<= (goal p 100) (true won)) (<= (goal p 0) (not (true won)))";
+
+#[test]
+fn anti_decisive_playouts_do_not_refuse_the_movers_own_win_in_one() {
+    use ggp::search::mcts::{DecisivePlayout, PlayoutPolicy};
+    let mut m = propnet(&Description::from_text(SET_UP_AND_WIN).unwrap());
+    let start = m.initial_state();
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
+    let mut anti = DecisivePlayout::new(true);
+    for _ in 0..100 {
+        anti.playout(&mut m, &start, &mut rng, far(), 10).unwrap();
+    }
+    let mut won = 0;
+    for _ in 0..90 {
+        let end = anti.playout(&mut m, &start, &mut rng, far(), 10).unwrap();
+        won += usize::from(m.goal(&end, 0).unwrap() == 100);
+    }
+    // `setup` is played one time in nine, as a uniform move, and the win then taken; were it
+    // refused as handing "the next mover" a win, no playout would win.
+    assert!((3..=20).contains(&won), "{won} of 90 playouts won");
+}
+
 #[test]
 fn anti_decisive_playouts_avoid_handing_the_opponent_a_win_in_one() {
     use ggp::search::mcts::{Anti, DecisivePlayout, PlayoutPolicy};

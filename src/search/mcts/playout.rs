@@ -372,10 +372,14 @@ fn wins<M: StateMachine>(machine: &mut M, end: &M::State, m: usize) -> Result<bo
 }
 
 impl<Mv: Copy + Eq + std::hash::Hash> DecisiveMoves<Mv> {
-    /// Whether the one role with a choice in `state` (not nature) has a move that wins
-    /// outright (of the moves seen to end a game); `None` when no single role has a choice
-    /// there.
-    fn gives_win<M>(&mut self, machine: &mut M, state: &M::State) -> Result<Option<bool>, Halt>
+    /// The one role with a choice in `state` (not nature), and whether it has a move that
+    /// wins outright (of the moves seen to end a game); `None` when no single role has a
+    /// choice there.
+    fn gives_win<M>(
+        &mut self,
+        machine: &mut M,
+        state: &M::State,
+    ) -> Result<Option<(usize, bool)>, Halt>
     where
         M: StateMachine<Move = Mv>,
     {
@@ -406,10 +410,10 @@ impl<Mv: Copy + Eq + std::hash::Hash> DecisiveMoves<Mv> {
             self.joint[m] = self.replies[i];
             let next = machine.next_state_unchecked(state, &self.joint)?;
             if machine.is_terminal(&next)? && wins(machine, &next, m)? {
-                return Ok(Some(true));
+                return Ok(Some((m, true)));
             }
         }
-        Ok(Some(false))
+        Ok(Some((m, false)))
     }
 }
 
@@ -485,14 +489,12 @@ impl<M: StateMachine> MoveChoice<M> for DecisiveMoves<M::Move> {
                         }
                         continue;
                     }
+                    // A win in one for the mover itself (moving again, or in a puzzle) is
+                    // no threat.
                     match self.gives_win(machine, &next)? {
-                        Some(true) => continue,
-                        Some(false) => {
-                            self.no_win = true;
-                            self.changed += u64::from(i > 0);
-                            return Ok(next);
-                        }
-                        None => {
+                        Some((n, true)) if n != m => continue,
+                        found => {
+                            self.no_win = matches!(found, Some((_, false)));
                             self.changed += u64::from(i > 0);
                             return Ok(next);
                         }
