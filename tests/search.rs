@@ -833,7 +833,10 @@ fn the_compiled_evaluator_matches_the_heuristics_and_mcts_uses_them() {
         state = m.next_state_unchecked(&state, &joint).unwrap();
     }
     // MCTS learns them at the start clock when asked, and searches with them.
-    let spec: PlayerSpec = "mcts:heuristic=on,cutoff=4,prior=5".parse().unwrap();
+    // (Anti-decisive playouts off: on, they would replace the heuristic in this game.)
+    let spec: PlayerSpec = "mcts:heuristic=on,cutoff=4,prior=5,anti=off"
+        .parse()
+        .unwrap();
     let settings = spec.mcts_settings();
     assert!(settings.heuristic);
     let mut p = MctsPlayer::<PropnetMachine>::with_settings(config(5, 3000), settings);
@@ -983,7 +986,8 @@ fn anti_decisive_playouts_avoid_handing_the_opponent_a_win_in_one() {
     let anti = |spec: &str| spec.parse::<PlayerSpec>().unwrap().mcts_settings().anti;
     assert_eq!(anti("mcts:anti=on"), Anti::On);
     assert_eq!(anti("mcts:anti=auto"), Anti::Auto);
-    assert_eq!(anti("mcts"), Anti::Off);
+    assert_eq!(anti("mcts"), Anti::Auto);
+    assert_eq!(anti("mcts:anti=off"), Anti::Off);
     assert!("mcts:anti=sometimes".parse::<PlayerSpec>().is_err());
 }
 

@@ -78,7 +78,7 @@ pub const MCTS_KEYS: &[(&str, &str)] = &[
     ),
     (
         "anti",
-        "decisive playouts that also avoid a move after which the next mover wins in one (on, off, or auto: measured at the start clock, on when they run at least 5,000 a second and change at least one choice in two playouts; then they play to the end, without the heuristic)",
+        "decisive playouts that also avoid a move after which the next mover wins in one (on, off, or auto, the default: measured at the start clock, on when they run at least 5,000 a second and change at least one choice in two playouts; then they play to the end, without the heuristic)",
     ),
     (
         "heuristic",

@@ -88,7 +88,7 @@ const ANTI_PROBE: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// Anti-decisive playouts: off, on, or chosen at the start clock by their measured rate and
 /// effect ([`ANTI_MIN_RATE`], [`ANTI_MIN_CHANGES`]; before the start, and without a start
-/// clock, off).
+/// clock, off). `Auto` is the default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Anti {
     /// Uniform playouts (or MAST, or decisive ones, as the other settings say).
@@ -126,6 +126,7 @@ pub struct MctsSettings {
     pub decisive: bool,
     /// Decisive playouts that also avoid, where they can, a move after which the next mover
     /// wins in one (anti-decisive moves, [`DecisivePlayout::new`]); on, it implies `decisive`.
+    /// By default chosen at the start clock ([`Anti::Auto`]).
     pub anti: Anti,
     /// Learn a heuristic per role at the start clock ([`crate::search::heuristic`], a quarter
     /// of it, at most 8 s) and value playouts cut after [`cutoff`](Self::cutoff) moves with it.
@@ -218,7 +219,7 @@ impl Default for MctsSettings {
             mast: false,
             mast_epsilon: 0.4,
             decisive: false,
-            anti: Anti::Off,
+            anti: Anti::Auto,
             heuristic: true,
             features: heuristic::Candidates::default(),
             cutoff: 2,
