@@ -1263,3 +1263,129 @@ fn auto_says_which_search_its_trial_picked_and_why() {
         .unwrap();
     assert!(p.reason().contains("0 trial games"), "{}", p.reason());
 }
+
+// Start-clock trials.
+
+/// Asks the wrapped player, and records how many legal moves each state it was asked in had.
+struct Counting<M: StateMachine> {
+    inner: Box<dyn Player<M>>,
+    role: usize,
+    asked: std::sync::Arc<std::sync::Mutex<Vec<usize>>>,
+}
+
+impl<M: StateMachine> Player<M> for Counting<M> {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+
+    fn start(
+        &mut self,
+        m: &mut M,
+        role: usize,
+        deadline: Instant,
+    ) -> Result<(), ggp::search::SearchError> {
+        self.role = role;
+        self.inner.start(m, role, deadline)
+    }
+
+    fn choose(
+        &mut self,
+        m: &mut M,
+        state: &M::State,
+        deadline: Instant,
+    ) -> Result<ggp::search::Choice<M::Move>, ggp::search::SearchError> {
+        let legal = m.legal_moves(state, self.role)?.len();
+        self.asked.lock().unwrap().push(legal);
+        self.inner.choose(m, state, deadline)
+    }
+}
+
+#[test]
+fn a_duel_scores_the_stronger_player_and_asks_only_roles_with_a_choice() {
+    use ggp::search::duel::{DuelPlan, Side, duel};
+    let mut m = propnet(&ours("ticTacToe"));
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let plan = DuelPlan {
+        games: 4,
+        max_plies: 20,
+        slice: Duration::from_millis(30),
+        until: far(),
+        seed: 3,
+    };
+    // MCTS (A) against the first legal move (B), which loses at tic-tac-toe from either seat.
+    let result = duel(
+        &mut m,
+        &plan,
+        &[],
+        |side, config| -> Box<dyn Player<PropnetMachine>> {
+            let inner = match side {
+                Side::A => plain_mcts(&config),
+                Side::B => new_player(PlayerKind::Legal, &config),
+            };
+            Box::new(Counting {
+                inner,
+                role: 0,
+                asked: asked.clone(),
+            })
+        },
+    )
+    .unwrap();
+    assert_eq!((result.games, result.finished), (4, 4));
+    assert!(result.score >= 0.75, "MCTS scored {}", result.score);
+    let asked = asked.lock().unwrap();
+    assert!(!asked.is_empty());
+    assert!(
+        asked.iter().all(|&n| n > 1),
+        "a role with one legal move was asked: {asked:?}"
+    );
+    // Out of time before it starts: no game, an even score.
+    let late = DuelPlan {
+        until: Instant::now(),
+        ..plan
+    };
+    let result = duel(&mut m, &late, &[], |_, config| plain_mcts(&config)).unwrap();
+    assert_eq!((result.games, result.score), (0, 0.5));
+}
+
+#[test]
+fn the_heuristic_trial_turns_a_misleading_heuristic_into_a_prior_and_can_be_turned_off() {
+    let mut m = propnet(&base("breakthroughSmall"));
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
+    let learnt = ggp::search::heuristic::learn_roles(&mut m, &mut rng, far(), 2000).unwrap();
+    assert!(learnt.iter().all(Option::is_some), "piece counts are kept");
+    // Each role given the other's heuristic: cut playouts valued by it play for the
+    // opponent's pieces, and lose the trial to playouts that go to the end.
+    let swapped: Vec<_> = learnt.iter().rev().cloned().collect();
+    let player = |trial: bool, heuristics: &[Option<ggp::search::heuristic::Heuristic>]| {
+        let settings = MctsSettings {
+            heuristic: true,
+            heuristic_trial: trial,
+            anti: ggp::search::mcts::Anti::Off,
+            ..MctsSettings::default()
+        };
+        let config = SearchConfig {
+            seed: 11,
+            ..SearchConfig::default()
+        };
+        MctsPlayer::<PropnetMachine>::with_heuristics(config, settings, heuristics.to_vec())
+    };
+    let mut p = player(true, &swapped);
+    assert_eq!(p.playout_cutoff(), None, "nothing learnt before the start");
+    p.start(&mut m, 0, Instant::now() + Duration::from_secs(4))
+        .unwrap();
+    assert!(p.heuristics().is_some(), "kept as a prior");
+    assert_eq!(p.playout_cutoff(), None, "playouts go to the end");
+    let mut p = player(false, &swapped);
+    p.start(&mut m, 0, Instant::now() + Duration::from_millis(200))
+        .unwrap();
+    assert_eq!(p.playout_cutoff(), Some(2), "no trial: playouts cut as set");
+    // The right heuristics win the trial: playouts stay cut.
+    let mut p = player(true, &learnt);
+    p.start(&mut m, 0, Instant::now() + Duration::from_secs(4))
+        .unwrap();
+    assert_eq!(
+        p.playout_cutoff(),
+        Some(2),
+        "the piece count wins by cutting"
+    );
+}

@@ -8,9 +8,9 @@
 //! [`super::probe`]) tells whether the game is two-player, turn-taking and constant-sum. If not,
 //! MCTS plays. If so, a **trial** decides: within half of the start clock left, alpha-beta (with
 //! the material it finds, see [`super::heuristic::find_material`]) and MCTS (with the match's
-//! settings) play [`TRIAL_GAMES`] fast games against each other from the initial state, seats
-//! alternating, each move given the same short time; a game not over after
-//! [`TRIAL_PLIES`] plies, or when the trial's time is up, counts as a draw. Alpha-beta plays the
+//! settings) play [`TRIAL_GAMES`] fast games against each other ([`super::duel`]) from the
+//! initial state, seats alternating, each move given the same short time; a game not over
+//! after [`TRIAL_PLIES`] plies, or when the trial's time is up, counts as a draw. Alpha-beta plays the
 //! match if it scored more than half, or if its search of the initial state (the rest of the
 //! start clock, half of it) proves the game's value; MCTS otherwise, the search that suits every
 //! game, and MCTS's solver still finds the wins and losses near the end. The choice and its
@@ -30,10 +30,11 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use crate::machine::StateMachine;
 
 use super::alphabeta::{AlphaBetaPlayer, AlphaBetaSettings};
+use super::duel::{DuelPlan, Side, duel};
 use super::mcts::{MctsPlayer, MctsSettings};
 use super::probe::{GameProbe, probe};
 use super::puzzle::{self, PuzzlePlayer};
-use super::{Choice, Player, SearchConfig, SearchError, goal_or_zero};
+use super::{Choice, Player, SearchConfig, SearchError};
 
 /// The longest probe.
 const MAX_PROBE: Duration = Duration::from_secs(3);
@@ -210,80 +211,31 @@ impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
     }
 
     /// The trial (see the module documentation): alpha-beta's score against MCTS, 0 to 1, and
-    /// the games played.
+    /// the games played. The trial's MCTS keeps its heuristic without trying it.
     fn trial(&self, machine: &mut M, until: Instant) -> Result<(f64, usize), SearchError> {
-        let n_roles = machine.roles().len();
-        let now = Instant::now();
-        let left = until.saturating_duration_since(now);
         let expected = self
             .probe
             .as_ref()
-            .map_or(TRIAL_PLIES as f64, |p| p.mean_length)
-            .clamp(2.0, TRIAL_PLIES as f64);
-        // Games between searches last longer than random ones: half as long again.
-        let moves = (TRIAL_GAMES as f64 * 1.5 * expected) as u32;
-        let slice = (left / moves.max(1)).max(MIN_TRIAL_MOVE);
-        let mut score = 0.0;
-        let mut played = 0;
-        for game in 0..TRIAL_GAMES {
-            if Instant::now() >= until {
-                break;
+            .map_or(TRIAL_PLIES as f64, |p| p.mean_length);
+        let plan = DuelPlan::fitted(
+            TRIAL_GAMES,
+            TRIAL_PLIES,
+            expected,
+            until,
+            MIN_TRIAL_MOVE,
+            self.config.seed,
+        );
+        let mcts = MctsSettings {
+            heuristic_trial: false,
+            ..self.mcts.clone()
+        };
+        let result = duel(machine, &plan, &[], |side, config| -> Box<dyn Player<M>> {
+            match side {
+                Side::A => Box::new(AlphaBetaPlayer::new(config)),
+                Side::B => Box::new(MctsPlayer::with_settings(config, mcts.clone())),
             }
-            let ab_role = game % n_roles;
-            let config = SearchConfig {
-                seed: self.config.seed.wrapping_add(game as u64 + 1),
-                threads: 1,
-                max_iterations: None,
-                progress: None,
-            };
-            let mut players: Vec<Box<dyn Player<M>>> = (0..n_roles)
-                .map(|r| -> Box<dyn Player<M>> {
-                    if r == ab_role {
-                        Box::new(AlphaBetaPlayer::new(config.clone()))
-                    } else {
-                        Box::new(MctsPlayer::with_settings(config.clone(), self.mcts.clone()))
-                    }
-                })
-                .collect();
-            for (r, p) in players.iter_mut().enumerate() {
-                p.start(machine, r, Instant::now() + slice)?;
-            }
-            let mut state = machine.initial_state();
-            let mut value = 0.5;
-            let started = Instant::now();
-            let mut plies = 0;
-            for _ in 0..TRIAL_PLIES {
-                if machine.is_terminal(&state)? {
-                    value = f64::from(goal_or_zero(machine, &state, ab_role)?) / 100.0;
-                    break;
-                }
-                if Instant::now() >= until {
-                    break;
-                }
-                let mut joint = Vec::with_capacity(n_roles);
-                for p in &mut players {
-                    let deadline = Instant::now() + slice;
-                    joint.push(p.choose(machine, &state, deadline)?.mv);
-                }
-                state = machine.next_state(&state, &joint)?;
-                plies += 1;
-            }
-            tracing::debug!(
-                "auto trial game {game}: alpha-beta as role {ab_role} scored {value} in {plies} plies, {:.2} s, {} ms a move",
-                started.elapsed().as_secs_f64(),
-                slice.as_millis()
-            );
-            score += value;
-            played += 1;
-        }
-        Ok((
-            if played > 0 {
-                score / played as f64
-            } else {
-                0.5
-            },
-            played,
-        ))
+        })?;
+        Ok((result.score, result.games))
     }
 }
 

@@ -15,6 +15,8 @@
 //! - [`factor`]: any of them on the game with the moves of sub-games that cannot change the
 //!   outcome pruned (`factor=on`).
 //! - [`puzzle`]: best-first search for a line to goal 100 in single-player games.
+//! - [`duel`]: fast games between two players, the start-clock trials that choose a search
+//!   (`auto`) or keep a heuristic (MCTS).
 //! - [`probe`]: random playouts that tell which of the two suits a game; the `auto` player
 //!   uses them.
 //!
@@ -24,6 +26,7 @@
 
 pub mod alphabeta;
 pub mod auto;
+pub mod duel;
 pub mod factor;
 mod flat;
 pub mod heuristic;

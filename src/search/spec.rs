@@ -85,6 +85,10 @@ pub const MCTS_KEYS: &[(&str, &str)] = &[
         "learn a heuristic at the start clock and value cut playouts with it (on or off)",
     ),
     (
+        "htrial",
+        "with a heuristic and a start clock: MCTS with it plays MCTS without it in fast games, and drops it if it scores less than half (on or off; on by default)",
+    ),
+    (
         "cutoff",
         "with a heuristic: moves per playout before the heuristic values it (integer)",
     ),
@@ -415,6 +419,7 @@ fn set_mcts(s: &mut MctsSettings, player: &str, key: &str, v: &str) -> Result<()
             }
         }
         "heuristic" => s.heuristic = switch(player, key, v, keys)?,
+        "htrial" => s.heuristic_trial = switch(player, key, v, keys)?,
         "cutoff" => s.cutoff = value(player, key, v, keys)?,
         "groups" => s.features.groups = switch(player, key, v, keys)?,
         "mobility" => s.features.mobility = switch(player, key, v, keys)?,

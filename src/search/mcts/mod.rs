@@ -68,7 +68,9 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::machine::{MachineError, StateMachine};
 
+use super::duel::{DuelPlan, Side, duel};
 use super::heuristic::{self, Heuristic};
+use super::probe::probe;
 use super::{Choice, Halt, Player, SearchConfig, SearchError};
 
 /// The longest time spent learning heuristics at the start clock (at most a quarter of it).
@@ -85,6 +87,18 @@ pub const ANTI_MIN_RATE: f64 = 5_000.0;
 pub const ANTI_MIN_CHANGES: f64 = 0.5;
 /// With `anti=auto`: the longest measurement of the anti-decisive playouts.
 const ANTI_PROBE: std::time::Duration = std::time::Duration::from_millis(500);
+/// With a heuristic as prior (the heuristic trial's other way): a new node's estimate counts
+/// as this many visits.
+pub const TRIAL_PRIOR: u32 = 10;
+/// The heuristic trial's games ([`MctsSettings::heuristic_trial`]): the heuristic's seat
+/// moves round the roles, so an even number gives each side each seat in a two-player game.
+pub const HEURISTIC_TRIAL_GAMES: usize = 4;
+/// The most random games that measure the heuristic trial games' expected length.
+const HEURISTIC_TRIAL_PROBES: u64 = 200;
+/// A heuristic trial game longer than this is a draw.
+const HEURISTIC_TRIAL_PLIES: usize = 300;
+/// The shortest think time of a heuristic trial move.
+const MIN_HEURISTIC_TRIAL_MOVE: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// Anti-decisive playouts: off, on, or chosen at the start clock by their measured rate and
 /// effect ([`ANTI_MIN_RATE`], [`ANTI_MIN_CHANGES`]; before the start, and without a start
@@ -133,6 +147,17 @@ pub struct MctsSettings {
     /// On by default: the one place that decides what `ggp serve`, `think`, `match` and
     /// `tournament` play unless a spec says otherwise.
     pub heuristic: bool,
+    /// With a heuristic learnt and a start clock: a trial ([`super::duel`]) decides how to
+    /// use it. For three quarters of the start clock left, MCTS with playouts cut after
+    /// [`cutoff`](Self::cutoff) moves and valued by the heuristic plays
+    /// [`HEURISTIC_TRIAL_GAMES`] fast games against MCTS with playouts to the end and the
+    /// heuristic as new nodes' prior ([`MctsSettings::with_full_playouts`]), seats taking
+    /// turns; playouts are cut only if that scores more than half (playouts to the end are
+    /// the safe way, cutting them a bet the trial must win). A heuristic
+    /// correlates with random games' outcomes, which is not the same as leading a search well
+    /// when it cuts its playouts (in dots and boxes, taking boxes greedily is the classic way
+    /// to lose). On by default.
+    pub heuristic_trial: bool,
     /// With a heuristic: the kinds of candidate features it tries (fact-group counts,
     /// mobility, goal stability, goal progress) and whether outcomes proven by latches
     /// replace its estimates ([`heuristic::Candidates`]).
@@ -161,6 +186,16 @@ pub struct MctsSettings {
 }
 
 impl MctsSettings {
+    /// These settings with playouts to the end and a learnt heuristic used as new nodes'
+    /// prior (at least [`TRIAL_PRIOR`] visits) instead of valuing cut playouts.
+    pub fn with_full_playouts(self) -> MctsSettings {
+        MctsSettings {
+            cutoff: usize::MAX,
+            prior: self.prior.max(TRIAL_PRIOR),
+            ..self
+        }
+    }
+
     /// The selection rule these settings ask for.
     pub fn selection(&self) -> Box<dyn Selection> {
         if self.grave > 0 {
@@ -221,6 +256,7 @@ impl Default for MctsSettings {
             decisive: false,
             anti: Anti::Auto,
             heuristic: true,
+            heuristic_trial: true,
             features: heuristic::Candidates::default(),
             cutoff: 2,
             prior: 0,
@@ -276,6 +312,8 @@ pub struct MctsPlayer<M: StateMachine> {
     pondered: u64,
     /// Whether the settings said `anti=auto` (each start measures and decides again).
     anti_auto: bool,
+    /// Heuristics given instead of learnt (a heuristic trial's players share the match's).
+    given: Option<Vec<Option<Heuristic>>>,
 }
 
 impl<M: StateMachine> MctsPlayer<M> {
@@ -298,7 +336,21 @@ impl<M: StateMachine> MctsPlayer<M> {
             stats: MctsStats::default(),
             pondered: 0,
             anti_auto: settings.anti == Anti::Auto,
+            given: None,
             settings,
+        }
+    }
+
+    /// A player that uses `heuristics` (one per role) instead of learning its own at the
+    /// start (with `settings.heuristic` on): the heuristic trial's players share the match's.
+    pub fn with_heuristics(
+        config: SearchConfig,
+        settings: MctsSettings,
+        heuristics: Vec<Option<Heuristic>>,
+    ) -> MctsPlayer<M> {
+        MctsPlayer {
+            given: Some(heuristics),
+            ..MctsPlayer::with_settings(config, settings)
         }
     }
 
@@ -389,6 +441,14 @@ impl<M: StateMachine> MctsPlayer<M> {
     /// Whether anti-decisive playouts are in use (with `anti=auto`, what the start decided).
     pub fn anti(&self) -> Anti {
         self.settings.anti
+    }
+
+    /// The moves after which a playout is cut and valued by the heuristic, when it is (a
+    /// heuristic learnt, and not turned into a prior by the heuristic trial or dropped for
+    /// anti-decisive playouts); `None` when playouts go to the end.
+    pub fn playout_cutoff(&self) -> Option<usize> {
+        let steps = self.playout_steps();
+        (steps < self.settings.max_playout_steps).then_some(steps)
     }
 
     /// What the last search did.
@@ -530,6 +590,67 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
         Ok(())
     }
 
+    /// The heuristic trial ([`MctsSettings::heuristic_trial`]): for three quarters of the
+    /// start clock left, MCTS with playouts cut and valued by the heuristic plays MCTS with
+    /// playouts to the end and the heuristic as new nodes' prior ([`TRIAL_PRIOR`] visits);
+    /// playouts are cut only if that scores more than half. The games' expected length comes from random
+    /// games (a tenth of the trial's time, at most [`HEURISTIC_TRIAL_PROBES`] of them).
+    fn try_heuristic(&mut self, machine: &mut M, deadline: Instant) -> Result<(), SearchError> {
+        let now = Instant::now();
+        let until = now + deadline.saturating_duration_since(now) * 3 / 4;
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(self.config.seed ^ 0x5452_4941);
+        let found = probe(
+            machine,
+            &mut rng,
+            now + until.saturating_duration_since(now) / 10,
+            HEURISTIC_TRIAL_PROBES,
+            self.settings.max_playout_steps,
+        );
+        let plan = DuelPlan::fitted(
+            HEURISTIC_TRIAL_GAMES,
+            HEURISTIC_TRIAL_PLIES,
+            found.mean_length,
+            until,
+            MIN_HEURISTIC_TRIAL_MOVE,
+            self.config.seed ^ 0x5452_4941,
+        );
+        let cut = MctsSettings {
+            heuristic_trial: false,
+            ..self.settings.clone()
+        };
+        let prior = cut.clone().with_full_playouts();
+        let heuristics = self.heuristics.clone().unwrap_or_default();
+        let result = duel(machine, &plan, &[], |side, config| -> Box<dyn Player<M>> {
+            let settings = match side {
+                Side::A => cut.clone(),
+                Side::B => prior.clone(),
+            };
+            Box::new(MctsPlayer::with_heuristics(
+                config,
+                settings,
+                heuristics.clone(),
+            ))
+        })?;
+        let keep = result.score > 0.5;
+        if !keep {
+            self.settings = std::mem::replace(&mut self.settings, cut).with_full_playouts();
+        }
+        tracing::info!(
+            "heuristic {}: cut playouts scored {:.2} against full playouts with the heuristic \
+             as prior in {} trial games ({} finished, {} ms a move)",
+            if keep {
+                "values cut playouts"
+            } else {
+                "is a prior, playouts go to the end"
+            },
+            result.score,
+            result.games,
+            result.finished,
+            plan.slice.as_millis(),
+        );
+        Ok(())
+    }
+
     /// The move to play from the trees' roots.
     fn best(&self) -> Result<Choice<M::Move>, SearchError> {
         let role = self.role;
@@ -593,7 +714,9 @@ impl<M: StateMachine + Send + 'static> Player<M> for MctsPlayer<M> {
         if machine.is_terminal(&initial)? {
             return Ok(());
         }
-        if self.settings.heuristic {
+        if let Some(given) = &self.given {
+            self.heuristics = Some(given.clone());
+        } else if self.settings.heuristic {
             let now = Instant::now();
             let until = now + (deadline.saturating_duration_since(now) / 4).min(MAX_LEARNING);
             let mut rng = Xoshiro256PlusPlus::seed_from_u64(self.config.seed ^ 0x4845_5552);
@@ -617,6 +740,9 @@ impl<M: StateMachine + Send + 'static> Player<M> for MctsPlayer<M> {
         }
         if self.anti_auto {
             self.decide_anti(machine, &initial, deadline)?;
+        }
+        if self.settings.heuristic_trial && self.heuristic_learnt() && machine.roles().len() > 1 {
+            self.try_heuristic(machine, deadline)?;
         }
         self.search(machine, &initial, deadline)
     }

@@ -1,0 +1,175 @@
+//! Fast games between two players, seats taking turns: the start-clock trials that choose a
+//! search or a setting by how it plays this game, not by its name (`auto`: alpha-beta against
+//! MCTS; MCTS: its learnt heuristic valuing cut playouts against the same as a prior).
+//!
+//! Game `g` starts from start state `g / n mod s` (of `s`) and seats player A as role
+//! `g mod n`, player B in every other seat: each start state is played from every seat in
+//! turn, so that a lopsided one favours neither player. Each role with
+//! a choice searches for the same time slice; a role with a single legal move (a `noop` while
+//! the other side moves) plays it at once. A game that has not ended after `max_plies` plies,
+//! or when the trial's time is up, counts as a draw. A's score in a game is
+//! `0.5 + (A's goal − the other seats' mean goal) / 200`: its goal over 100 in a two-player
+//! constant-sum game, and 0.5 when everybody gets the same.
+
+use std::time::{Duration, Instant};
+
+use crate::machine::StateMachine;
+
+use super::{Player, SearchConfig, SearchError, goal_or_zero};
+
+/// Which player of a duel a seat holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// The player whose score is measured.
+    A,
+    /// Its opponent, in every other seat.
+    B,
+}
+
+/// How a duel is played.
+#[derive(Debug, Clone)]
+pub struct DuelPlan {
+    /// Games to play (A's seat moving round the roles).
+    pub games: usize,
+    /// A game longer than this many plies is a draw.
+    pub max_plies: usize,
+    /// Think time of every move (and of each player's start).
+    pub slice: Duration,
+    /// No game goes on past this; an unfinished game is a draw.
+    pub until: Instant,
+    /// The seed of game `g`'s players is `seed + g + 1`.
+    pub seed: u64,
+}
+
+impl DuelPlan {
+    /// A plan whose games fit in the time from now to `until`: each move gets that time over
+    /// `games × 1.5 × expected_plies` (games between searches last longer than random ones),
+    /// at least `min_slice`.
+    pub fn fitted(
+        games: usize,
+        max_plies: usize,
+        expected_plies: f64,
+        until: Instant,
+        min_slice: Duration,
+        seed: u64,
+    ) -> DuelPlan {
+        let left = until.saturating_duration_since(Instant::now());
+        let expected = expected_plies.clamp(2.0, max_plies as f64);
+        let moves = (games as f64 * 1.5 * expected) as u32;
+        DuelPlan {
+            games,
+            max_plies,
+            slice: (left / moves.max(1)).max(min_slice),
+            until,
+            seed,
+        }
+    }
+}
+
+/// What a duel found.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DuelResult {
+    /// A's mean score, 0 to 1 (0.5 when no game was played).
+    pub score: f64,
+    /// Games played (finished or not).
+    pub games: usize,
+    /// Games that ended (not cut by the ply limit or the time).
+    pub finished: usize,
+}
+
+/// Plays the duel `plan` describes from `starts` (the initial state when empty);
+/// `make(side, config)` builds a fresh player for a seat.
+///
+/// # Errors
+/// The engine or a player failed.
+pub fn duel<M: StateMachine>(
+    machine: &mut M,
+    plan: &DuelPlan,
+    starts: &[M::State],
+    mut make: impl FnMut(Side, SearchConfig) -> Box<dyn Player<M>>,
+) -> Result<DuelResult, SearchError> {
+    let n_roles = machine.roles().len();
+    let mut result = DuelResult {
+        score: 0.0,
+        games: 0,
+        finished: 0,
+    };
+    for game in 0..plan.games {
+        if Instant::now() >= plan.until {
+            break;
+        }
+        let a_role = game % n_roles.max(1);
+        let mut state = match starts {
+            [] => machine.initial_state(),
+            _ => starts[(game / n_roles.max(1)) % starts.len()].clone(),
+        };
+        let config = SearchConfig {
+            seed: plan.seed.wrapping_add(game as u64 + 1),
+            threads: 1,
+            max_iterations: None,
+            progress: None,
+        };
+        let mut players: Vec<Box<dyn Player<M>>> = (0..n_roles)
+            .map(|r| make(if r == a_role { Side::A } else { Side::B }, config.clone()))
+            .collect();
+        for (r, p) in players.iter_mut().enumerate() {
+            p.start(machine, r, Instant::now() + plan.slice)?;
+        }
+        let mut score = 0.5;
+        let started = Instant::now();
+        let mut plies = 0;
+        for _ in 0..plan.max_plies {
+            if machine.is_terminal(&state)? {
+                score = a_score(machine, &state, a_role)?;
+                result.finished += 1;
+                break;
+            }
+            if Instant::now() >= plan.until {
+                break;
+            }
+            let mut joint = Vec::with_capacity(n_roles);
+            for (r, p) in players.iter_mut().enumerate() {
+                let legal = machine.legal_moves(&state, r)?;
+                let mv = match legal.as_slice() {
+                    [only] => *only,
+                    _ => p.choose(machine, &state, Instant::now() + plan.slice)?.mv,
+                };
+                joint.push(mv);
+            }
+            state = machine.next_state(&state, &joint)?;
+            plies += 1;
+        }
+        tracing::info!(
+            "duel game {game}: A as role {a_role} scored {score:.2} in {plies} plies, {:.2} s, {} ms a move",
+            started.elapsed().as_secs_f64(),
+            plan.slice.as_millis()
+        );
+        result.score += score;
+        result.games += 1;
+    }
+    result.score = if result.games > 0 {
+        result.score / result.games as f64
+    } else {
+        0.5
+    };
+    Ok(result)
+}
+
+/// A's score in a terminal state (see the module documentation).
+fn a_score<M: StateMachine>(
+    machine: &mut M,
+    state: &M::State,
+    a_role: usize,
+) -> Result<f64, SearchError> {
+    let n_roles = machine.roles().len();
+    let own = f64::from(goal_or_zero(machine, state, a_role)?);
+    if n_roles < 2 {
+        return Ok(own / 100.0);
+    }
+    let mut others = 0.0;
+    for r in (0..n_roles).filter(|&r| r != a_role) {
+        others += f64::from(goal_or_zero(machine, state, r)?);
+    }
+    let others = others / (n_roles - 1) as f64;
+    Ok((0.5 + (own - others) / 200.0).clamp(0.0, 1.0))
+}
