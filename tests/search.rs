@@ -1308,9 +1308,10 @@ fn a_duel_scores_the_stronger_player_and_asks_only_roles_with_a_choice() {
     let plan = DuelPlan {
         games: 4,
         max_plies: 20,
-        slice: Duration::from_millis(30),
+        slice: Duration::from_secs(5),
         until: far(),
         seed: 3,
+        iterations: Some(1000),
     };
     // MCTS (A) against the first legal move (B), which loses at tic-tac-toe from either seat.
     let result = duel(
@@ -1363,15 +1364,16 @@ fn the_heuristic_trial_turns_a_misleading_heuristic_into_a_prior_and_can_be_turn
             anti: ggp::search::mcts::Anti::Off,
             ..MctsSettings::default()
         };
-        let config = SearchConfig {
-            seed: 11,
-            ..SearchConfig::default()
-        };
-        MctsPlayer::<PropnetMachine>::with_heuristics(config, settings, heuristics.to_vec())
+        // An iteration limit makes the trial's games the same on a loaded machine.
+        MctsPlayer::<PropnetMachine>::with_heuristics(
+            config(11, 2000),
+            settings,
+            heuristics.to_vec(),
+        )
     };
     let mut p = player(true, &swapped);
     assert_eq!(p.playout_cutoff(), None, "nothing learnt before the start");
-    p.start(&mut m, 0, Instant::now() + Duration::from_secs(4))
+    p.start(&mut m, 0, Instant::now() + Duration::from_secs(60))
         .unwrap();
     assert!(p.heuristics().is_some(), "kept as a prior");
     assert_eq!(p.playout_cutoff(), None, "playouts go to the end");
@@ -1381,7 +1383,7 @@ fn the_heuristic_trial_turns_a_misleading_heuristic_into_a_prior_and_can_be_turn
     assert_eq!(p.playout_cutoff(), Some(2), "no trial: playouts cut as set");
     // The right heuristics win the trial: playouts stay cut.
     let mut p = player(true, &learnt);
-    p.start(&mut m, 0, Instant::now() + Duration::from_secs(4))
+    p.start(&mut m, 0, Instant::now() + Duration::from_secs(60))
         .unwrap();
     assert_eq!(
         p.playout_cutoff(),

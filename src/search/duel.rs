@@ -39,6 +39,9 @@ pub struct DuelPlan {
     pub until: Instant,
     /// The seed of game `g`'s players is `seed + g + 1`.
     pub seed: u64,
+    /// Iterations (or nodes) a move may take besides the slice, when limited: a player's own
+    /// budget, which makes a trial repeatable on any machine.
+    pub iterations: Option<u64>,
 }
 
 impl DuelPlan {
@@ -62,6 +65,7 @@ impl DuelPlan {
             slice: (left / moves.max(1)).max(min_slice),
             until,
             seed,
+            iterations: None,
         }
     }
 }
@@ -106,7 +110,7 @@ pub fn duel<M: StateMachine>(
         let config = SearchConfig {
             seed: plan.seed.wrapping_add(game as u64 + 1),
             threads: 1,
-            max_iterations: None,
+            max_iterations: plan.iterations,
             progress: None,
         };
         let mut players: Vec<Box<dyn Player<M>>> = (0..n_roles)

@@ -314,6 +314,9 @@ pub struct MctsPlayer<M: StateMachine> {
     anti_auto: bool,
     /// Heuristics given instead of learnt (a heuristic trial's players share the match's).
     given: Option<Vec<Option<Heuristic>>>,
+    /// The settings' `cutoff` and `prior` as given (each start's heuristic trial decides
+    /// again from them).
+    cut_and_prior: (usize, u32),
 }
 
 impl<M: StateMachine> MctsPlayer<M> {
@@ -337,6 +340,7 @@ impl<M: StateMachine> MctsPlayer<M> {
             pondered: 0,
             anti_auto: settings.anti == Anti::Auto,
             given: None,
+            cut_and_prior: (settings.cutoff, settings.prior),
             settings,
         }
     }
@@ -593,8 +597,9 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
     /// The heuristic trial ([`MctsSettings::heuristic_trial`]): for three quarters of the
     /// start clock left, MCTS with playouts cut and valued by the heuristic plays MCTS with
     /// playouts to the end and the heuristic as new nodes' prior ([`TRIAL_PRIOR`] visits);
-    /// playouts are cut only if that scores more than half. The games' expected length comes from random
-    /// games (a tenth of the trial's time, at most [`HEURISTIC_TRIAL_PROBES`] of them).
+    /// playouts are cut only if that scores more than half. The games' expected length comes
+    /// from random games (a tenth of the trial's time, at most [`HEURISTIC_TRIAL_PROBES`] of
+    /// them). A player with an iteration limit gives its trial players the same limit.
     fn try_heuristic(&mut self, machine: &mut M, deadline: Instant) -> Result<(), SearchError> {
         let now = Instant::now();
         let until = now + deadline.saturating_duration_since(now) * 3 / 4;
@@ -606,14 +611,21 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
             HEURISTIC_TRIAL_PROBES,
             self.settings.max_playout_steps,
         );
-        let plan = DuelPlan::fitted(
-            HEURISTIC_TRIAL_GAMES,
-            HEURISTIC_TRIAL_PLIES,
-            found.mean_length,
-            until,
-            MIN_HEURISTIC_TRIAL_MOVE,
-            self.config.seed ^ 0x5452_4941,
-        );
+        if found.playouts == 0 {
+            tracing::info!("heuristic values cut playouts: no random game ended, no trial");
+            return Ok(());
+        }
+        let plan = DuelPlan {
+            iterations: self.config.max_iterations,
+            ..DuelPlan::fitted(
+                HEURISTIC_TRIAL_GAMES,
+                HEURISTIC_TRIAL_PLIES,
+                found.mean_length,
+                until,
+                MIN_HEURISTIC_TRIAL_MOVE,
+                self.config.seed ^ 0x5452_4941,
+            )
+        };
         let cut = MctsSettings {
             heuristic_trial: false,
             ..self.settings.clone()
@@ -714,6 +726,7 @@ impl<M: StateMachine + Send + 'static> Player<M> for MctsPlayer<M> {
         if machine.is_terminal(&initial)? {
             return Ok(());
         }
+        (self.settings.cutoff, self.settings.prior) = self.cut_and_prior;
         if let Some(given) = &self.given {
             self.heuristics = Some(given.clone());
         } else if self.settings.heuristic {
