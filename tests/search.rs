@@ -1317,7 +1317,6 @@ fn a_duel_scores_the_stronger_player_and_asks_only_roles_with_a_choice() {
     let result = duel(
         &mut m,
         &plan,
-        &[],
         |side, config| -> Box<dyn Player<PropnetMachine>> {
             let inner = match side {
                 Side::A => plain_mcts(&config),
@@ -1344,7 +1343,7 @@ fn a_duel_scores_the_stronger_player_and_asks_only_roles_with_a_choice() {
         until: Instant::now(),
         ..plan
     };
-    let result = duel(&mut m, &late, &[], |_, config| plain_mcts(&config)).unwrap();
+    let result = duel(&mut m, &late, |_, config| plain_mcts(&config)).unwrap();
     assert_eq!((result.games, result.score), (0, 0.5));
 }
 

@@ -10,8 +10,8 @@
 //! the material it finds, see [`super::heuristic::find_material`]) and MCTS (with the match's
 //! settings) play [`TRIAL_GAMES`] fast games against each other ([`super::duel`]) from the
 //! initial state, seats alternating, each move given the same short time; a game not over
-//! after [`TRIAL_PLIES`] plies, or when the trial's time is up, counts as a draw. Alpha-beta plays the
-//! match if it scored more than half, or if its search of the initial state (the rest of the
+//! after [`TRIAL_PLIES`] plies, or when the trial's time is up, counts as a draw. Alpha-beta
+//! plays the match if it scored more than half, or if its search of the initial state (the rest of the
 //! start clock, half of it) proves the game's value; MCTS otherwise, the search that suits every
 //! game, and MCTS's solver still finds the wins and losses near the end. The choice and its
 //! reason are logged (`INFO auto: ...`) and kept ([`AutoPlayer::reason`]).
@@ -229,7 +229,7 @@ impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
             heuristic_trial: false,
             ..self.mcts.clone()
         };
-        let result = duel(machine, &plan, &[], |side, config| -> Box<dyn Player<M>> {
+        let result = duel(machine, &plan, |side, config| -> Box<dyn Player<M>> {
             match side {
                 Side::A => Box::new(AlphaBetaPlayer::new(config)),
                 Side::B => Box::new(MctsPlayer::with_settings(config, mcts.clone())),

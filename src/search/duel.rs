@@ -1,12 +1,11 @@
-//! Fast games between two players, seats taking turns: the start-clock trials that choose a
-//! search or a setting by how it plays this game, not by its name (`auto`: alpha-beta against
-//! MCTS; MCTS: its learnt heuristic valuing cut playouts against the same as a prior).
+//! Fast games between two players from the initial state, seats taking turns: the start-clock
+//! trials that choose a search or a setting by how it plays this game, not by its name
+//! (`auto`: alpha-beta against MCTS; MCTS: its learnt heuristic valuing cut playouts against
+//! the same as a prior).
 //!
-//! Game `g` starts from start state `g / n mod s` (of `s`) and seats player A as role
-//! `g mod n`, player B in every other seat: each start state is played from every seat in
-//! turn, so that a lopsided one favours neither player. Each role with
-//! a choice searches for the same time slice; a role with a single legal move (a `noop` while
-//! the other side moves) plays it at once. A game that has not ended after `max_plies` plies,
+//! Game `g` seats player A as role `g mod n` and player B in every other seat. Each role with a
+//! choice searches for the same time slice; a role with a single legal move (a `noop` while the
+//! other side moves) plays it at once. A game that has not ended after `max_plies` plies,
 //! or when the trial's time is up, counts as a draw. A's score in a game is
 //! `0.5 + (A's goal − the other seats' mean goal) / 200`: its goal over 100 in a two-player
 //! constant-sum game, and 0.5 when everybody gets the same.
@@ -81,15 +80,13 @@ pub struct DuelResult {
     pub finished: usize,
 }
 
-/// Plays the duel `plan` describes from `starts` (the initial state when empty);
-/// `make(side, config)` builds a fresh player for a seat.
+/// Plays the duel `plan` describes; `make(side, config)` builds a fresh player for a seat.
 ///
 /// # Errors
 /// The engine or a player failed.
 pub fn duel<M: StateMachine>(
     machine: &mut M,
     plan: &DuelPlan,
-    starts: &[M::State],
     mut make: impl FnMut(Side, SearchConfig) -> Box<dyn Player<M>>,
 ) -> Result<DuelResult, SearchError> {
     let n_roles = machine.roles().len();
@@ -103,10 +100,7 @@ pub fn duel<M: StateMachine>(
             break;
         }
         let a_role = game % n_roles.max(1);
-        let mut state = match starts {
-            [] => machine.initial_state(),
-            _ => starts[(game / n_roles.max(1)) % starts.len()].clone(),
-        };
+        let mut state = machine.initial_state();
         let config = SearchConfig {
             seed: plan.seed.wrapping_add(game as u64 + 1),
             threads: 1,

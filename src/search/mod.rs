@@ -16,7 +16,7 @@
 //!   outcome pruned (`factor=on`).
 //! - [`puzzle`]: best-first search for a line to goal 100 in single-player games.
 //! - [`duel`]: fast games between two players, the start-clock trials that choose a search
-//!   (`auto`) or keep a heuristic (MCTS).
+//!   (`auto`) or how MCTS uses its heuristic.
 //! - [`probe`]: random playouts that tell which of the two suits a game; the `auto` player
 //!   uses them.
 //!

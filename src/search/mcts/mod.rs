@@ -632,7 +632,7 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
         };
         let prior = cut.clone().with_full_playouts();
         let heuristics = self.heuristics.clone().unwrap_or_default();
-        let result = duel(machine, &plan, &[], |side, config| -> Box<dyn Player<M>> {
+        let result = duel(machine, &plan, |side, config| -> Box<dyn Player<M>> {
             let settings = match side {
                 Side::A => cut.clone(),
                 Side::B => prior.clone(),
@@ -645,7 +645,7 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
         })?;
         let keep = result.score > 0.5;
         if !keep {
-            self.settings = std::mem::replace(&mut self.settings, cut).with_full_playouts();
+            self.settings = std::mem::take(&mut self.settings).with_full_playouts();
         }
         tracing::info!(
             "heuristic {}: cut playouts scored {:.2} against full playouts with the heuristic \
