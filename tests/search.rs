@@ -1148,6 +1148,63 @@ fn think_prints_the_solved_value_of_tic_tac_toe() {
     assert!(stdout.contains("value 50.0 proven true"), "{stdout}");
 }
 
+/// `think --record R --ply N` searches the state after the record's first N joint moves, and
+/// a record with an illegal move is refused with the move's number.
+#[test]
+fn think_searches_a_position_from_a_match_record() {
+    let dir = std::env::temp_dir().join(format!("ggp-think-record-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let record = |moves: &str| {
+        format!(
+            r#"{{"matchId": "t", "randomToken": "r", "startTime": 0, "isCompleted": false,
+                "states": [], "moves": {moves}, "stateTimes": [], "startClock": 1, "playClock": 1}}"#
+        )
+    };
+    let think = |file: &str, ply: &str| {
+        let path = dir.join(file);
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_ggp"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(["think", "rules/ticTacToe.kif", "--player", "alphabeta"])
+            .args(["--role", "1", "--seconds", "60", "--record"])
+            .arg(&path)
+            .args(["--ply", ply])
+            .output()
+            .expect("ggp runs");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.success(), text)
+    };
+    // x holds (1 1) and (1 2): o must block at (1 3), and the game is then a draw.
+    let good = record(
+        r#"[["(mark 1 1)", "noop"], ["noop", "(mark 2 2)"], ["(mark 1 2)", "noop"], ["noop", "(mark 1 3)"]]"#,
+    );
+    std::fs::write(dir.join("good.json"), good).unwrap();
+    let (ok, text) = think("good.json", "3");
+    assert!(ok, "{text}");
+    assert!(
+        text.contains("alphabeta: move (mark 1 3) value 50.0 proven true"),
+        "{text}"
+    );
+    let (ok, text) = think("good.json", "5");
+    assert!(!ok && text.contains("has 4 joint moves, not 5"), "{text}");
+
+    let illegal = record(r#"[["(mark 1 1)", "noop"], ["noop", "(mark 1 1)"]]"#);
+    std::fs::write(dir.join("illegal.json"), illegal).unwrap();
+    let (ok, text) = think("illegal.json", "2");
+    assert!(
+        !ok && text.contains("move 2") && text.contains("illegal move"),
+        "{text}"
+    );
+    let unknown = record(r#"[["(mark 9 9)", "noop"]]"#);
+    std::fs::write(dir.join("unknown.json"), unknown).unwrap();
+    let (ok, text) = think("unknown.json", "1");
+    assert!(
+        !ok && text.contains("(mark 9 9) is not a move of this game"),
+        "{text}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Over a whole breakthrough match the node pool stays within its bound (a small one, so it
 /// fills), with transpositions and GRAVE's statistics on, and every move is legal.
 #[test]

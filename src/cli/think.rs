@@ -1,8 +1,10 @@
 //! `ggp think`: one search by a built-in player, with what it did, to watch and time the
 //! players outside a match.
 //!
-//! The position is the initial state, or the state after `--random-moves` random joint moves
-//! from it (seeded; an error if the game ends on the way). The player gets `--start-seconds` to start and `--seconds` to choose; the
+//! The position is the initial state, the state after `--random-moves` random joint moves
+//! from it (seeded; an error if the game ends on the way), or the state after the first
+//! `--ply` joint moves of a match record (`--record`, every move checked against the rules),
+//! to ask again what the player thought at a move of a match it lost. The player gets `--start-seconds` to start and `--seconds` to choose; the
 //! line printed gives the move, its value, whether it is proven, the iterations (playouts for
 //! MCTS, nodes for alpha-beta) and their rate.
 
@@ -14,6 +16,7 @@ use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::machine::StateMachine;
+use crate::manager::record::MatchRecord;
 use crate::search::{PlayerSpec, SearchConfig};
 
 use super::{EngineChoice, load_engine};
@@ -37,8 +40,15 @@ pub struct ThinkArgs {
     #[arg(long, default_value_t = 0.0)]
     start_seconds: f64,
     /// Random joint moves played from the initial state first.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, conflicts_with = "record")]
     random_moves: usize,
+    /// A match record (ggp.org JSON, as `ggp match` and `ggp tournament` write) whose moves
+    /// lead to the position; `--ply` says how many of them.
+    #[arg(long, requires = "ply")]
+    record: Option<std::path::PathBuf>,
+    /// With `--record`: the number of the record's joint moves played before the search.
+    #[arg(long, requires = "record")]
+    ply: Option<usize>,
     /// Search threads.
     #[arg(long, default_value_t = 1)]
     threads: usize,
@@ -81,6 +91,9 @@ fn think<M: StateMachine + Send + 'static>(
     );
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(args.seed);
     let mut state = machine.initial_state();
+    if let (Some(path), Some(ply)) = (&args.record, args.ply) {
+        state = recorded_state(machine, path, ply)?;
+    }
     let (mut joint, mut scratch) = (Vec::new(), Vec::new());
     for played in 0..args.random_moves {
         machine.random_joint_move_into(&state, &mut rng, &mut joint, &mut scratch)?;
@@ -127,4 +140,41 @@ fn think<M: StateMachine + Send + 'static>(
         choice.iterations as f64 / elapsed.max(1e-9),
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The state after the first `ply` joint moves of the record at `path`, each checked against
+/// the rules.
+fn recorded_state<M: StateMachine>(
+    machine: &mut M,
+    path: &std::path::Path,
+    ply: usize,
+) -> anyhow::Result<M::State> {
+    let record = MatchRecord::load(path)?;
+    let joints = record
+        .joint_moves(machine)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    anyhow::ensure!(
+        ply <= joints.len(),
+        "{}: the record has {} joint moves, not {ply}",
+        path.display(),
+        joints.len()
+    );
+    let mut state = machine.initial_state();
+    for (step, joint) in joints[..ply].iter().enumerate() {
+        anyhow::ensure!(
+            !machine.is_terminal(&state)?,
+            "{}: the game is over before move {}",
+            path.display(),
+            step + 1
+        );
+        state = machine
+            .next_state(&state, joint)
+            .with_context(|| format!("{}: move {}", path.display(), step + 1))?;
+    }
+    anyhow::ensure!(
+        !machine.is_terminal(&state)?,
+        "{}: the game is over after {ply} moves; ask for an earlier --ply",
+        path.display()
+    );
+    Ok(state)
 }

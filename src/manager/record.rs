@@ -12,8 +12,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::gdl::{Term, term_from_sexp};
+use crate::gdl::{Term, parse_term, term_from_sexp};
 use crate::kif::{self, Sexp};
+use crate::machine::StateMachine;
 
 /// One match, as ggp.org stores it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -162,6 +163,40 @@ impl MatchRecord {
             path: path.to_path_buf(),
             source,
         })
+    }
+
+    /// The record's joint moves as `machine`'s moves, in role order; an error names the step
+    /// (1 for the first joint move) and the move. Legality is the caller's to check: a move
+    /// is only looked up among the game's moves.
+    ///
+    /// # Errors
+    /// A move that does not parse, is not a move of the game, or a joint move with the wrong
+    /// number of moves.
+    pub fn joint_moves<M: StateMachine>(&self, machine: &M) -> Result<Vec<Vec<M::Move>>, String> {
+        let roles = machine.roles().len();
+        self.moves
+            .iter()
+            .enumerate()
+            .map(|(i, joint)| {
+                let step = i + 1;
+                if joint.len() != roles {
+                    return Err(format!(
+                        "move {step} has {} moves for {roles} roles",
+                        joint.len()
+                    ));
+                }
+                joint
+                    .iter()
+                    .map(|text| {
+                        let term =
+                            parse_term(text).map_err(|e| format!("move {step} {text:?}: {e}"))?;
+                        machine.find_move(&term).ok_or_else(|| {
+                            format!("move {step}: {term} is not a move of this game")
+                        })
+                    })
+                    .collect()
+            })
+            .collect()
     }
 
     /// Writes the record atomically: to a temporary file in the same directory, then renamed

@@ -1276,27 +1276,10 @@ impl<M: StateMachine + Send + 'static> Game<M> {
             Ok(())
         };
         check(self, 0)?;
-        for (step, joint) in record.moves.iter().enumerate() {
-            if joint.len() != self.roles().len() {
-                return Err(PlayError::Record(format!(
-                    "move {} has {} moves for {} roles",
-                    step + 1,
-                    joint.len(),
-                    self.roles().len()
-                )));
-            }
-            let mut moves = Vec::new();
-            for text in joint {
-                let term = parse_term(text)
-                    .map_err(|e| PlayError::Record(format!("move {} {text:?}: {e}", step + 1)))?;
-                let mv = self.machine.find_move(&term).ok_or_else(|| {
-                    PlayError::Record(format!(
-                        "move {}: {term} is not a move of this game",
-                        step + 1
-                    ))
-                })?;
-                moves.push(mv);
-            }
+        let joints = record
+            .joint_moves(&self.machine)
+            .map_err(PlayError::Record)?;
+        for (step, moves) in joints.into_iter().enumerate() {
             self.play(moves)
                 .map_err(|e| PlayError::Record(format!("move {}: {e}", step + 1)))?;
             check(self, step + 1)?;
