@@ -10,7 +10,9 @@ use ggp::gdl::{Description, Term, parse_term};
 use ggp::machine::{EngineFailure, MachineError, StateMachine};
 use ggp::propnet::{Budget, PropnetMachine};
 use ggp::search::alphabeta::AlphaBetaPlayer;
-use ggp::search::mcts::{MctsPlayer, MctsSettings, MctsStats};
+use ggp::search::auto::AutoPlayer;
+use ggp::search::endgame::Endgame;
+use ggp::search::mcts::{Anti, MctsPlayer, MctsSettings, MctsStats};
 use ggp::search::probe::probe;
 use ggp::search::{Player, PlayerKind, PlayerSpec, SearchConfig, new_player};
 use rand::SeedableRng;
@@ -945,7 +947,7 @@ fn anti_decisive_playouts_do_not_refuse_the_movers_own_win_in_one() {
 
 #[test]
 fn anti_decisive_playouts_avoid_handing_the_opponent_a_win_in_one() {
-    use ggp::search::mcts::{Anti, DecisivePlayout, PlayoutPolicy};
+    use ggp::search::mcts::{DecisivePlayout, PlayoutPolicy};
     let mut m = propnet(&Description::from_text(PICK_OR_LOSE).unwrap());
     let start = m.initial_state();
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
@@ -1146,6 +1148,83 @@ fn think_prints_the_solved_value_of_tic_tac_toe() {
     assert!(out.status.success(), "{stdout}");
     assert!(stdout.contains("alphabeta: move (mark "), "{stdout}");
     assert!(stdout.contains("value 50.0 proven true"), "{stdout}");
+}
+
+/// The endgame solver plays a proven win, and a proven draw, at once; it leaves a proven loss
+/// to MCTS, and does not search for a role with a single legal move.
+#[test]
+fn the_endgame_solver_plays_proofs_above_zero_only() {
+    let mut m = propnet(&ours("ticTacToe"));
+    let mut x = Endgame::new(config(3, 200_000));
+    x.start(&mut m, 0).unwrap();
+    let initial = m.initial_state();
+    let draw = x
+        .attempt(&mut m, &initial, far())
+        .unwrap()
+        .expect("a proven draw");
+    assert!(draw.proven);
+    assert_eq!(draw.value, Some(50.0));
+
+    let win = after(
+        &mut m,
+        &["(mark 1 1)", "(mark 2 2)", "(mark 2 1)", "(mark 3 3)"],
+    );
+    let choice = x
+        .attempt(&mut m, &win, far())
+        .unwrap()
+        .expect("a proven win");
+    assert_eq!(m.move_term(choice.mv), term("(mark 3 1)"));
+    assert_eq!((choice.value, choice.proven), (Some(100.0), true));
+
+    let mut o = Endgame::new(config(4, 200_000));
+    o.start(&mut m, 1).unwrap();
+    assert!(
+        o.attempt(&mut m, &initial, far()).unwrap().is_none(),
+        "o has only noop"
+    );
+    // x threatens (3 2) and (2 2) at once: o is lost.
+    let lost = after(
+        &mut m,
+        &[
+            "(mark 1 1)",
+            "(mark 2 1)",
+            "(mark 3 3)",
+            "(mark 1 2)",
+            "(mark 3 1)",
+        ],
+    );
+    assert!(o.attempt(&mut m, &lost, far()).unwrap().is_none());
+    assert_eq!((o.stats().value, o.stats().proven), (Some(0.0), true));
+}
+
+/// `auto` with the endgame solver on plays the proven win itself when MCTS plays the game;
+/// with it off (the default), MCTS plays every move.
+#[test]
+fn auto_plays_the_endgame_solver_s_proven_win() {
+    let mut m = propnet(&ours("connectFour"));
+    // Red has three in column 1 and moves: (drop 1) wins.
+    let state = after(
+        &mut m,
+        &[
+            "(drop 1)", "(drop 2)", "(drop 1)", "(drop 2)", "(drop 1)", "(drop 3)",
+        ],
+    );
+    let settings = MctsSettings {
+        heuristic: false,
+        anti: Anti::Off,
+        ..MctsSettings::default()
+    };
+    for on in [true, false] {
+        let mut auto = AutoPlayer::<PropnetMachine>::new(config(5, 2000), settings.clone());
+        auto.set_trial(false);
+        auto.set_endgame(on);
+        auto.start(&mut m, 0, Instant::now() + Duration::from_millis(500))
+            .unwrap();
+        assert!(auto.reason().starts_with("mcts"), "{}", auto.reason());
+        let choice = auto.choose(&mut m, &state, far()).unwrap();
+        assert_eq!(m.move_term(choice.mv), term("(drop 1)"));
+        assert_eq!(auto.endgame_moves(), u64::from(on));
+    }
 }
 
 /// `think --record R --ply N` searches the state after the record's first N joint moves, and

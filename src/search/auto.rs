@@ -16,6 +16,11 @@
 //! game, and MCTS's solver still finds the wins and losses near the end. The choice and its
 //! reason are logged (`INFO auto: ...`) and kept ([`AutoPlayer::reason`]).
 //!
+//! **Endgames** (`auto:endgame=on`, off by default): where MCTS plays a two-player
+//! turn-taking constant-sum game, the endgame solver ([`super::endgame`]) first tries each
+//! move for a share of its time to prove the state's value with an exact alpha-beta search,
+//! and a proven win (or proven best value above 0) is played at once.
+//!
 //! **With a budget instead of a clock** ([`LevelBudget`], the levels of `ggp play`, which have
 //! no start clock): the probe runs by count ([`BUDGET_PROBE_PLAYOUTS`] playouts), and alpha-beta
 //! (with the node limit) plays a two-player turn-taking constant-sum game in which material was
@@ -31,6 +36,7 @@ use crate::machine::StateMachine;
 
 use super::alphabeta::{AlphaBetaPlayer, AlphaBetaSettings};
 use super::duel::{DuelPlan, Side, duel};
+use super::endgame::Endgame;
 use super::mcts::{MctsPlayer, MctsSettings};
 use super::probe::{GameProbe, probe};
 use super::puzzle::{self, PuzzlePlayer};
@@ -75,6 +81,12 @@ pub struct AutoPlayer<M: StateMachine> {
     reason: String,
     trial: bool,
     puzzle: bool,
+    /// Whether the endgame solver helps MCTS in the games where alpha-beta is exact.
+    endgame_on: bool,
+    /// The endgame solver, when MCTS plays such a game and it is on.
+    endgame: Option<Endgame<M>>,
+    /// Moves the endgame solver played in this match.
+    endgame_moves: u64,
 }
 
 impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
@@ -89,6 +101,9 @@ impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
             reason: String::new(),
             trial: true,
             puzzle: true,
+            endgame_on: false,
+            endgame: None,
+            endgame_moves: 0,
         }
     }
 
@@ -104,6 +119,12 @@ impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
     /// of the initial state proves the game's value (the rule before the trial).
     pub fn set_trial(&mut self, on: bool) {
         self.trial = on;
+    }
+
+    /// Whether the endgame solver ([`super::endgame`]) tries each MCTS move first in
+    /// two-player turn-taking constant-sum games played by the clock (off by default).
+    pub fn set_endgame(&mut self, on: bool) {
+        self.endgame_on = on;
     }
 
     /// Whether single-player games are played by the puzzle search (on by default).
@@ -134,6 +155,11 @@ impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
             "single-player deterministic game",
         );
         Ok(true)
+    }
+
+    /// Moves the endgame solver played (proven) in this match.
+    pub fn endgame_moves(&self) -> u64 {
+        self.endgame_moves
     }
 
     /// Why the search was chosen (empty before the start).
@@ -264,6 +290,8 @@ impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
         role: usize,
         deadline: Instant,
     ) -> Result<(), SearchError> {
+        self.endgame = None;
+        self.endgame_moves = 0;
         if self.start_puzzle(machine, role, deadline)? {
             return Ok(());
         }
@@ -316,6 +344,11 @@ impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
         }
         let mut mcts = self.mcts_player();
         mcts.start(machine, role, deadline)?;
+        if self.endgame_on {
+            let mut endgame = Endgame::new(self.config.clone());
+            endgame.start(machine, role)?;
+            self.endgame = Some(endgame);
+        }
         let why = format!("alpha-beta scored {score:.2} against it in {games} trial games");
         self.decide(Chosen::Mcts(mcts), &why);
         Ok(())
@@ -332,6 +365,12 @@ impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
             let mut mcts = self.mcts_player();
             mcts.start(machine, 0, Instant::now())?;
             self.chosen = Some(Chosen::Mcts(mcts));
+        }
+        if let (Some(Chosen::Mcts(_)), Some(endgame)) = (&self.chosen, self.endgame.as_mut())
+            && let Some(proven) = endgame.attempt(machine, state, deadline)?
+        {
+            self.endgame_moves += 1;
+            return Ok(proven);
         }
         match self.chosen.as_mut() {
             Some(Chosen::AlphaBeta(p)) => p.choose(machine, state, deadline),

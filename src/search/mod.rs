@@ -27,6 +27,7 @@
 pub mod alphabeta;
 pub mod auto;
 pub mod duel;
+pub mod endgame;
 pub mod factor;
 mod flat;
 pub mod heuristic;
@@ -244,6 +245,7 @@ where
             let mut player = auto::AutoPlayer::<M>::new(config, spec.mcts_settings());
             player.set_trial(spec.auto_trial());
             player.set_puzzle(spec.auto_puzzle());
+            player.set_endgame(spec.auto_endgame());
             Box::new(player)
         }
     }

@@ -149,6 +149,10 @@ pub const AUTO_KEYS: &[(&str, &str)] = &[
         "puzzle",
         "single-player games played by the puzzle search (on or off)",
     ),
+    (
+        "endgame",
+        "where MCTS plays a two-player turn-taking constant-sum game, an exact alpha-beta search first tries each move for a quarter of its time and plays a proven win (on or off)",
+    ),
 ];
 
 /// The option every searching player (`flat`, `mcts`, `alphabeta`, `auto`) has: key and
@@ -212,22 +216,30 @@ impl PlayerSpec {
 
     /// Whether `auto` picks its search by a trial at the start clock (`trial=on`, the default).
     pub fn auto_trial(&self) -> bool {
-        self.auto_switch("trial")
+        self.auto_switch("trial", true)
     }
 
     /// Whether `auto` plays single-player games with the puzzle search (`puzzle=on`, the
     /// default).
     pub fn auto_puzzle(&self) -> bool {
-        self.auto_switch("puzzle")
+        self.auto_switch("puzzle", true)
     }
 
-    /// An on/off key of `auto`, on unless the spec says off.
-    fn auto_switch(&self, key: &str) -> bool {
+    /// Whether `auto` lets the endgame solver try each MCTS move first (`endgame=on`; off
+    /// by default).
+    pub fn auto_endgame(&self) -> bool {
+        self.auto_switch("endgame", false)
+    }
+
+    /// An on/off key of `auto`, `default` unless the spec says otherwise.
+    fn auto_switch(&self, key: &str, default: bool) -> bool {
         self.options
             .iter()
             .rev()
             .find(|(k, _)| k == key)
-            .is_none_or(|(_, v)| switch("auto", key, v, AUTO_KEYS).unwrap_or(true))
+            .map_or(default, |(_, v)| {
+                switch("auto", key, v, AUTO_KEYS).unwrap_or(default)
+            })
     }
 
     /// Whether the player searches the factored game (`factor=on`; off by default).
@@ -516,5 +528,18 @@ mod tests {
         assert!(!"auto".parse::<PlayerSpec>().unwrap().factor());
         assert!("flat:factor=on".parse::<PlayerSpec>().unwrap().factor());
         assert!("mcts:c".parse::<PlayerSpec>().is_err());
+    }
+
+    #[test]
+    fn auto_switches_have_their_defaults() {
+        let plain: PlayerSpec = "auto".parse().unwrap();
+        assert!(plain.auto_trial() && plain.auto_puzzle() && !plain.auto_endgame());
+        let spec: PlayerSpec = "auto:trial=off,puzzle=off,endgame=on,c=0.5"
+            .parse()
+            .unwrap();
+        assert!(!spec.auto_trial() && !spec.auto_puzzle() && spec.auto_endgame());
+        assert_eq!(spec.mcts_settings().exploration, 0.5);
+        assert!("auto:endgame=maybe".parse::<PlayerSpec>().is_err());
+        assert!("mcts:endgame=on".parse::<PlayerSpec>().is_err());
     }
 }
