@@ -6,7 +6,8 @@
 //! - `GGP_SLOW_TESTS=1`: the full measurement, printed as tables: plies to mate a random mover
 //!   per level over several seeds (the mean must be under 40 at `medium`), and a small
 //!   tournament level against level, seats alternating (each stronger level must score more
-//!   than half against the one below it).
+//!   than half against the one below it; `GGP_LEVEL_GAMES=N` plays N games a pairing instead
+//!   of 4 and 2).
 
 use std::time::{Duration, Instant};
 
@@ -149,9 +150,12 @@ fn the_levels_play_each_other_on_chess() {
     let material = find_material(&mut m, &mut rng, MATERIAL_GAMES, MATERIAL_PLIES, far())
         .expect("the engine works")
         .expect("chess has material");
+    let games_each: Option<u64> = std::env::var("GGP_LEVEL_GAMES")
+        .ok()
+        .and_then(|s| s.parse().ok());
     for (strong, weak, games) in [
-        (Level::Medium, Level::Easy, 4),
-        (Level::Hard, Level::Medium, 2),
+        (Level::Medium, Level::Easy, games_each.unwrap_or(4)),
+        (Level::Hard, Level::Medium, games_each.unwrap_or(2)),
     ] {
         let mut score = 0.0;
         for seed in 1..=games {
