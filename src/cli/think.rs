@@ -4,9 +4,10 @@
 //! The position is the initial state, the state after `--random-moves` random joint moves
 //! from it (seeded; an error if the game ends on the way), or the state after the first
 //! `--ply` joint moves of a match record (`--record`, every move checked against the rules),
-//! to ask again what the player thought at a move of a match it lost. The player gets `--start-seconds` to start and `--seconds` to choose; the
-//! line printed gives the move, its value, whether it is proven, the iterations (playouts for
-//! MCTS, nodes for alpha-beta) and their rate.
+//! to ask again what the player thought at a move of a match it lost. The player gets
+//! `--start-seconds` to start and `--seconds` to choose; the line printed gives the move, its
+//! value, whether it is proven, the iterations (playouts for MCTS, nodes for alpha-beta) and
+//! their rate.
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};

@@ -366,7 +366,8 @@ impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
             mcts.start(machine, 0, Instant::now())?;
             self.chosen = Some(Chosen::Mcts(mcts));
         }
-        if let (Some(Chosen::Mcts(_)), Some(endgame)) = (&self.chosen, self.endgame.as_mut())
+        // The solver exists only where MCTS was chosen for a game in which it is exact.
+        if let Some(endgame) = self.endgame.as_mut()
             && let Some(proven) = endgame.attempt(machine, state, deadline)?
         {
             self.endgame_moves += 1;
