@@ -177,11 +177,25 @@ fn server(behaviour: Behaviour, margin_ms: u64) -> RunningServer {
 /// line with headers, and the body. A server that closes before reading everything (a
 /// refused body) may reset the connection: what was read until then is returned.
 fn exchange(addr: SocketAddr, request: &[u8]) -> (String, String) {
+    exchange_with(addr, request, false)
+}
+
+/// As [`exchange`], but the client closes its side once the request is written, as one that
+/// has nothing more to send. (A body whose parentheses the announced length leaves open is
+/// read on until they close, the client closes, or the 10 s request deadline passes.)
+fn exchange_closing(addr: SocketAddr, request: &[u8]) -> (String, String) {
+    exchange_with(addr, request, true)
+}
+
+fn exchange_with(addr: SocketAddr, request: &[u8], close: bool) -> (String, String) {
     let mut stream = TcpStream::connect(addr).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(20)))
         .unwrap();
     let _ = stream.write_all(request);
+    if close {
+        let _ = stream.shutdown(std::net::Shutdown::Write);
+    }
     let mut reply = Vec::new();
     if let Err(e) = stream.read_to_end(&mut reply) {
         assert_ne!(e.kind(), std::io::ErrorKind::WouldBlock, "no reply in 20 s");
@@ -261,6 +275,80 @@ fn a_scripted_ggp_base_match_gets_legal_moves_and_well_formed_replies() {
     assert_eq!(info(addr), "((name tester) (status available))");
 }
 
+/// The bytes ggp-base's referee writes for `message` (`HttpRequest.issueRequest` calls
+/// `HttpWriter.writeAsClient`): `PrintWriter.println` lines, ended by the JVM's line separator
+/// (`eol`: `\n` on Linux, `\r\n` on Windows), `Content-Length` the message's `String.length()`
+/// (UTF-16 code units, not bytes), then the message in the JVM's default charset (UTF-8).
+fn ggp_base_referee_bytes(message: &str, eol: &str) -> Vec<u8> {
+    let length = message.encode_utf16().count();
+    let mut request = String::new();
+    for line in [
+        "POST / HTTP/1.0",
+        "Accept: text/delim",
+        "Host: localhost",
+        "Sender: GAMESERVER",
+        "Receiver: tester",
+        "Content-Type: text/acl",
+        &format!("Content-Length: {length}"),
+        "",
+    ] {
+        request.push_str(line);
+        request.push_str(eol);
+    }
+    request.push_str(message);
+    request.into_bytes()
+}
+
+/// A rule sheet saved with a UTF-8 byte-order mark, read by ggp-base's referee as Latin-1:
+/// the mark became the symbol `ï»¿`, the first rule of the START, re-sent in UTF-8 under a
+/// `Content-Length` that counts its three chars, not its six bytes. The player reads on to
+/// the `)` that closes the message (the referee keeps the connection open for the reply),
+/// answers `ready`, and plays.
+#[test]
+fn a_start_longer_in_bytes_than_its_java_char_count_is_read_whole() {
+    use ggp::protocol::message::spaced;
+    let server = server(Behaviour::Random, 300);
+    let addr = server.addr();
+    let game = Description::from_text(TIC_TAC_TOE).unwrap();
+    let mut machine = PropnetMachine::new(&game, &Budget::default()).unwrap();
+    let initial = machine.initial_state();
+    let rules: Vec<String> = std::iter::once("\u{ef}\u{bb}\u{bf}".to_string())
+        .chain(ggp::kif::parse(TIC_TAC_TOE).unwrap().iter().map(spaced))
+        .collect();
+    for (id, eol) in [("bom.1", "\n"), ("bom.2", "\r\n")] {
+        let start = format!("( START {id} x ({} ) 5 2)", rules.join(" "));
+        assert_eq!(start.len(), start.encode_utf16().count() + 3);
+        let sent = Instant::now();
+        let (head, body) = exchange(addr, &ggp_base_referee_bytes(&start, eol));
+        assert!(
+            head.starts_with("HTTP/1.0 200 OK"),
+            "{eol:?}: {head} {body}"
+        );
+        assert_eq!(body, "ready", "{eol:?}");
+        // Answered as soon as the message was whole, not at the request deadline (10 s).
+        assert!(
+            sent.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            sent.elapsed()
+        );
+        let play = format!("( PLAY {id} NIL )");
+        let (head, reply) = exchange(addr, &ggp_base_referee_bytes(&play, eol));
+        assert!(head.starts_with("HTTP/1.0 200 OK"), "{eol:?}: {head}");
+        let ours = machine
+            .find_move(&parse_term(&reply).unwrap())
+            .unwrap_or_else(|| panic!("{eol:?}: not a move: {reply}"));
+        assert!(
+            machine.legal_moves(&initial, 0).unwrap().contains(&ours),
+            "{eol:?}: {reply}"
+        );
+        let abort = format!("( ABORT {id} )");
+        assert_eq!(
+            exchange(addr, &ggp_base_referee_bytes(&abort, eol)).1,
+            "aborted"
+        );
+    }
+}
+
 #[test]
 fn get_options_and_other_methods_are_answered() {
     let server = server(Behaviour::Random, 300);
@@ -313,7 +401,13 @@ fn malformed_messages_get_a_reply_and_the_server_keeps_answering() {
         ("deep nesting", ggp_base_request(&"(".repeat(100_000))),
     ];
     for (what, request) in cases {
-        let (head, body) = exchange(addr, &request);
+        // These bodies leave a parenthesis open: their clients close their side, or the
+        // server would wait for the rest until the request deadline.
+        let (head, body) = if matches!(what, "truncated" | "binary" | "deep nesting") {
+            exchange_closing(addr, &request)
+        } else {
+            exchange(addr, &request)
+        };
         // A reply (error or `busy`), or a clean close.
         assert!(
             head.is_empty() || head.starts_with("HTTP/1."),
@@ -565,7 +659,7 @@ fn foreign_messages_mid_match_never_disturb_it() {
     let server = server(Behaviour::Random, 300);
     let addr = server.addr();
     assert_eq!(send(addr, &start_message("f.1", "x", 5, 2)), "ready");
-    let foreign: Vec<Vec<u8>> = [
+    let foreign: Vec<(Vec<u8>, bool)> = [
         "(INFO)\u{b}",
         "(INFO)\u{c}",
         "\u{a0}(INFO)",
@@ -578,14 +672,21 @@ fn foreign_messages_mid_match_never_disturb_it() {
         "(\u{1b}[31m)",
     ]
     .iter()
-    .map(|m| ggp_base_request(m))
+    .map(|m| (ggp_base_request(m), false))
     .chain([
-        b"POST / HTTP/1.0\r\nContent-Length: 3\r\n\r\n\xff\xfe(".to_vec(),
-        b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03".to_vec(),
+        // An open parenthesis: the client closes rather than have the server wait for more.
+        (
+            b"POST / HTTP/1.0\r\nContent-Length: 3\r\n\r\n\xff\xfe(".to_vec(),
+            true,
+        ),
+        (
+            b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03".to_vec(),
+            false,
+        ),
     ])
     .collect();
-    for request in &foreign {
-        let (head, body) = exchange(addr, request);
+    for (request, close) in &foreign {
+        let (head, body) = exchange_with(addr, request, *close);
         assert!(
             head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.0 400"),
             "{head} {body}"
