@@ -691,3 +691,44 @@ fn both_engines_play_what_the_reference_prover_plays() {
     assert_eq!(scripted(&mut d, &[&["proceed"]]), end);
     assert_eq!(scripted(&mut p, &[&["proceed"]]), end);
 }
+
+/// The constructs of issue 25 against the reference prover's own traces
+/// (`bench/referee/reftrace SHEET --playouts 3 --seed 7`, ggp-base's `ProverStateMachine`): each
+/// sheet is replayed on both engines, state, legal moves, terminal and goals at every step.
+/// `moves_in_terminal`: `legal`, `goal` and `terminal` reading `does` (asked with no moves);
+/// `query_bound`: variables no positive literal binds (negations and distincts of them dropped,
+/// head variables bound by the caller); `mastermind2x3`: `sees` read in a rule body;
+/// `numberguessing`: `true` with two arguments (never holds). The prover plays the GDL-II
+/// sheets' `random` as an ordinary role and ignores `sees` as percepts.
+#[test]
+fn both_engines_agree_with_the_reference_prover_s_traces() {
+    let gdl2 = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/games/gdl2");
+    let sheets = [
+        (
+            Path::new(FIXTURES).join("moves_in_terminal.kif"),
+            "moves_in_terminal",
+        ),
+        (Path::new(FIXTURES).join("query_bound.kif"), "query_bound"),
+        (Path::new(gdl2).join("mastermind2x3.kif"), "mastermind2x3"),
+        (Path::new(gdl2).join("numberguessing.kif"), "numberguessing"),
+    ];
+    for (sheet, name) in sheets {
+        let text = std::fs::read_to_string(&sheet).unwrap();
+        let description =
+            Description::from_text(&text).unwrap_or_else(|e| panic!("{name} is refused: {e:?}"));
+        assert!(!description.warnings().is_empty(), "{name} gets a warning");
+        let trace_text =
+            std::fs::read_to_string(Path::new(FIXTURES).join(format!("{name}.trace"))).unwrap();
+        let playouts = trace::parse(&trace_text).unwrap();
+        let steps = |replay: Replay| match replay {
+            Replay::Agree(n) => n,
+            Replay::Differ(d) => panic!("{name}: {d}"),
+        };
+        let mut d = DatalogMachine::new(&description).unwrap();
+        let on_datalog = steps(trace::replay(&mut d, &playouts).unwrap());
+        let mut p = PropnetMachine::new(&description, &budget()).unwrap();
+        let on_propnet = steps(trace::replay(&mut p, &playouts).unwrap());
+        assert_eq!(on_datalog, on_propnet, "{name}");
+        assert!(on_datalog >= 10, "{name}: only {on_datalog} steps compared");
+    }
+}

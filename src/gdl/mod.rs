@@ -429,7 +429,7 @@ impl Description {
     /// # Errors
     /// Every error-level diagnostic the validator finds; warnings are kept on success.
     pub fn new(rules: Vec<Rule>) -> Result<Description, Vec<Diagnostic>> {
-        let diagnostics = validate::validate(&rules);
+        let (diagnostics, rules) = validate::validate_and_normalize(rules);
         if diagnostics.iter().any(|d| d.severity == Severity::Error) {
             return Err(diagnostics);
         }
@@ -438,7 +438,6 @@ impl Description {
             .filter(|r| r.head.rel == Sym::ROLE && r.body.is_empty() && r.head.args.len() == 1)
             .map(|r| r.head.args[0].clone())
             .collect();
-        let rules = normalize::equalities(rules);
         Ok(Description {
             rules,
             roles,
@@ -455,7 +454,7 @@ impl Description {
         Description::new(rules)
     }
 
-    /// The rules, in sheet order (`(not (distinct s t))` solved: [`normalize`]).
+    /// The rules, in sheet order, in plain GDL ([`normalize`]; the rules it makes follow).
     pub fn rules(&self) -> &[Rule] {
         &self.rules
     }

@@ -10,6 +10,7 @@ use crate::kif::{self, Pos, Sexp};
 
 use super::{
     Atom, DependencyGraph, Literal, LoadError, Rule, RuleGraph, Sym, Term, literal_relations,
+    normalize,
 };
 
 /// How serious a problem is.
@@ -153,7 +154,7 @@ pub fn check_text(text: &str) -> (Verdict, Vec<Diagnostic>) {
             return (verdict, vec![Diagnostic::from_load_error(&e)]);
         }
     };
-    let diagnostics = validate(&rules);
+    let (diagnostics, _) = validate_and_normalize(rules);
     let errors = || diagnostics.iter().filter(|d| d.severity == Severity::Error);
     let verdict = if errors().next().is_none() {
         Verdict::Valid
@@ -219,12 +220,24 @@ fn headless_list(text: &str) -> Option<Diagnostic> {
 /// A diagnostic about the program as a whole (no role, no `terminal` rule, ...) names no rule and
 /// has the position `0:0`, so it comes first in its group.
 pub fn validate(rules: &[Rule]) -> Vec<Diagnostic> {
+    checks(rules, Reading::AsWritten)
+}
+
+/// Which program the checks read: the sheet as written, or the plain GDL made of it, where
+/// every variable must be bound.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    AsWritten,
+    Plain,
+}
+
+fn checks(rules: &[Rule], reading: Reading) -> Vec<Diagnostic> {
     let graph = DependencyGraph::new(rules);
     let mut out = Vec::new();
     check_arities(rules, &mut out);
     check_keywords(rules, &mut out);
     check_facts(rules, &mut out);
-    check_safety(rules, &mut out);
+    check_safety(rules, reading, &mut out);
     check_stratification(rules, &graph, &mut out);
     check_recursion(rules, &graph, &mut out);
     check_dependencies(rules, &graph, &mut out);
@@ -233,6 +246,34 @@ pub fn validate(rules: &[Rule]) -> Vec<Diagnostic> {
     // A stable sort keeps the order of checks among diagnostics on the same rule.
     out.sort_by_key(|d| (d.severity, d.pos));
     out
+}
+
+/// [`validate`]'s diagnostics on `rules`, and the plain GDL the engines play
+/// ([`normalize::plain`]). When `rules` have no error, the plain rules are checked again, and
+/// their errors added: a construct whose reference meaning the rewrite could not give (a caller
+/// that passes no value to a variable only a query binds) is refused there, at the rule it comes
+/// from.
+pub fn validate_and_normalize(rules: Vec<Rule>) -> (Vec<Diagnostic>, Vec<Rule>) {
+    let mut diagnostics = validate(&rules);
+    if diagnostics.iter().any(|d| d.severity == Severity::Error) {
+        return (diagnostics, rules);
+    }
+    let plain = normalize::plain(rules);
+    let mut errors: Vec<Diagnostic> = checks(&plain, Reading::Plain)
+        .into_iter()
+        .filter(|d| d.severity == Severity::Error)
+        .map(|d| Diagnostic {
+            message: format!(
+                "{} once read as the reference prover reads the sheet (a not or distinct of \
+                 variables no positive literal binds dropped, head variables bound by their \
+                 callers)",
+                d.message
+            ),
+            ..d
+        })
+        .collect();
+    errors.append(&mut diagnostics);
+    (errors, plain)
 }
 
 /// The fixed arities of GDL's keyword relations.
@@ -436,6 +477,18 @@ fn relation_arity_problem(
                 atom.rel, atom.rel
             )))
         }
+        Some(expected) if expected != arity && normalize::never_holds(atom) => {
+            Some(Problem::Warning(format!(
+                "{} takes {expected} {}, found {arity}: it never holds, as for the reference \
+                 prover (no state fact or move matches it)",
+                atom.rel,
+                if expected == 1 {
+                    "argument"
+                } else {
+                    "arguments"
+                }
+            )))
+        }
         Some(expected) if expected != arity => {
             let noun = if expected == 1 {
                 "argument"
@@ -448,7 +501,11 @@ fn relation_arity_problem(
             )))
         }
         Some(_) => None,
-        None => arity_conflict("relation", atom.rel, arity, pos, seen).map(Problem::Error),
+        None => arity_conflict("relation", atom.rel, arity, pos, seen).map(|m| {
+            Problem::Warning(format!(
+                "{m}: read as two relations, as the reference prover does"
+            ))
+        }),
     }
 }
 
@@ -550,7 +607,11 @@ fn literal_keyword_problems(
             errors.push(format!("{} used as a sentence", a.rel));
         }
         Literal::Atom(a) if a.rel == Sym::SEES => {
-            errors.push("sees cannot be used in a rule body: only the referee reads it".into());
+            warnings.push(
+                "sees used in a rule body: read as the relation the sees rules define, as the \
+                 reference prover does"
+                    .into(),
+            );
         }
         Literal::Atom(_) | Literal::Distinct(..) => {}
         Literal::Not(inner) => {
@@ -615,7 +676,13 @@ fn bound_by(literal: &Literal, counts: &impl Fn(Sym) -> bool, out: &mut Vec<Sym>
 
 /// Check 4: every variable of the head, of a negated literal and of a `distinct` is bound by a
 /// positive sentence of the body.
-fn check_safety(rules: &[Rule], out: &mut Vec<Diagnostic>) {
+///
+/// Two kinds of unbound variable are only warned about, since the reference prover gives them a
+/// meaning (and so do we: [`normalize`]): one that only negations and `distinct`s hold (they
+/// are dropped), and one in the head of a relation whose callers pass its value (or in the role
+/// place of `legal` and `goal`, asked of each role). A normalized rule that is still unsafe (a
+/// caller passes nothing) is refused then.
+fn check_safety(rules: &[Rule], reading: Reading, out: &mut Vec<Diagnostic>) {
     // A fact with a variable is check 3's business.
     for rule in rules.iter().filter(|r| !r.body.is_empty()) {
         let mut unbound = Vec::new();
@@ -625,15 +692,49 @@ fn check_safety(rules: &[Rule], out: &mut Vec<Diagnostic>) {
         add_missing(&head_vars, &bound, &mut unbound);
         let order = rule.vars();
         unbound.sort_by_key(|v| order.iter().position(|o| o == v));
-        if !unbound.is_empty() {
-            let verb = if unbound.len() == 1 { "is" } else { "are" };
+        let (from_query, refused): (Vec<Sym>, Vec<Sym>) = unbound
+            .into_iter()
+            .partition(|v| reading == Reading::AsWritten && bound_like_the_prover(rule, *v));
+        if !refused.is_empty() {
+            let verb = if refused.len() == 1 { "is" } else { "are" };
             let message = format!(
                 "unsafe rule: {} {verb} not bound by a positive literal",
-                var_list(&unbound)
+                var_list(&refused)
             );
             out.push(at_rule(Severity::Error, Check::Unsafe, rule, message));
         }
+        if !from_query.is_empty() {
+            let verb = if from_query.len() == 1 { "is" } else { "are" };
+            let message = format!(
+                "{} {verb} not bound by a positive literal: read as the reference prover \
+                 reads it (a not or distinct holding one is dropped; a head variable takes the \
+                 value its caller passes)",
+                var_list(&from_query)
+            );
+            out.push(at_rule(Severity::Warning, Check::Unsafe, rule, message));
+        }
     }
+}
+
+/// Whether the unbound variable `v` of `rule` is one the reference prover gives a meaning, as
+/// [`check_safety`] says.
+fn bound_like_the_prover(rule: &Rule, v: Sym) -> bool {
+    let holds = |t: &Term| {
+        let mut vars = Vec::new();
+        t.vars_into(&mut vars);
+        vars.contains(&v)
+    };
+    let places: Vec<usize> = (0..rule.head.args.len())
+        .filter(|&i| holds(&rule.head.args[i]))
+        .collect();
+    if !places.is_empty() {
+        return match rule.head.rel {
+            Sym::LEGAL | Sym::GOAL => places == [0],
+            rel => keyword_arity(rel).is_none(),
+        };
+    }
+    // Only in negations and `distinct`s, which the prover drops.
+    true
 }
 
 /// Adds to `unbound` each variable of a negated literal or `distinct` in `conjunction` that is
@@ -785,8 +886,19 @@ fn check_dependencies(rules: &[Rule], graph: &DependencyGraph, out: &mut Vec<Dia
             &[Sym::TRUE, Sym::DOES],
         ));
     }
+    // The reference prover asks these of the state alone: `does` never holds there.
     for rel in [Sym::LEGAL, Sym::GOAL, Sym::TERMINAL] {
-        out.extend(forbidden_dependency(rules, graph, rel, &[Sym::DOES]));
+        out.extend(
+            forbidden_dependency(rules, graph, rel, &[Sym::DOES]).map(|d| Diagnostic {
+                severity: Severity::Warning,
+                message: format!(
+                    "{}: read with no moves (does never holds there), as the reference prover \
+                     does",
+                    d.message
+                ),
+                ..d
+            }),
+        );
     }
     for rule in rules
         .iter()
@@ -955,20 +1067,24 @@ mod tests {
     }
 
     #[test]
-    fn relations_keep_one_arity() {
+    fn a_relation_with_several_arities_is_only_warned_about() {
+        // Two relations to the reference prover, whose unifier never matches the one with the
+        // other; the engines key relations by name and arity.
+        assert_eq!(errors("(p a)\n(<= (q ?x) (p ?x ?x))"), []);
         assert_eq!(
-            errors("(p a)\n(<= (q ?x) (p ?x ?x))"),
+            warnings("(p a)\n(<= (q ?x) (p ?x ?x))"),
             [(
                 Check::Arity,
-                "relation p used with arity 2, but with arity 1 at 2:1".to_string()
+                "relation p used with arity 2, but with arity 1 at 2:1: read as two relations, \
+                 as the reference prover does"
+                    .to_string()
             )]
         );
         // Inside `not` and `or` too.
-        assert_eq!(
-            error_checks("(p a) (<= q (p a) (not (p a b)))"),
-            [Check::Arity]
-        );
-        assert_eq!(error_checks("(p a) (<= q (or (p a) (p)))"), [Check::Arity]);
+        let checks =
+            |extra| -> Vec<Check> { warnings(extra).into_iter().map(|(c, _)| c).collect() };
+        assert_eq!(checks("(p a) (<= q (p a) (not (p a b)))"), [Check::Arity]);
+        assert_eq!(checks("(p a) (<= q (or (p a) (p)))"), [Check::Arity]);
     }
 
     #[test]
@@ -1033,12 +1149,27 @@ mod tests {
             errors("(legal r m n)"),
             [(Check::Arity, "legal takes 2 arguments, found 3".to_string())]
         );
-        assert_eq!(
-            errors("(<= (next s) (true s t))"),
-            [(Check::Arity, "true takes 1 argument, found 2".to_string())]
-        );
         assert_eq!(error_checks("(<= (terminal s) (true s))"), [Check::Arity]);
-        assert_eq!(error_checks("(<= (next s) (does r))"), [Check::Arity]);
+        assert_eq!(error_checks("(sees r)"), [Check::Arity]);
+        assert_eq!(errors("(sees r m) (base s) (input r m)"), []);
+    }
+
+    #[test]
+    fn true_and_does_of_another_arity_never_hold() {
+        // No state fact or move unifies with them, to the reference prover: they never hold.
+        assert_eq!(
+            errors("(<= (next s) (true s t)) (<= (next t) (does r))"),
+            []
+        );
+        assert_eq!(
+            warnings("(<= (next s) (true s t))"),
+            [(
+                Check::Arity,
+                "true takes 1 argument, found 2: it never holds, as for the reference prover \
+                 (no state fact or move matches it)"
+                    .to_string()
+            )]
+        );
         assert_eq!(error_checks("(sees r)"), [Check::Arity]);
         assert_eq!(errors("(sees r m) (base s) (input r m)"), []);
     }
@@ -1128,14 +1259,14 @@ mod tests {
     #[test]
     fn head_negated_and_distinct_variables_must_be_bound() {
         assert_eq!(
-            errors("(<= (p ?x ?y) (true ?y))"),
+            errors("(<= (next (p ?x ?y)) (true ?y))"),
             [(
                 Check::Unsafe,
                 "unsafe rule: variable ?x is not bound by a positive literal".to_string()
             )]
         );
         assert_eq!(
-            errors("(<= p (true s) (not (true ?x)) (distinct ?y a))"),
+            errors("(<= (next (p ?x ?y)) (true s) (not (true ?x)) (distinct ?y a))"),
             [(
                 Check::Unsafe,
                 "unsafe rule: variables ?x, ?y are not bound by a positive literal".to_string()
@@ -1149,19 +1280,50 @@ mod tests {
     }
 
     #[test]
-    fn an_or_binds_what_every_disjunct_binds() {
-        assert_eq!(errors("(<= (p ?x) (or (true ?x) (does r ?x)))"), []);
+    fn variables_the_prover_binds_from_the_query_are_only_warned_about() {
+        // A head variable its callers pass, legal's and goal's role, a negation's or a
+        // distinct's variable bound nowhere: the reference prover gives each a meaning.
+        let extra = "(<= (p ?x ?y) (true ?y)) (<= (legal ?r m) (not (true (c ?r)))) \
+                     (<= (goal ?r 0) (not (true (c ?r)))) (<= q (true s) (not (true ?x)) (distinct ?y a))";
+        assert_eq!(errors(extra), []);
+        let warned: Vec<Check> = warnings(extra).into_iter().map(|(c, _)| c).collect();
+        assert_eq!(warned, [Check::Unsafe; 4]);
+        // Read so, a rule whose caller passes no value is still refused, at the rule.
+        let mut rules = parse_rules(GAME).unwrap();
+        rules.extend(
+            parse_rules("(<= (free ?c) (not (true (cell ?c)))) (<= (next (f ?c)) (free ?c))")
+                .unwrap(),
+        );
+        let (diags, _) = validate_and_normalize(rules);
+        let errors: Vec<&str> = diags
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+            .map(|d| d.message.as_str())
+            .collect();
         assert_eq!(
-            error_checks("(<= (p ?x) (or (true ?x) (true s)))"),
+            errors,
+            [
+                "variable ?c in a fact once read as the reference prover reads the sheet (a not or \
+              distinct of variables no positive literal binds dropped, head variables bound by \
+              their callers)"
+            ]
+        );
+    }
+
+    #[test]
+    fn an_or_binds_what_every_disjunct_binds() {
+        assert_eq!(errors("(<= (next ?x) (or (true ?x) (does r ?x)))"), []);
+        assert_eq!(
+            error_checks("(<= (next ?x) (or (true ?x) (true s)))"),
             [Check::Unsafe]
         );
-        assert_eq!(error_checks("(<= (p ?x) (or))"), [Check::Unsafe]);
+        assert_eq!(error_checks("(<= (next ?x) (or))"), [Check::Unsafe]);
         // A variable of one positive disjunct needs no other binding.
         assert_eq!(errors("(<= p (or (true ?x) (true s)))"), []);
         // A negated disjunct needs its variables bound outside the `or`.
         assert_eq!(errors("(<= p (true ?x) (or (not (true ?x)) (true s)))"), []);
         assert_eq!(
-            error_checks("(<= p (or (true s) (not (true ?x))))"),
+            error_checks("(<= (next ?x) (or (true s) (not (true ?x))))"),
             [Check::Unsafe]
         );
         assert_eq!(
@@ -1244,12 +1406,20 @@ mod tests {
         assert_eq!(diags.len(), 1, "{diags:?}");
         assert_eq!(diags[0].check, Check::BadDependency);
         assert_eq!(diags[0].rule.as_deref(), Some("(<= (legal r k) h)"));
+        // `legal`, `goal` and `terminal` reading moves are read with none, as the reference
+        // prover asks them: only a warning.
+        assert_eq!(diags[0].severity, Severity::Warning);
         assert_eq!(
-            error_checks("(<= (init t) (role ?r) (does ?r m))"),
-            [Check::BadDependency]
+            warnings("(<= terminal (does r m))"),
+            [(
+                Check::BadDependency,
+                "terminal depends on does, but terminal must not depend on does: read with no \
+                 moves (does never holds there), as the reference prover does"
+                    .to_string()
+            )]
         );
         assert_eq!(
-            error_checks("(<= terminal (does r m))"),
+            error_checks("(<= (init t) (role ?r) (does ?r m))"),
             [Check::BadDependency]
         );
         // `next` and helpers used only by `next` may depend on moves.
@@ -1301,7 +1471,7 @@ mod tests {
 
     #[test]
     fn undefined_relations_are_only_warned_about() {
-        let extra = "(<= (legal r n) squee (not squee) (true s) (does r m))";
+        let extra = "(<= (legal r n) squee (not squee) (true s))";
         let diags = diagnostics(extra);
         let warned: Vec<_> = diags
             .iter()

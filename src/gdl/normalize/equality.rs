@@ -1,19 +1,11 @@
-//! Plain GDL for the constructs outside the specification that the reference prover
-//! (ggp-base) plays, so that every engine gives them the reference's meaning.
-//!
-//! Only `(not (distinct s t))` needs rewriting: it holds when s and t are the same term. As
-//! ggp-base's `GdlCleaner` does, a rule holding it is specialised by the most general unifier
-//! of s and t and the literal dropped; a rule whose s and t cannot unify never holds and is
-//! dropped. A disjunction holding such a literal is multiplied out first.
-//!
-//! The other constructs the validator warns about need nothing here: a function symbol with
-//! several arities, and `base` or `input` with another arity than the keyword's, are kept apart
-//! by the engines, which key terms by functor and arguments and relations by name and arity; a
-//! `not` inside a term is an ordinary function symbol to them.
+//! `(not (distinct s t))`: it holds when s and t are the same term. As ggp-base's `GdlCleaner`
+//! does, a rule holding it is specialised by the most general unifier of s and t and the literal
+//! dropped; a rule whose s and t cannot unify never holds and is dropped. A disjunction holding
+//! such a literal is multiplied out first.
 
 use hashbrown::HashMap;
 
-use super::{Atom, Literal, Rule, Sym, Term};
+use crate::gdl::{Atom, Literal, Rule, Sym, Term};
 
 /// The most rules one rule may multiply out to; past it the rule is kept as it is (the engines
 /// then report the literal they cannot evaluate).
@@ -109,7 +101,7 @@ fn specialise(rule: &Rule, body: Vec<Literal>) -> Option<Rule> {
 /// A substitution of terms for variables, built by unification (a variable's binding may
 /// hold variables bound later; [`Subst::term`] resolves them).
 #[derive(Default)]
-struct Subst(HashMap<Sym, Term>);
+pub(super) struct Subst(HashMap<Sym, Term>);
 
 impl Subst {
     /// `t` with its bound variables followed, at its top only.
@@ -133,7 +125,7 @@ impl Subst {
 
     /// Extends the substitution so that `s` and `t` become the same term; false if they
     /// cannot.
-    fn unify(&mut self, s: &Term, t: &Term) -> bool {
+    pub(super) fn unify(&mut self, s: &Term, t: &Term) -> bool {
         let (s, t) = (self.walk(s).clone(), self.walk(t).clone());
         match (&s, &t) {
             (Term::Var(a), Term::Var(b)) if a == b => true,
@@ -153,7 +145,7 @@ impl Subst {
     }
 
     /// `t` with the substitution applied throughout.
-    fn term(&self, t: &Term) -> Term {
+    pub(super) fn term(&self, t: &Term) -> Term {
         match self.walk(t) {
             Term::App(f, args) => Term::App(*f, args.iter().map(|a| self.term(a)).collect()),
             other => other.clone(),

@@ -1,0 +1,285 @@
+//! Variables no positive literal binds, read as the reference prover reads them.
+//!
+//! ggp-base's `ProverStateMachine` first runs `DistinctAndNotMover` over the rules: it moves each
+//! `not` and `distinct` after the positive sentences that bind its variables, and a literal
+//! whose variables no positive sentence binds finds no place and is **dropped** (as it is after
+//! `DeORer` has multiplied disjunctions out, so a disjunct dropped so makes its `or` hold). Then
+//! `AimaProver` answers top-down, unifying the rule's head with the query, so a head variable
+//! that nothing in the body binds takes whatever value the caller passes. So:
+//!
+//! - **A `not` or `distinct` with a variable no positive literal binds** is dropped (an `or`
+//!   holding one as a disjunct is dropped too: it holds).
+//! - **Head variables** still unbound are bound by a domain: a literal `(r-argI@ggp t)` for each
+//!   head argument `t` holding one, defined from the callers (for every body use of `r`, the
+//!   term passed at that place, under the caller's other positive literals; a magic-sets reading
+//!   of the query). `legal` and `goal` are asked of each role, so their first argument's domain
+//!   is `role`. A caller that does not bind the argument itself gives no domain: the rule stays
+//!   unsafe and is refused.
+//!
+//! Checked against the prover's own traces (`tests/fixtures/reference/query_bound.*`).
+
+use hashbrown::HashMap;
+
+use super::Fresh;
+use crate::gdl::{Atom, Literal, Rule, Sym};
+
+/// A relation's argument place: name, arity, index.
+type Place = (Sym, usize, usize);
+
+/// `rules` with the variables no positive literal binds read as the module's doc says.
+pub(super) fn bind_from_queries(rules: Vec<Rule>, fresh: &mut Fresh) -> Vec<Rule> {
+    let mut rules: Vec<Rule> = rules.into_iter().map(drop_unplaceable).collect();
+    let domains = add_domain_literals(&mut rules, fresh);
+    let mut made = Vec::new();
+    for (&(rel, arity, index), &domain) in &domains {
+        match domain_rules(&rules, (rel, arity, index), domain) {
+            Some(defs) => made.extend(defs),
+            // No domain: the rules keep no literal of it, and stay unsafe.
+            None => rules
+                .iter_mut()
+                .for_each(|r| r.body.retain(|l| !is_atom_of(l, domain))),
+        }
+    }
+    rules.extend(made);
+    rules
+}
+
+/// `rule` without the `not` and `distinct` literals (or the disjunctions holding one) whose
+/// variables its positive literals do not bind.
+fn drop_unplaceable(rule: Rule) -> Rule {
+    let bound = bound_vars(&rule.body);
+    let placeable = |l: &Literal| match l {
+        Literal::Not(_) | Literal::Distinct(..) => {
+            let mut vars = Vec::new();
+            l.vars_into(&mut vars);
+            vars.iter().all(|v| bound.contains(v))
+        }
+        Literal::Atom(_) | Literal::Or(_) => true,
+    };
+    let keep = |l: &Literal| match l {
+        Literal::Or(ls) => ls.iter().all(placeable),
+        other => placeable(other),
+    };
+    if rule.body.iter().all(keep) {
+        return rule;
+    }
+    let body = rule.body.iter().filter(|l| keep(l)).cloned().collect();
+    Rule { body, ..rule }
+}
+
+/// Adds, at the front of each rule whose head holds a variable its body does not bind, a domain
+/// literal for each head argument holding one; returns the domains made, by place.
+fn add_domain_literals(rules: &mut [Rule], fresh: &mut Fresh) -> HashMap<Place, Sym> {
+    let mut domains: HashMap<Place, Sym> = HashMap::new();
+    // A rule may have lost its whole body above; a fact holding a variable is refused before.
+    for rule in rules.iter_mut() {
+        let bound = bound_vars(&rule.body);
+        let mut added = Vec::new();
+        for (index, arg) in rule.head.args.iter().enumerate() {
+            let mut vars = Vec::new();
+            arg.vars_into(&mut vars);
+            if vars.iter().all(|v| bound.contains(v)) {
+                continue;
+            }
+            let domain = match rule.head.rel {
+                Sym::LEGAL | Sym::GOAL if index == 0 => Sym::ROLE,
+                rel if is_keyword(rel) => continue,
+                rel => {
+                    let place = (rel, rule.head.args.len(), index);
+                    *domains
+                        .entry(place)
+                        .or_insert_with(|| fresh.sym(&format!("{rel}-arg{}", index + 1)))
+                }
+            };
+            added.push(Literal::Atom(Atom {
+                rel: domain,
+                args: vec![arg.clone()],
+            }));
+        }
+        if !added.is_empty() {
+            added.append(&mut rule.body);
+            rule.body = added;
+        }
+    }
+    domains
+}
+
+/// The rules defining `domain`, the values passed at `place` by every body use of its
+/// relation; `None` if some use passes a value its rule does not bind.
+fn domain_rules(rules: &[Rule], place: Place, domain: Sym) -> Option<Vec<Rule>> {
+    let (rel, arity, index) = place;
+    let mut out = Vec::new();
+    for rule in rules {
+        for (k, literal) in rule.body.iter().enumerate() {
+            let mut uses = Vec::new();
+            atoms_in(literal, &mut |a| {
+                if a.rel == rel && a.args.len() == arity {
+                    uses.push(a.args[index].clone());
+                }
+            });
+            if uses.is_empty() {
+                continue;
+            }
+            let others: Vec<Literal> = rule
+                .body
+                .iter()
+                .enumerate()
+                .filter(|&(j, l)| j != k && binds_safely(l))
+                .map(|(_, l)| l.clone())
+                .collect();
+            let bound = bound_vars(&others);
+            for arg in uses {
+                let mut vars = Vec::new();
+                arg.vars_into(&mut vars);
+                if !vars.iter().all(|v| bound.contains(v)) {
+                    return None;
+                }
+                let body = if vars.is_empty() {
+                    Vec::new()
+                } else {
+                    others.clone()
+                };
+                out.push(Rule {
+                    head: Atom {
+                        rel: domain,
+                        args: vec![arg],
+                    },
+                    body,
+                    pos: rule.pos,
+                });
+            }
+        }
+    }
+    Some(out)
+}
+
+/// The variables the positive literals of `body` bind (an `or` binds what all its disjuncts do).
+fn bound_vars(body: &[Literal]) -> Vec<Sym> {
+    let mut out = Vec::new();
+    for literal in body {
+        bound_by(literal, &mut out);
+    }
+    out
+}
+
+fn bound_by(literal: &Literal, out: &mut Vec<Sym>) {
+    match literal {
+        Literal::Atom(a) => a.vars_into(out),
+        Literal::Not(_) | Literal::Distinct(..) => {}
+        Literal::Or(ls) => {
+            let mut each = ls.iter().map(|l| {
+                let mut vars = Vec::new();
+                bound_by(l, &mut vars);
+                vars
+            });
+            let Some(mut common) = each.next() else {
+                return;
+            };
+            for vars in each {
+                common.retain(|v| vars.contains(v));
+            }
+            for v in common {
+                if !out.contains(&v) {
+                    out.push(v);
+                }
+            }
+        }
+    }
+}
+
+/// Whether `literal` binds without help: a sentence, or a disjunction each of whose disjuncts
+/// binds all of its variables.
+fn binds_safely(literal: &Literal) -> bool {
+    match literal {
+        Literal::Atom(_) => true,
+        Literal::Or(_) => {
+            let mut all = Vec::new();
+            literal.vars_into(&mut all);
+            let mut bound = Vec::new();
+            bound_by(literal, &mut bound);
+            all.iter().all(|v| bound.contains(v))
+        }
+        Literal::Not(_) | Literal::Distinct(..) => false,
+    }
+}
+
+/// Calls `visit` on every sentence of `literal`, negated or not.
+fn atoms_in<'a>(literal: &'a Literal, visit: &mut impl FnMut(&'a Atom)) {
+    match literal {
+        Literal::Atom(a) => visit(a),
+        Literal::Not(inner) => atoms_in(inner, visit),
+        Literal::Distinct(..) => {}
+        Literal::Or(ls) => ls.iter().for_each(|l| atoms_in(l, visit)),
+    }
+}
+
+fn is_atom_of(literal: &Literal, rel: Sym) -> bool {
+    matches!(literal, Literal::Atom(a) if a.rel == rel)
+}
+
+fn is_keyword(rel: Sym) -> bool {
+    crate::gdl::validate::KEYWORD_ARITIES
+        .iter()
+        .any(|(k, _)| *k == rel)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::rewritten;
+    use super::*;
+
+    fn pass(rules: Vec<Rule>) -> Vec<Rule> {
+        let mut fresh = Fresh::new(&rules);
+        bind_from_queries(rules, &mut fresh)
+    }
+
+    #[test]
+    fn a_head_variable_takes_its_callers_values() {
+        let out = rewritten(
+            "(<= (free ?c) (not (true (occupied ?c))))
+             (<= (legal ?r (put ?c)) (true (control ?r)) (cell ?c) (free ?c))
+             (<= (next (safe ?c)) (true (near ?c)) (free ?c))
+             (<= (legal ?r noop) (not (true (control ?r))))",
+            pass,
+        );
+        assert_eq!(
+            out,
+            [
+                "(<= (free ?c) (free-arg1@ggp ?c))",
+                "(<= (legal ?r (put ?c)) (true (control ?r)) (cell ?c) (free ?c))",
+                "(<= (next (safe ?c)) (true (near ?c)) (free ?c))",
+                "(<= (legal ?r noop) (role ?r))",
+                "(<= (free-arg1@ggp ?c) (true (control ?r)) (cell ?c))",
+                "(<= (free-arg1@ggp ?c) (true (near ?c)))",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_caller_that_binds_nothing_leaves_the_rule_unsafe() {
+        let text = "(<= (free ?c) (not (true (occupied ?c)))) (<= (any ?c) (free ?c))";
+        assert_eq!(
+            rewritten(text, pass),
+            ["(free ?c)", "(<= (any ?c) (free ?c))"]
+        );
+    }
+
+    #[test]
+    fn a_negation_or_distinct_that_nothing_binds_is_dropped() {
+        assert_eq!(
+            rewritten(
+                "(<= (open ?x) (row ?x) (not (true (cell ?x ?y x))))
+                 (<= (a ?x) (p ?x) (distinct ?x ?y) (not (q ?x)))
+                 (<= b (p ?x) (or (true s) (not (true ?z))))
+                 (<= c (p ?x) (or (true s) (not (true ?x))))",
+                pass
+            ),
+            [
+                "(<= (open ?x) (row ?x))",
+                "(<= (a ?x) (p ?x) (not (q ?x)))",
+                "(<= b (p ?x))",
+                "(<= c (p ?x) (or (true s) (not (true ?x))))",
+            ]
+        );
+    }
+}
