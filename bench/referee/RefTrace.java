@@ -105,6 +105,7 @@ public final class RefTrace {
                     out.append("DOES");
                     for (Move m : joint) out.append(' ').append(kif(m.getContents()));
                     out.append('\n');
+                    out.flush();                                // a slow game shows its steps
                     state = machine.getNextState(state, joint);
                 }
             }
