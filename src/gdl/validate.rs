@@ -633,12 +633,27 @@ fn literal_keyword_problems(
     }
 }
 
-/// Check 3: facts are ground.
+/// Check 3: facts are ground; a `base` or `input` fact with variables, which no referee reads to
+/// play, is only warned about and dropped ([`normalize`]).
 fn check_facts(rules: &[Rule], out: &mut Vec<Diagnostic>) {
     for rule in rules.iter().filter(|r| r.body.is_empty()) {
         let mut vars = Vec::new();
         rule.head.vars_into(&mut vars);
-        if !vars.is_empty() {
+        if vars.is_empty() {
+            continue;
+        }
+        if normalize::is_unread_schema(rule) {
+            let message = format!(
+                "{} in a fact: dropped, as no referee reads base or input to play",
+                var_list(&vars)
+            );
+            out.push(at_rule(
+                Severity::Warning,
+                Check::VariableInFact,
+                rule,
+                message,
+            ));
+        } else {
             let message = format!("{} in a fact", var_list(&vars));
             out.push(at_rule(
                 Severity::Error,
@@ -706,9 +721,9 @@ fn check_safety(rules: &[Rule], reading: Reading, out: &mut Vec<Diagnostic>) {
         if !from_query.is_empty() {
             let verb = if from_query.len() == 1 { "is" } else { "are" };
             let message = format!(
-                "{} {verb} not bound by a positive literal: read as the reference prover \
-                 reads it (a not or distinct holding one is dropped; a head variable takes the \
-                 value its caller passes)",
+                "{} {verb} not bound by a positive literal: read as the reference referee \
+                 reads it (a head variable takes the value its caller passes; ggp-base drops a \
+                 not or distinct of one, the Dresden GameController evaluates it as it stands)",
                 var_list(&from_query)
             );
             out.push(at_rule(Severity::Warning, Check::Unsafe, rule, message));
@@ -729,7 +744,7 @@ fn bound_like_the_prover(rule: &Rule, v: Sym) -> bool {
         .collect();
     if !places.is_empty() {
         return match rule.head.rel {
-            Sym::LEGAL | Sym::GOAL => places == [0],
+            Sym::LEGAL | Sym::GOAL | Sym::SEES => places == [0],
             rel => keyword_arity(rel).is_none(),
         };
     }

@@ -1,4 +1,5 @@
-//! Variables no positive literal binds, read as the reference prover reads them.
+//! Variables no positive literal binds, read as the reference referee reads them: ggp-base's
+//! prover for GDL, the Dresden GameController for GDL-II.
 //!
 //! ggp-base's `ProverStateMachine` first runs `DistinctAndNotMover` over the rules: it moves each
 //! `not` and `distinct` after the positive sentences that bind its variables, and a literal
@@ -12,23 +13,36 @@
 //! - **Head variables** still unbound are bound by a domain: a literal `(r-argI@ggp t)` for each
 //!   head argument `t` holding one, defined from the callers (for every body use of `r`, the
 //!   term passed at that place, under the caller's other positive literals; a magic-sets reading
-//!   of the query). `legal` and `goal` are asked of each role, so their first argument's domain
-//!   is `role`. A caller that does not bind the argument itself gives no domain: the rule stays
+//!   of the query). `legal`, `goal` and `sees` are asked of each role, so their first argument's domain
+//!   is `role` (also for their callees). A caller that does not bind the argument itself gives no domain: the rule stays
 //!   unsafe and is refused.
+//! - **The Dresden GameController** reads a body left to right with the head bound by the query,
+//!   so there a `not` or `distinct` is not dropped: a head variable is bound as above, and one
+//!   still unbound makes a negation hold when no instance does (a projection
+//!   `(p-exists@ggp ?x..)` onto its bound variables) and a `distinct` fail. (A literal placed
+//!   before the positive literal that binds its variable is read here as if placed after it,
+//!   as everywhere else.)
 //!
-//! Checked against the prover's own traces (`tests/fixtures/reference/query_bound.*`).
+//! Checked against each referee's own traces (`tests/fixtures/reference/`).
 
 use hashbrown::HashMap;
 
 use super::Fresh;
-use crate::gdl::{Atom, Literal, Rule, Sym};
+use crate::gdl::{Atom, Literal, Rule, Sym, Term};
 
 /// A relation's argument place: name, arity, index.
 type Place = (Sym, usize, usize);
 
 /// `rules` with the variables no positive literal binds read as the module's doc says.
-pub(super) fn bind_from_queries(rules: Vec<Rule>, fresh: &mut Fresh) -> Vec<Rule> {
-    let mut rules: Vec<Rule> = rules.into_iter().map(drop_unplaceable).collect();
+pub(super) fn bind_from_queries(
+    rules: Vec<Rule>,
+    referee: Referee,
+    fresh: &mut Fresh,
+) -> Vec<Rule> {
+    let mut rules: Vec<Rule> = match referee {
+        Referee::GgpBase => rules.into_iter().map(drop_unplaceable).collect(),
+        Referee::Dresden => rules,
+    };
     let domains = add_domain_literals(&mut rules, fresh);
     let mut made = Vec::new();
     for (&(rel, arity, index), &domain) in &domains {
@@ -41,7 +55,73 @@ pub(super) fn bind_from_queries(rules: Vec<Rule>, fresh: &mut Fresh) -> Vec<Rule
         }
     }
     rules.extend(made);
-    rules
+    match referee {
+        Referee::GgpBase => rules,
+        Referee::Dresden => rules
+            .into_iter()
+            .flat_map(|r| evaluate_unbound(r, fresh))
+            .collect(),
+    }
+}
+
+/// Whose reading of the variables no positive literal binds: ggp-base's prover, the reference
+/// for GDL, or the Dresden GameController, the reference for GDL-II.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Referee {
+    GgpBase,
+    Dresden,
+}
+
+/// The Dresden GameController's reading of `rule`, once its head variables are bound: a negated
+/// sentence of a variable still unbound holds when no instance of it does (it reads a
+/// projection onto its bound variables), and a `distinct` of one fails, so the rule never
+/// holds. Nothing if it never holds; the projections it reads come first.
+fn evaluate_unbound(rule: Rule, fresh: &mut Fresh) -> Vec<Rule> {
+    let bound = bound_vars(&rule.body);
+    let unbound = |l: &Literal| {
+        let mut vars = Vec::new();
+        l.vars_into(&mut vars);
+        vars.iter().any(|v| !bound.contains(v))
+    };
+    let mut head_vars = Vec::new();
+    rule.head.vars_into(&mut head_vars);
+    if head_vars.iter().any(|v| !bound.contains(v)) || !rule.body.iter().any(unbound) {
+        // Unsafe still (refused as written), or nothing to do.
+        return vec![rule];
+    }
+    let mut out = Vec::new();
+    let mut body = Vec::with_capacity(rule.body.len());
+    for literal in &rule.body {
+        match literal {
+            Literal::Distinct(..) if unbound(literal) => return Vec::new(),
+            Literal::Not(inner) if unbound(literal) => match &**inner {
+                Literal::Atom(atom) => {
+                    let mut kept = Vec::new();
+                    atom.vars_into(&mut kept);
+                    kept.retain(|v| bound.contains(v));
+                    let args: Vec<Term> = kept.into_iter().map(Term::Var).collect();
+                    let projection = fresh.sym(&format!("{}-exists", atom.rel));
+                    out.push(Rule {
+                        head: Atom {
+                            rel: projection,
+                            args: args.clone(),
+                        },
+                        body: vec![Literal::Atom(atom.clone())],
+                        pos: rule.pos,
+                    });
+                    body.push(Literal::Not(Box::new(Literal::Atom(Atom {
+                        rel: projection,
+                        args,
+                    }))));
+                }
+                // Left as it is: the rule stays unsafe and is refused.
+                _ => body.push(literal.clone()),
+            },
+            _ => body.push(literal.clone()),
+        }
+    }
+    out.push(Rule { body, ..rule });
+    out
 }
 
 /// `rule` without the `not` and `distinct` literals (or the disjunctions holding one) whose
@@ -82,7 +162,7 @@ fn add_domain_literals(rules: &mut [Rule], fresh: &mut Fresh) -> HashMap<Place, 
                 continue;
             }
             let domain = match rule.head.rel {
-                Sym::LEGAL | Sym::GOAL if index == 0 => Sym::ROLE,
+                Sym::LEGAL | Sym::GOAL | Sym::SEES if index == 0 => Sym::ROLE,
                 rel if is_keyword(rel) => continue,
                 rel => {
                     let place = (rel, rule.head.args.len(), index);
@@ -120,13 +200,22 @@ fn domain_rules(rules: &[Rule], place: Place, domain: Sym) -> Option<Vec<Rule>> 
             if uses.is_empty() {
                 continue;
             }
-            let others: Vec<Literal> = rule
+            let mut others: Vec<Literal> = rule
                 .body
                 .iter()
                 .enumerate()
                 .filter(|&(j, l)| j != k && binds_safely(l))
                 .map(|(_, l)| l.clone())
                 .collect();
+            // A caller asked of each role (`legal`, `goal`, `sees`) has its role from the query.
+            if matches!(rule.head.rel, Sym::LEGAL | Sym::GOAL | Sym::SEES)
+                && let Some(asked) = rule.head.args.first()
+            {
+                others.push(Literal::Atom(Atom {
+                    rel: Sym::ROLE,
+                    args: vec![asked.clone()],
+                }));
+            }
             let bound = bound_vars(&others);
             for arg in uses {
                 let mut vars = Vec::new();
@@ -230,7 +319,29 @@ mod tests {
 
     fn pass(rules: Vec<Rule>) -> Vec<Rule> {
         let mut fresh = Fresh::new(&rules);
-        bind_from_queries(rules, &mut fresh)
+        bind_from_queries(rules, Referee::GgpBase, &mut fresh)
+    }
+
+    fn dresden(rules: Vec<Rule>) -> Vec<Rule> {
+        let mut fresh = Fresh::new(&rules);
+        bind_from_queries(rules, Referee::Dresden, &mut fresh)
+    }
+
+    #[test]
+    fn the_dresden_reading_binds_the_head_first_and_evaluates_the_rest() {
+        assert_eq!(
+            rewritten(
+                "(<= (legal ?p noop) (distinct ?p random) (true pregame))
+                 (<= (open ?x) (row ?x) (not (true (cell ?x ?y b))))
+                 (<= (a ?x) (p ?x) (distinct ?x ?y))",
+                dresden
+            ),
+            [
+                "(<= (legal ?p noop) (role ?p) (distinct ?p random) (true pregame))",
+                "(<= (true-exists@ggp ?x) (true (cell ?x ?y b)))",
+                "(<= (open ?x) (row ?x) (not (true-exists@ggp ?x)))",
+            ]
+        );
     }
 
     #[test]

@@ -2,13 +2,16 @@
 //! (ggp-base's top-down `AimaProver`) plays, so that every engine gives them the reference's
 //! meaning. The validator warns about each of them; [`plain`] rewrites them, in this order:
 //!
+//! 0. A `base` or `input` fact with variables: dropped ([`is_unread_schema`]).
 //! 1. `(not (distinct s t))`, equality to the prover ([`equality`]).
 //! 2. `true` or `does` with a wrong number of arguments: no state fact or move unifies with it,
 //!    so it never holds ([`never_holding`]).
 //! 3. `sees` in a rule body: to the prover it is the relation the `sees` rules define. Body uses
 //!    read a copy of those rules under a fresh name ([`sees_in_bodies`]), so that the engines'
 //!    own `sees` (the percepts, taken with the moves) stays apart.
-//! 4. Variables a top-down prover binds from the query ([`domains`]).
+//! 4. Variables no positive literal binds: bound from the query where the referee binds them,
+//!    the rest read as ggp-base's prover reads them in GDL and as the Dresden GameController
+//!    does in GDL-II, the reference referee of each ([`domains`]).
 //! 5. `legal`, `goal` or `terminal` reading `does`: the prover asks them with no moves, so
 //!    `does` never holds there ([`moves`]).
 //!
@@ -33,11 +36,30 @@ pub use equality::equalities;
 /// `rules` with every construct of the module's list rewritten into plain GDL.
 pub fn plain(rules: Vec<Rule>) -> Vec<Rule> {
     let mut fresh = Fresh::new(&rules);
+    let rules: Vec<Rule> = rules
+        .into_iter()
+        .filter(|r| !(is_unread_schema(r) && !r.head.args.iter().all(Term::is_ground)))
+        .collect();
     let rules = equalities(rules);
     let rules = never_holding(rules);
     let rules = sees_in_bodies(rules, &mut fresh);
-    let rules = domains::bind_from_queries(rules, &mut fresh);
+    let referee = if super::validate::gdl2_features(&rules).is_empty() {
+        domains::Referee::GgpBase
+    } else {
+        domains::Referee::Dresden
+    };
+    let rules = domains::bind_from_queries(rules, referee, &mut fresh);
     moves::without_moves(rules, &mut fresh)
+}
+
+/// Whether `rule` is a `base` or `input` fact. Neither referee reads them to play (ggp-base's
+/// prover and the Dresden GameController ask only `role`, `init`, `legal`, `next`, `terminal`,
+/// `goal` and `sees`), nor do our engines, so one with variables (a schema, as some GDL-II
+/// sheets write them) is dropped: pass 0.
+pub fn is_unread_schema(rule: &Rule) -> bool {
+    rule.body.is_empty()
+        && ((rule.head.rel == Sym::BASE && rule.head.args.len() == 1)
+            || (rule.head.rel == Sym::INPUT && rule.head.args.len() == 2))
 }
 
 /// Whether `atom` is `true` or `does` with another number of arguments than the keyword's.
