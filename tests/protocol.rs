@@ -654,6 +654,30 @@ fn a_start_that_cannot_be_played_is_refused_with_its_reason() {
     assert_eq!(info(addr), "((name tester) (status available))");
 }
 
+/// Issue 25: a sheet that does not validate, but that an engine takes as it stands, is played
+/// rather than forfeited: START is answered `ready` and each PLAY with a legal move.
+#[test]
+fn a_start_whose_rules_do_not_validate_is_still_played_as_they_stand() {
+    let server = server(Behaviour::Random, 300);
+    let addr = server.addr();
+    // Tic-tac-toe with a rule that breaks GDL's recursion restriction (never used).
+    let start = start_message("bad.1", "x", 5, 2).replace(
+        "( role x )",
+        "( role x ) ( <= ( num ( s ?n ) ) ( num ?n ) )",
+    );
+    assert!(start.contains("( num ( s ?n ) )"), "{start}");
+    let (head, body) = exchange(addr, &ggp_base_request(&start));
+    assert!(head.starts_with("HTTP/1.0 200"), "{head}");
+    assert_eq!(body, "ready");
+    let (_, mv) = exchange(addr, &ggp_base_request("( PLAY bad.1 NIL )"));
+    assert!(
+        mv.starts_with("( mark ") || mv.starts_with("(mark "),
+        "{mv}"
+    );
+    let (_, done) = exchange(addr, &ggp_base_request("( ABORT bad.1 )"));
+    assert_eq!(done, "aborted");
+}
+
 #[test]
 fn foreign_messages_mid_match_never_disturb_it() {
     let server = server(Behaviour::Random, 300);

@@ -445,6 +445,25 @@ impl Description {
         })
     }
 
+    /// The game `rules` describe as they stand, though they do not validate: normalized as
+    /// [`Description::new`] does, with every diagnostic kept as a warning. Only for a player that
+    /// must still answer a match it cannot play well (a START whose sheet is refused): the
+    /// engines may refuse it, or play it as far as its rules let them.
+    pub fn unvalidated(rules: Vec<Rule>) -> Description {
+        let (diagnostics, _) = validate::validate_and_normalize(rules.clone());
+        let rules = normalize::plain(rules);
+        let roles = rules
+            .iter()
+            .filter(|r| r.head.rel == Sym::ROLE && r.body.is_empty() && r.head.args.len() == 1)
+            .map(|r| r.head.args[0].clone())
+            .collect();
+        Description {
+            rules,
+            roles,
+            warnings: diagnostics,
+        }
+    }
+
     /// Reads and validates a rule sheet.
     ///
     /// # Errors

@@ -399,19 +399,38 @@ impl Shared {
                 .iter()
                 .map(gdl::rule_from_sexp)
                 .collect::<Result<Vec<_>, _>>()?;
-            let description = Description::new(rules).map_err(|diagnostics| {
-                StartRefused::Invalid(
-                    diagnostics
-                        .into_iter()
-                        .find(|d| d.severity == gdl::Severity::Error)
-                        .map_or(String::new(), |d| d.to_string()),
-                )
-            })?;
-            let role_index = find_role(description.roles(), role)
-                .ok_or_else(|| StartRefused::Role(role.clone()))?;
-            Ok::<_, StartRefused>((description, role_index))
+            // A whole game that does not validate is still played as it stands, when an
+            // engine takes it: a refusal would lose the match by forfeit, every move the
+            // referee's. One without roles, moves, goals or an end means nothing: refused.
+            let (description, invalid) = match Description::new(rules.clone()) {
+                Ok(description) => (description, None),
+                Err(diagnostics) => {
+                    let errors = || {
+                        diagnostics
+                            .iter()
+                            .filter(|d| d.severity == gdl::Severity::Error)
+                    };
+                    let first = errors().next().map_or(String::new(), |d| d.to_string());
+                    if errors().any(|d| d.check == gdl::validate::Check::Incomplete) {
+                        return Err(StartRefused::Invalid(first));
+                    }
+                    warn!(
+                        kind = "START",
+                        match_id = %id,
+                        "the rules are not a valid game ({first}): playing them as they stand, \
+                         so moves and values may be wrong"
+                    );
+                    (Description::unvalidated(rules), Some(first))
+                }
+            };
+            let role_index =
+                find_role(description.roles(), role).ok_or_else(|| match &invalid {
+                    Some(why) => StartRefused::Invalid(why.clone()),
+                    None => StartRefused::Role(role.clone()),
+                })?;
+            Ok::<_, StartRefused>((description, role_index, invalid))
         })();
-        let (description, role_index) = match setup {
+        let (description, role_index, invalid) = match setup {
             Ok(found) => found,
             Err(why) => {
                 warn!(kind = "START", match_id = %id, "refused: {why}");
@@ -471,7 +490,10 @@ impl Shared {
             Err(e) => {
                 warn!(kind = "START", match_id = %id, "refused: {e}");
                 *lock(&self.status) = Status::default();
-                return Err(StartRefused::Engine(e));
+                return Err(match invalid {
+                    Some(why) => StartRefused::Invalid(format!("{why}; as it stands: {e}")),
+                    None => StartRefused::Engine(e),
+                });
             }
         }
         *lock(&self.current) = Some(current);
