@@ -105,7 +105,7 @@ fn endpoints_serve_validate_play_and_replay() {
     let (status, answer) = post(
         &client,
         &api("upload"),
-        &json!({"name": "bad.kif", "text": "(role x)\n(<= (legal x a) (not (q ?z)))"}),
+        &json!({"name": "bad.kif", "text": "(role x)\n(<= (next ?y) (not (q ?z)))"}),
     );
     assert_eq!(status, 422);
     let error = answer["error"].as_str().unwrap();

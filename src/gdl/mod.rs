@@ -446,12 +446,14 @@ impl Description {
     }
 
     /// The game `rules` describe as they stand, though they do not validate: normalized as
-    /// [`Description::new`] does, with every diagnostic kept as a warning. Only for a player that
-    /// must still answer a match it cannot play well (a START whose sheet is refused): the
+    /// [`Description::new`] does, less the rules no engine can evaluate (unsafe ones, which
+    /// would name no ground fact), with every diagnostic kept as a warning. Only for a player
+    /// that must still answer a match it cannot play well (a START whose sheet is refused): the
     /// engines may refuse it, or play it as far as its rules let them.
     pub fn unvalidated(rules: Vec<Rule>) -> Description {
         let (diagnostics, _) = validate::validate_and_normalize(rules.clone());
-        let rules = normalize::plain(rules);
+        let mut rules = normalize::plain(rules);
+        rules.retain(validate::is_safe);
         let roles = rules
             .iter()
             .filter(|r| r.head.rel == Sym::ROLE && r.body.is_empty() && r.head.args.len() == 1)

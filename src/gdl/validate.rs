@@ -731,6 +731,17 @@ fn check_safety(rules: &[Rule], reading: Reading, out: &mut Vec<Diagnostic>) {
     }
 }
 
+/// Whether every variable of `rule`'s head, negations and `distinct`s is bound by a positive
+/// literal of its body (a fact: whether it is ground).
+pub fn is_safe(rule: &Rule) -> bool {
+    let mut unbound = Vec::new();
+    let bound = unbound_in_conjunction(&rule.body, &[], &mut unbound);
+    let mut head_vars = Vec::new();
+    rule.head.vars_into(&mut head_vars);
+    add_missing(&head_vars, &bound, &mut unbound);
+    unbound.is_empty()
+}
+
 /// Whether the unbound variable `v` of `rule` is one the reference prover gives a meaning, as
 /// [`check_safety`] says.
 fn bound_like_the_prover(rule: &Rule, v: Sym) -> bool {
@@ -744,7 +755,8 @@ fn bound_like_the_prover(rule: &Rule, v: Sym) -> bool {
         .collect();
     if !places.is_empty() {
         return match rule.head.rel {
-            Sym::LEGAL | Sym::GOAL | Sym::SEES => places == [0],
+            // Asked of each role: the query binds the variable wherever it stands.
+            Sym::LEGAL | Sym::GOAL | Sym::SEES => places.contains(&0),
             rel => keyword_arity(rel).is_none(),
         };
     }

@@ -153,7 +153,7 @@ fn add_domain_literals(rules: &mut [Rule], fresh: &mut Fresh) -> HashMap<Place, 
     let mut domains: HashMap<Place, Sym> = HashMap::new();
     // A rule may have lost its whole body above; a fact holding a variable is refused before.
     for rule in rules.iter_mut() {
-        let bound = bound_vars(&rule.body);
+        let mut bound = bound_vars(&rule.body);
         let mut added = Vec::new();
         for (index, arg) in rule.head.args.iter().enumerate() {
             let mut vars = Vec::new();
@@ -175,6 +175,8 @@ fn add_domain_literals(rules: &mut [Rule], fresh: &mut Fresh) -> HashMap<Place, 
                 rel: domain,
                 args: vec![arg.clone()],
             }));
+            // What the domain binds is bound for the places after it (`(legal ?p ?p)`).
+            bound.extend(vars);
         }
         if !added.is_empty() {
             added.append(&mut rule.body);
@@ -360,9 +362,18 @@ mod tests {
                 "(<= (legal ?r (put ?c)) (true (control ?r)) (cell ?c) (free ?c))",
                 "(<= (next (safe ?c)) (true (near ?c)) (free ?c))",
                 "(<= (legal ?r noop) (role ?r))",
-                "(<= (free-arg1@ggp ?c) (true (control ?r)) (cell ?c))",
+                // A caller asked per role has its role from the query.
+                "(<= (free-arg1@ggp ?c) (true (control ?r)) (cell ?c) (role ?r))",
                 "(<= (free-arg1@ggp ?c) (true (near ?c)))",
             ]
+        );
+    }
+
+    #[test]
+    fn a_role_the_query_binds_binds_it_everywhere_in_the_head() {
+        assert_eq!(
+            rewritten("(<= (legal ?p ?p) (cell 1 1))", pass),
+            ["(<= (legal ?p ?p) (role ?p) (cell 1 1))"]
         );
     }
 

@@ -38,7 +38,7 @@ pub fn plain(rules: Vec<Rule>) -> Vec<Rule> {
     let mut fresh = Fresh::new(&rules);
     let rules: Vec<Rule> = rules
         .into_iter()
-        .filter(|r| !(is_unread_schema(r) && !r.head.args.iter().all(Term::is_ground)))
+        .filter(|r| !is_unread_schema(r) || r.head.args.iter().all(Term::is_ground))
         .collect();
     let rules = equalities(rules);
     let rules = never_holding(rules);
