@@ -360,7 +360,7 @@ fn add_missing(vars: &[Sym], allowed: &[Sym], out: &mut Vec<Sym>) {
 }
 
 /// Calls `visit` on every sentence in a body literal, under `not` and `or` too.
-fn literal_atoms<'a>(literal: &'a Literal, visit: &mut impl FnMut(&'a Atom)) {
+pub(super) fn literal_atoms<'a>(literal: &'a Literal, visit: &mut impl FnMut(&'a Atom)) {
     match literal {
         Literal::Atom(a) => visit(a),
         Literal::Not(inner) => literal_atoms(inner, visit),
@@ -668,7 +668,7 @@ fn check_facts(rules: &[Rule], out: &mut Vec<Diagnostic>) {
 /// The variables a literal binds for the rest of its conjunction, added to `out`: those of a
 /// positive sentence whose relation passes `counts`, and those bound by every disjunct of an
 /// `or`. An empty `or` binds nothing.
-fn bound_by(literal: &Literal, counts: &impl Fn(Sym) -> bool, out: &mut Vec<Sym>) {
+pub(super) fn bound_by(literal: &Literal, counts: &impl Fn(Sym) -> bool, out: &mut Vec<Sym>) {
     match literal {
         Literal::Atom(a) if counts(a.rel) => a.vars_into(out),
         Literal::Atom(_) | Literal::Not(_) | Literal::Distinct(..) => {}

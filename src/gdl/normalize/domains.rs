@@ -28,7 +28,7 @@
 use hashbrown::HashMap;
 
 use super::Fresh;
-use crate::gdl::{Atom, Literal, Rule, Sym, Term};
+use crate::gdl::{Atom, Literal, Rule, Sym, Term, validate};
 
 /// A relation's argument place: name, arity, index.
 type Place = (Sym, usize, usize);
@@ -194,7 +194,7 @@ fn domain_rules(rules: &[Rule], place: Place, domain: Sym) -> Option<Vec<Rule>> 
     for rule in rules {
         for (k, literal) in rule.body.iter().enumerate() {
             let mut uses = Vec::new();
-            atoms_in(literal, &mut |a| {
+            validate::literal_atoms(literal, &mut |a| {
                 if a.rel == rel && a.args.len() == arity {
                     uses.push(a.args[index].clone());
                 }
@@ -254,28 +254,7 @@ fn bound_vars(body: &[Literal]) -> Vec<Sym> {
 }
 
 fn bound_by(literal: &Literal, out: &mut Vec<Sym>) {
-    match literal {
-        Literal::Atom(a) => a.vars_into(out),
-        Literal::Not(_) | Literal::Distinct(..) => {}
-        Literal::Or(ls) => {
-            let mut each = ls.iter().map(|l| {
-                let mut vars = Vec::new();
-                bound_by(l, &mut vars);
-                vars
-            });
-            let Some(mut common) = each.next() else {
-                return;
-            };
-            for vars in each {
-                common.retain(|v| vars.contains(v));
-            }
-            for v in common {
-                if !out.contains(&v) {
-                    out.push(v);
-                }
-            }
-        }
-    }
+    validate::bound_by(literal, &|_| true, out);
 }
 
 /// Whether `literal` binds without help: a sentence, or a disjunction each of whose disjuncts
@@ -291,16 +270,6 @@ fn binds_safely(literal: &Literal) -> bool {
             all.iter().all(|v| bound.contains(v))
         }
         Literal::Not(_) | Literal::Distinct(..) => false,
-    }
-}
-
-/// Calls `visit` on every sentence of `literal`, negated or not.
-fn atoms_in<'a>(literal: &'a Literal, visit: &mut impl FnMut(&'a Atom)) {
-    match literal {
-        Literal::Atom(a) => visit(a),
-        Literal::Not(inner) => atoms_in(inner, visit),
-        Literal::Distinct(..) => {}
-        Literal::Or(ls) => ls.iter().for_each(|l| atoms_in(l, visit)),
     }
 }
 
