@@ -200,15 +200,31 @@ fn endpoints_serve_validate_play_and_replay() {
     );
 }
 
-/// Installs Debian's Chromium when it is missing.
+/// Held while a test installs what the browser tests need: the two browser tests run at once,
+/// and two `apt-get`s (dpkg's lock) or two `npm ci`s into one folder cannot.
+fn one_install_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static INSTALL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    INSTALL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Installs Debian's Chromium when it is missing, upgrading no package already installed.
 fn ensure_chromium() -> PathBuf {
+    let _installing = one_install_at_a_time();
     let chromium = PathBuf::from("/usr/bin/chromium");
     if chromium.exists() {
         return chromium;
     }
     let install = || {
         Command::new("apt-get")
-            .args(["install", "-y", "chromium", "chromium-driver"])
+            .args([
+                "install",
+                "-y",
+                "--no-upgrade",
+                "chromium",
+                "chromium-driver",
+            ])
             .env("DEBIAN_FRONTEND", "noninteractive")
             .status()
             .is_ok_and(|s| s.success())
@@ -227,6 +243,7 @@ fn ensure_chromium() -> PathBuf {
 /// Installs playwright-core, as pinned in tests/browser, into the target folder; returns its
 /// node_modules.
 fn ensure_playwright() -> PathBuf {
+    let _installing = one_install_at_a_time();
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("browser-deps");
     let modules = dir.join("node_modules");
     if modules.join("playwright-core/package.json").exists() {
