@@ -451,8 +451,7 @@ impl Description {
     /// that must still answer a match it cannot play well (a START whose sheet is refused): the
     /// engines may refuse it, or play it as far as its rules let them.
     pub fn unvalidated(rules: Vec<Rule>) -> Description {
-        let (diagnostics, _) = validate::validate_and_normalize(rules.clone());
-        let mut rules = normalize::plain(rules);
+        let (diagnostics, mut rules) = validate::validate_and_normalize(rules);
         rules.retain(validate::is_safe);
         let roles = rules
             .iter()

@@ -255,10 +255,10 @@ fn checks(rules: &[Rule], reading: Reading) -> Vec<Diagnostic> {
 /// from.
 pub fn validate_and_normalize(rules: Vec<Rule>) -> (Vec<Diagnostic>, Vec<Rule>) {
     let mut diagnostics = validate(&rules);
-    if diagnostics.iter().any(|d| d.severity == Severity::Error) {
-        return (diagnostics, rules);
-    }
     let plain = normalize::plain(rules);
+    if diagnostics.iter().any(|d| d.severity == Severity::Error) {
+        return (diagnostics, plain);
+    }
     let mut errors: Vec<Diagnostic> = checks(&plain, Reading::Plain)
         .into_iter()
         .filter(|d| d.severity == Severity::Error)
@@ -295,7 +295,7 @@ pub const KEYWORD_ARITIES: [(Sym, usize); 11] = [
 const CONNECTIVES: [Sym; 4] = [Sym::DISTINCT, Sym::NOT, Sym::OR, Sym::IMPLIES];
 
 /// The fixed arity of `rel`, if it is a keyword relation.
-fn keyword_arity(rel: Sym) -> Option<usize> {
+pub(super) fn keyword_arity(rel: Sym) -> Option<usize> {
     KEYWORD_ARITIES
         .iter()
         .find(|(k, _)| *k == rel)
@@ -379,7 +379,7 @@ fn positive_atoms<'a>(literal: &'a Literal, visit: &mut impl FnMut(&'a Atom)) {
 }
 
 /// Every sentence of a rule: the head, then those of the body.
-fn rule_atoms(rule: &Rule) -> Vec<&Atom> {
+pub(super) fn rule_atoms(rule: &Rule) -> Vec<&Atom> {
     let mut out = vec![&rule.head];
     for literal in &rule.body {
         literal_atoms(literal, &mut |a| out.push(a));
@@ -388,7 +388,7 @@ fn rule_atoms(rule: &Rule) -> Vec<&Atom> {
 }
 
 /// Every outermost term of a rule: the arguments of its sentences and of its `distinct`s.
-fn rule_terms(rule: &Rule) -> Vec<&Term> {
+pub(super) fn rule_terms(rule: &Rule) -> Vec<&Term> {
     fn literal_terms<'a>(literal: &'a Literal, out: &mut Vec<&'a Term>) {
         match literal {
             Literal::Atom(a) => out.extend(&a.args),
@@ -405,7 +405,7 @@ fn rule_terms(rule: &Rule) -> Vec<&Term> {
 }
 
 /// Calls `visit` on `term` and on every term nested in it.
-fn subterms<'a>(term: &'a Term, visit: &mut impl FnMut(&'a Term)) {
+pub(super) fn subterms<'a>(term: &'a Term, visit: &mut impl FnMut(&'a Term)) {
     visit(term);
     if let Term::App(_, args) = term {
         args.iter().for_each(|a| subterms(a, visit));

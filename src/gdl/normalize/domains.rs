@@ -163,7 +163,7 @@ fn add_domain_literals(rules: &mut [Rule], fresh: &mut Fresh) -> HashMap<Place, 
             }
             let domain = match rule.head.rel {
                 Sym::LEGAL | Sym::GOAL | Sym::SEES if index == 0 => Sym::ROLE,
-                rel if is_keyword(rel) => continue,
+                rel if validate::keyword_arity(rel).is_some() => continue,
                 rel => {
                     let place = (rel, rule.head.args.len(), index);
                     *domains
@@ -275,12 +275,6 @@ fn binds_safely(literal: &Literal) -> bool {
 
 fn is_atom_of(literal: &Literal, rel: Sym) -> bool {
     matches!(literal, Literal::Atom(a) if a.rel == rel)
-}
-
-fn is_keyword(rel: Sym) -> bool {
-    crate::gdl::validate::KEYWORD_ARITIES
-        .iter()
-        .any(|(k, _)| *k == rel)
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
-//! Plain GDL for the constructs outside the specification that the reference prover
-//! (ggp-base's top-down `AimaProver`) plays, so that every engine gives them the reference's
-//! meaning. The validator warns about each of them; [`plain`] rewrites them, in this order:
+//! Plain GDL for the constructs outside the specification that the reference referees play
+//! (ggp-base's prover for GDL, the Dresden GameController for GDL-II), so that every engine
+//! gives them the reference's meaning. The validator warns about each of them; [`plain`] rewrites them, in this order:
 //!
 //! 0. A `base` or `input` fact with variables: dropped ([`is_unread_schema`]).
 //! 1. `(not (distinct s t))`, equality to the prover ([`equality`]).
@@ -29,7 +29,7 @@ mod moves;
 
 use hashbrown::HashSet;
 
-use super::{Atom, Literal, Rule, Sym, Term};
+use super::{Atom, Literal, Rule, Sym, Term, validate};
 
 pub use equality::equalities;
 
@@ -43,7 +43,7 @@ pub fn plain(rules: Vec<Rule>) -> Vec<Rule> {
     let rules = equalities(rules);
     let rules = never_holding(rules);
     let rules = sees_in_bodies(rules, &mut fresh);
-    let referee = if super::validate::gdl2_features(&rules).is_empty() {
+    let referee = if validate::gdl2_features(&rules).is_empty() {
         domains::Referee::GgpBase
     } else {
         domains::Referee::Dresden
@@ -86,22 +86,31 @@ fn never_holding(rules: Vec<Rule>) -> Vec<Rule> {
 }
 
 /// Pass 3: each body use of `sees` reads a copy of the `sees` rules under a fresh name.
-fn sees_in_bodies(mut rules: Vec<Rule>, fresh: &mut Fresh) -> Vec<Rule> {
-    let read = |rule: &Rule| rule.body.iter().any(|l| mentions(l, Sym::SEES));
-    if !rules.iter().any(read) {
+fn sees_in_bodies(rules: Vec<Rule>, fresh: &mut Fresh) -> Vec<Rule> {
+    let is_sees = |a: &Atom| a.rel == Sym::SEES && a.args.len() == 2;
+    let mut read = false;
+    for literal in rules.iter().flat_map(|r| &r.body) {
+        validate::literal_atoms(literal, &mut |a| read |= is_sees(a));
+    }
+    if !read {
         return rules;
     }
     let copy = fresh.sym("sees");
-    for rule in rules.iter_mut().filter(|r| read(r)) {
-        for literal in &mut rule.body {
-            rename(literal, &mut |a| {
-                (a.rel == Sym::SEES && a.args.len() == 2).then_some(copy)
-            });
-        }
-    }
+    let mut rules: Vec<Rule> = rules
+        .into_iter()
+        .filter_map(|rule| {
+            rewrite_body(rule, &mut |a| {
+                if is_sees(a) {
+                    Fate::Rename(copy)
+                } else {
+                    Fate::Keep
+                }
+            })
+        })
+        .collect();
     let copies: Vec<Rule> = rules
         .iter()
-        .filter(|r| r.head.rel == Sym::SEES && r.head.args.len() == 2)
+        .filter(|r| is_sees(&r.head))
         .map(|r| Rule {
             head: Atom {
                 rel: copy,
@@ -177,30 +186,6 @@ fn simplify(literal: Literal, fate: &mut impl FnMut(&Atom) -> Fate) -> Simplifie
     }
 }
 
-/// Renames, in place, every sentence of `literal` for which `to` gives a new relation.
-fn rename(literal: &mut Literal, to: &mut impl FnMut(&Atom) -> Option<Sym>) {
-    match literal {
-        Literal::Atom(a) => {
-            if let Some(rel) = to(a) {
-                a.rel = rel;
-            }
-        }
-        Literal::Not(inner) => rename(inner, to),
-        Literal::Distinct(..) => {}
-        Literal::Or(ls) => ls.iter_mut().for_each(|l| rename(l, to)),
-    }
-}
-
-/// Whether `literal` holds a sentence of relation `rel`.
-fn mentions(literal: &Literal, rel: Sym) -> bool {
-    match literal {
-        Literal::Atom(a) => a.rel == rel,
-        Literal::Not(inner) => mentions(inner, rel),
-        Literal::Distinct(..) => false,
-        Literal::Or(ls) => ls.iter().any(|l| mentions(l, rel)),
-    }
-}
-
 /// Names for relations made up by the rewrites: `BASE@ggp`, primed until no symbol of the
 /// sheet and no name given before has that spelling. A KIF symbol may hold `@`, so the check
 /// is what keeps them apart, not the spelling.
@@ -211,37 +196,14 @@ struct Fresh {
 impl Fresh {
     fn new(rules: &[Rule]) -> Fresh {
         let mut taken = HashSet::new();
-        let term = |t: &Term, taken: &mut HashSet<Sym>| {
-            let mut stack = vec![t];
-            while let Some(t) = stack.pop() {
-                match t {
-                    Term::Const(s) | Term::Var(s) => {
+        for rule in rules {
+            taken.extend(validate::rule_atoms(rule).iter().map(|a| a.rel));
+            for term in validate::rule_terms(rule) {
+                validate::subterms(term, &mut |t| match t {
+                    Term::Const(s) | Term::Var(s) | Term::App(s, _) => {
                         taken.insert(*s);
                     }
-                    Term::App(f, args) => {
-                        taken.insert(*f);
-                        stack.extend(args);
-                    }
-                }
-            }
-        };
-        for rule in rules {
-            taken.insert(rule.head.rel);
-            rule.head.args.iter().for_each(|t| term(t, &mut taken));
-            let mut literals: Vec<&Literal> = rule.body.iter().collect();
-            while let Some(l) = literals.pop() {
-                match l {
-                    Literal::Atom(a) => {
-                        taken.insert(a.rel);
-                        a.args.iter().for_each(|t| term(t, &mut taken));
-                    }
-                    Literal::Not(inner) => literals.push(inner),
-                    Literal::Distinct(s, t) => {
-                        term(s, &mut taken);
-                        term(t, &mut taken);
-                    }
-                    Literal::Or(ls) => literals.extend(ls),
-                }
+                });
             }
         }
         Fresh { taken }

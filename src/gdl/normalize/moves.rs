@@ -52,11 +52,8 @@ pub(super) fn without_moves(rules: Vec<Rule>, fresh: &mut Fresh) -> Vec<Rule> {
             out.push(rule.clone());
         }
     }
-    let mut copied = HashSet::new();
+    // Each relation is queued once, when its copy is named.
     while let Some(rel) = to_copy.pop() {
-        if !copied.insert(rel) {
-            continue;
-        }
         let name = copies[&rel];
         for rule in rules
             .iter()
