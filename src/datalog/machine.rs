@@ -9,12 +9,20 @@
 //! **Invariant:** states and moves are ids in this machine's term store. They are meaningful
 //! only to this machine and to clones made from it before they were created.
 
+use std::time::{Duration, Instant};
+
 use crate::gdl::{Description, GTerm, Sym, Term};
 use crate::machine::{MachineError, StateMachine};
 
-use super::engine::{BodyLit, Engine, EvalError, Limits, RelId, RuleSpec};
+use super::engine::{BodyLit, Engine, EvalError, Limits, RelId, RuleSpec, Stop};
 use super::lower::{Layer, LowerError, lower_with};
 use super::magic::Demand;
+
+/// The most time the static relations may take to compute in full before they are computed
+/// on demand instead. In the 314 sheets of the corpus the longest takes 0.4 s (a two-thirds
+/// game's arithmetic tables); one (`laikLee_hex`'s lists of up to 25 cells) took 37 s to
+/// outgrow the row limits, and 3 ms on demand.
+const PROBE_TIME: Duration = Duration::from_secs(1);
 
 /// A state: the ids of its true facts, sorted and without repeats.
 #[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
@@ -91,8 +99,8 @@ impl DatalogMachine {
         description: &Description,
         limits: Limits,
     ) -> Result<DatalogMachine, BuildError> {
-        // Static relations are first computed in full, within a tenth of the limits; if they
-        // outgrow that, they are computed on demand too.
+        // Static relations are first computed in full, within a tenth of the limits and
+        // `PROBE_TIME`; if they outgrow that, they are computed on demand too.
         let probe = Limits {
             max_rows: limits.max_rows / 10,
             max_total_rows: limits.max_total_rows / 10,
@@ -160,9 +168,16 @@ impl DatalogMachine {
             strata,
             static_limits.unwrap_or(limits),
         );
+        if static_limits.is_some() {
+            engine.set_stop(Stop {
+                deadline: Instant::now().checked_add(PROBE_TIME),
+                memory: None,
+            });
+        }
         for s in in_layer(Layer::Static) {
             engine.evaluate(s)?;
         }
+        engine.set_stop(Stop::default());
         engine.set_limits(limits);
         let state_strata = in_layer(Layer::State);
         let action_strata = in_layer(Layer::Action);
@@ -528,6 +543,32 @@ mod tests {
         let mut v: Vec<String> = moves.iter().map(|&t| m.move_term(t).to_string()).collect();
         v.sort();
         v
+    }
+
+    /// `laikLee_hex` builds lists of up to 25 cells in a static relation: computed in full it
+    /// ran 37 s into the row limits before the machine fell back to computing it on demand,
+    /// so a player was not ready within any usual start clock. The probe now stops at
+    /// `PROBE_TIME`.
+    #[test]
+    fn static_relations_too_slow_to_compute_in_full_are_computed_on_demand() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../shared/games/base/laikLee_hex.kif"
+        );
+        let text = std::fs::read_to_string(path).unwrap();
+        let started = std::time::Instant::now();
+        let mut m = machine(&text);
+        let built = started.elapsed();
+        assert!(built < Duration::from_secs(15), "built in {built:?}");
+        let mut state = m.initial_state();
+        for _ in 0..6 {
+            assert!(!m.is_terminal(&state).unwrap());
+            let joint: Vec<GTerm> = (0..2)
+                .map(|r| m.legal_moves(&state, r).unwrap()[0])
+                .collect();
+            state = m.next_state(&state, &joint).unwrap();
+        }
+        assert_eq!(m.state_terms(&state).len(), 26);
     }
 
     #[test]
