@@ -4,7 +4,7 @@
 // Referee: ggp-base's GameServer (ProverStateMachine), or with --dresden the Dresden
 // GameController (GDL-II). Usage (through the script bench/referee/sweep, which says more):
 //   Sweep [--steps N] [--start S] [--play P] [--out FILE] [--dresden] SHEET.kif|DIR...
-// Environment: GGP (the ggp binary), GAMECONTROLLER (the Dresden controller's run script).
+// Environment: GGP (the ggp binary), GGP_SERVE_ARGS (more arguments of `ggp serve`), GAMECONTROLLER (the Dresden controller's run script).
 
 import java.io.ByteArrayOutputStream;
 import java.io.File;
@@ -363,7 +363,10 @@ public final class Sweep {
     static void startPlayer(int k) throws Exception {
         File log = new File(logs, "player" + k + ".log");
         long from = log.length();                       // a restarted player appends to its log
-        Process p = new ProcessBuilder(ggp, "serve", "--port", "0", "--bind", "127.0.0.1", "--threads", "1", "--name", "ggp" + k)
+        List<String> command = new ArrayList<>(List.of(ggp, "serve", "--port", "0", "--bind", "127.0.0.1", "--threads", "1", "--name", "ggp" + k));
+        String extra = System.getenv().getOrDefault("GGP_SERVE_ARGS", "").trim();
+        if (!extra.isEmpty()) command.addAll(Arrays.asList(extra.split("\\s+")));
+        Process p = new ProcessBuilder(command)
             .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log)).start();
         Pattern listening = Pattern.compile("listening on \\S*:(\\d+)");
         for (int wait = 0; wait < 200 && p.isAlive(); wait++) {
