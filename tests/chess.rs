@@ -3,10 +3,11 @@
 //! - The sheet is valid, grounds within the default budget, and the two engines agree on it.
 //! - Perft through the GDL rules: the starting position to depth 4,
 //!   `../shared/perft/tricky.perft` and a sample of `random.perft` (entries up to a node limit;
-//!   every entry with `GGP_SLOW_TESTS=1`), and Position B of `SEED-GAMES.md`.
+//!   every entry in the ignored tests, `cargo test -- --ignored`), and Position B of
+//!   `SEED-GAMES.md`.
 //! - The endings and their goals, on scripted positions.
-//! - PGN replay on `../shared/pgn`: a sample of every collection (all of it with
-//!   `GGP_SLOW_TESTS=1`) with no mismatch, and every file of `illegal/` and `invalid/`
+//! - PGN replay on `../shared/pgn`: a sample of every collection (all of it in an ignored
+//!   test) with no mismatch, and every file of `illegal/` and `invalid/`
 //!   rejected with its reason.
 //! - What replay and perft find wrong in the repository's `chess.kif` and `chess_200.kif`.
 //!
@@ -44,8 +45,11 @@ fn sheet_path() -> PathBuf {
     Path::new(ROOT).join("rules/chess.kif")
 }
 
-fn slow() -> bool {
-    std::env::var_os("GGP_SLOW_TESTS").is_some()
+/// How much a test covers: a sample in the default run, all of it in the ignored run.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    Sample,
+    All,
 }
 
 fn description(path: &Path) -> Description {
@@ -276,19 +280,43 @@ fn run_perft_entries(entries: &[Entry], node_limit: u64) -> usize {
 
 #[test]
 fn perft_of_the_tricky_positions() {
+    perft_tricky(Scope::Sample);
+}
+
+#[test]
+#[ignore = "slow: every depth of every tricky position"]
+fn perft_of_the_tricky_positions_to_every_depth() {
+    perft_tricky(Scope::All);
+}
+
+fn perft_tricky(scope: Scope) {
     let entries = perft_file("tricky.perft");
     assert_eq!(entries.len(), 19);
-    let limit = if slow() { u64::MAX } else { 15_000 };
+    let limit = if scope == Scope::All {
+        u64::MAX
+    } else {
+        15_000
+    };
     let compared = run_perft_entries(&entries, limit);
     assert!(compared >= 40, "{compared}");
 }
 
 #[test]
 fn perft_of_a_sample_of_random_positions() {
+    perft_random(Scope::Sample);
+}
+
+#[test]
+#[ignore = "slow: the sample of random positions to 200,000 nodes"]
+fn perft_of_a_sample_of_random_positions_deeper() {
+    perft_random(Scope::All);
+}
+
+fn perft_random(scope: Scope) {
     let entries = perft_file("random.perft");
     let sample: Vec<Entry> = entries.into_iter().step_by(250).collect();
     assert!(sample.len() >= 25);
-    let limit = if slow() { 200_000 } else { 10_000 };
+    let limit = if scope == Scope::All { 200_000 } else { 10_000 };
     let compared = run_perft_entries(&sample, limit);
     assert!(compared >= 2 * 25, "{compared}");
 }
@@ -575,7 +603,17 @@ fn sample(dir: &str, step: usize) -> Vec<PathBuf> {
 
 #[test]
 fn pgn_collections_replay_without_mismatch() {
-    let paths: Vec<PathBuf> = if slow() {
+    replay_pgn_collections(Scope::Sample);
+}
+
+#[test]
+#[ignore = "slow: every game of every collection"]
+fn every_pgn_collection_replays_without_mismatch() {
+    replay_pgn_collections(Scope::All);
+}
+
+fn replay_pgn_collections(scope: Scope) {
+    let paths: Vec<PathBuf> = if scope == Scope::All {
         vec![
             shared("pgn/collection/valid"),
             shared("pgn/collection/checkmate"),
@@ -605,7 +643,7 @@ fn pgn_collections_replay_without_mismatch() {
         .concat()
     };
     let mut games = games_in(&paths);
-    if !slow() {
+    if scope == Scope::Sample {
         // Every file above, and the first games of the lichess sample.
         let lichess = games_in(&[shared("pgn/lichess-2025-05-sample.pgn")]);
         games.extend(lichess.into_iter().take(8));

@@ -3,11 +3,13 @@
 //! the same on every machine.
 //!
 //! - CI: `medium` mates a seeded random mover in fewer than 40 plies.
-//! - `GGP_SLOW_TESTS=1`: the full measurement, printed as tables: plies to mate a random mover
+//! - Ignored (`cargo test --test levels -- --ignored`): the full measurement, printed as tables: plies to mate a random mover
 //!   per level over several seeds (the mean must be under 40 at `medium`), and a small
 //!   tournament level against level, seats alternating (each stronger level must score more
 //!   than half against the one below it; `GGP_LEVEL_GAMES=N` plays N games a pairing instead
 //!   of 4 and 2).
+
+mod common;
 
 use std::time::{Duration, Instant};
 
@@ -96,15 +98,9 @@ fn medium_mates_a_random_mover_in_fewer_than_40_plies() {
 }
 
 #[test]
+#[ignore = "slow: the levels' full measurement (GGP_LEVEL_SEEDS seeds, 10 by default)"]
 fn the_levels_measured_on_chess() {
-    if std::env::var_os("GGP_SLOW_TESTS").is_none() {
-        eprintln!("skipped: set GGP_SLOW_TESTS=1");
-        return;
-    }
-    let seeds: u64 = std::env::var("GGP_LEVEL_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(10);
+    let seeds: u64 = common::env_number("GGP_LEVEL_SEEDS", 10);
     let mut m = chess();
     println!("plies to mate a random mover (white), seeds 1..={seeds}, cap 200 plies:");
     let mut medium_mean = f64::INFINITY;
@@ -135,11 +131,8 @@ fn the_levels_measured_on_chess() {
 }
 
 #[test]
+#[ignore = "slow: level against level (GGP_LEVEL_GAMES games a pairing)"]
 fn the_levels_play_each_other_on_chess() {
-    if std::env::var_os("GGP_SLOW_TESTS").is_none() {
-        eprintln!("skipped: set GGP_SLOW_TESTS=1");
-        return;
-    }
     let mut m = chess();
     println!(
         "level against level (chess, seats alternating; a game not over after 120 plies is \
@@ -150,12 +143,10 @@ fn the_levels_play_each_other_on_chess() {
     let material = find_material(&mut m, &mut rng, MATERIAL_GAMES, MATERIAL_PLIES, far())
         .expect("the engine works")
         .expect("chess has material");
-    let games_each: Option<u64> = std::env::var("GGP_LEVEL_GAMES")
-        .ok()
-        .and_then(|s| s.parse().ok());
+    let games_each = |default: u64| common::env_number("GGP_LEVEL_GAMES", default);
     for (strong, weak, games) in [
-        (Level::Medium, Level::Easy, games_each.unwrap_or(4)),
-        (Level::Hard, Level::Medium, games_each.unwrap_or(2)),
+        (Level::Medium, Level::Easy, games_each(4)),
+        (Level::Hard, Level::Medium, games_each(2)),
     ] {
         let mut score = 0.0;
         for seed in 1..=games {

@@ -8,6 +8,8 @@
 //! (pinned in `tests/browser/package-lock.json`) with `npm ci` into the target folder.
 //! Set `GGP_SKIP_BROWSER=1` to skip it on a machine where that cannot work.
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -265,7 +267,7 @@ fn ensure_playwright() -> PathBuf {
 
 #[test]
 fn browser_plays_tic_tac_toe_by_clicking() {
-    if std::env::var_os("GGP_SKIP_BROWSER").is_some() {
+    if common::env_flag("GGP_SKIP_BROWSER") {
         eprintln!("GGP_SKIP_BROWSER is set: browser test skipped");
         return;
     }
@@ -492,7 +494,7 @@ fn another_tab_is_answered_while_the_computer_thinks() {
 /// it.
 #[test]
 fn browser_plays_whole_games_by_clicking_at_desktop_and_phone_width() {
-    if std::env::var_os("GGP_SKIP_BROWSER").is_some() {
+    if common::env_flag("GGP_SKIP_BROWSER") {
         eprintln!("GGP_SKIP_BROWSER is set: browser test skipped");
         return;
     }

@@ -81,3 +81,20 @@ fn answer(mut stream: TcpStream, play: &str, delay: Duration) {
         reply.len()
     );
 }
+
+/// An environment switch of the tests, the one way they are read: `true` when `name` is set to
+/// anything but empty or `0`.
+pub fn env_flag(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+/// A number from the environment, `default` when `name` is unset; a value that is not a
+/// number fails the test, naming it.
+pub fn env_number<T: std::str::FromStr>(name: &str, default: T) -> T {
+    match std::env::var(name) {
+        Ok(v) => v
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}={v:?} is not a number")),
+        Err(_) => default,
+    }
+}
