@@ -134,7 +134,8 @@ impl SessionFactory for EngineSessions {
         start_deadline: Instant,
     ) -> Result<Session, SessionError> {
         let budget = engine::budget_before(start_deadline);
-        let loaded = engine::load(description, self.engine, &budget)?;
+        let loaded =
+            engine::load(description, self.engine, &budget).map_err(SessionError::Build)?;
         if let Some(note) = loaded.fallback_note() {
             tracing::info!("{note}");
         }

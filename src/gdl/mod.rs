@@ -223,7 +223,7 @@ impl fmt::Debug for Rule {
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     /// The brackets do not balance.
-    #[error("{0}")]
+    #[error(transparent)]
     Syntax(#[from] kif::ParseError),
     /// The brackets balance, but an expression is not a sentence, rule or term.
     #[error("{pos}: {message}")]

@@ -51,9 +51,10 @@ pub enum MachineError {
         /// Every value the rules give.
         values: Vec<u8>,
     },
-    /// The engine gave up (for example a runaway recursion hit a size limit).
+    /// The engine gave up (for example a runaway recursion hit a size limit). The message
+    /// names the failure, which is therefore not also its source: a chain prints it once.
     #[error("engine failure: {0}")]
-    Engine(#[from] EngineFailure),
+    Engine(EngineFailure),
     /// A fact given for a state that the engine cannot hold: not ground, or (for a grounded
     /// engine) not a base proposition of the game.
     #[error("{fact} cannot be part of a state of this game")]
@@ -61,6 +62,12 @@ pub enum MachineError {
         /// The fact, printed.
         fact: String,
     },
+}
+
+impl From<EngineFailure> for MachineError {
+    fn from(failure: EngineFailure) -> MachineError {
+        MachineError::Engine(failure)
+    }
 }
 
 /// Why an engine gave up on a game ([`MachineError::Engine`]).

@@ -119,20 +119,20 @@ fn no_preview() -> i64 {
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
     /// The file could not be read or written.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         /// The file.
         path: PathBuf,
-        /// The failure.
-        source: std::io::Error,
+        /// The failure (named in the message, so not a source: a chain prints it once).
+        error: std::io::Error,
     },
     /// The file is not a match record.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Json {
         /// The file.
         path: PathBuf,
-        /// The failure.
-        source: serde_json::Error,
+        /// The failure (named in the message).
+        error: serde_json::Error,
     },
 }
 
@@ -155,13 +155,13 @@ impl MatchRecord {
     /// # Errors
     /// The file cannot be read or is not a match record.
     pub fn load(path: &Path) -> Result<MatchRecord, RecordError> {
-        let text = std::fs::read_to_string(path).map_err(|source| RecordError::Io {
+        let text = std::fs::read_to_string(path).map_err(|error| RecordError::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
-        serde_json::from_str(&text).map_err(|source| RecordError::Json {
+        serde_json::from_str(&text).map_err(|error| RecordError::Json {
             path: path.to_path_buf(),
-            source,
+            error,
         })
     }
 
@@ -205,13 +205,13 @@ impl MatchRecord {
     /// # Errors
     /// The file cannot be written.
     pub fn save(&self, path: &Path) -> Result<(), RecordError> {
-        let io = |source| RecordError::Io {
+        let io = |error| RecordError::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         };
-        let text = serde_json::to_string_pretty(self).map_err(|source| RecordError::Json {
+        let text = serde_json::to_string_pretty(self).map_err(|error| RecordError::Json {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         let name = path
             .file_name()

@@ -201,7 +201,7 @@ pub enum Exceeded {
     #[error("more than {0} gates")]
     Gates(usize),
     /// Both tries failed: the rules as written, then with demand-driven rules.
-    #[error("{first}; then, with demand-driven rules, {second}")]
+    #[error("{}", describe_retried(first, second))]
     Retried {
         /// Why the rules as written did not ground.
         first: Box<GroundError>,
@@ -313,6 +313,16 @@ impl GroundProgram {
             self.atoms.push((rel, t));
         }
         id
+    }
+}
+
+/// Both tries' reasons, the second only when it differs from the first.
+fn describe_retried(first: &GroundError, second: &GroundError) -> String {
+    let (first, second) = (first.to_string(), second.to_string());
+    if first == second {
+        format!("{first} (with demand-driven rules too)")
+    } else {
+        format!("{first}; then, with demand-driven rules, {second}")
     }
 }
 

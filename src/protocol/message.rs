@@ -113,7 +113,7 @@ impl Message {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MessageError {
     /// The brackets do not balance, or there is not exactly one expression.
-    #[error("{0}")]
+    #[error(transparent)]
     Syntax(#[from] kif::ParseError),
     /// The expression is not a message we know, or an argument has the wrong form.
     #[error("{pos}: {message}")]

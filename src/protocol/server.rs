@@ -234,12 +234,13 @@ fn decode_path(url: &str) -> String {
     }
 }
 
-/// Why a START is refused (the reply names it, with status 400).
+/// Why a START is refused (the reply names it, with status 400). Each message names its
+/// cause, which is therefore no source: a chain prints it once.
 #[derive(Debug, thiserror::Error)]
 enum StartRefused {
     /// A rule is not a GDL rule.
     #[error("the rules do not read: {0}")]
-    Rules(#[from] gdl::LoadError),
+    Rules(gdl::LoadError),
     /// The rules read but are not a valid game (the first error).
     #[error("the rules are not a valid game: {0}")]
     Invalid(String),
@@ -398,7 +399,8 @@ impl Shared {
             let rules = rules
                 .iter()
                 .map(gdl::rule_from_sexp)
-                .collect::<Result<Vec<_>, _>>()?;
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(StartRefused::Rules)?;
             // A whole game that does not validate is still played as it stands, when an
             // engine takes it: a refusal would lose the match by forfeit, every move the
             // referee's. One without roles, moves, goals or an end means nothing: refused.

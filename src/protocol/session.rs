@@ -74,7 +74,7 @@ pub enum SessionError {
     NoLegalMove,
     /// No engine could be built for the game.
     #[error("cannot run the game: {0}")]
-    Build(#[from] crate::engine::LoadError),
+    Build(crate::engine::LoadError),
     /// The thread building the engine for the game stopped without one.
     #[error("cannot run the game: the engine builder stopped")]
     BuilderGone,
