@@ -46,88 +46,13 @@ enum Command {
         game: PathBuf,
     },
     /// Play random playouts and print them in the trace format.
-    Playout {
-        /// The rule sheet (.kif).
-        game: PathBuf,
-        /// How many playouts.
-        #[arg(long, default_value_t = 1)]
-        count: usize,
-        /// Seed of the random number generator.
-        #[arg(long, default_value_t = 0)]
-        seed: u64,
-        /// Stop a playout after this many moves.
-        #[arg(long, default_value_t = 1000)]
-        max_steps: usize,
-        /// The engine.
-        #[arg(long, value_enum, default_value_t = EngineChoice::Datalog)]
-        engine: EngineChoice,
-    },
+    Playout(PlayoutArgs),
     /// Replay a reference trace and compare every step; exit 1 on the first difference.
-    Replay {
-        /// The rule sheet (.kif).
-        game: PathBuf,
-        /// The trace file.
-        trace: PathBuf,
-        /// The engine.
-        #[arg(long, value_enum, default_value_t = EngineChoice::Datalog)]
-        engine: EngineChoice,
-    },
+    Replay(ReplayArgs),
     /// Measure random playouts per second.
-    Bench {
-        /// The rule sheet (.kif).
-        game: PathBuf,
-        /// How long to measure.
-        #[arg(long, default_value_t = 5.0)]
-        seconds: f64,
-        /// Stop after this many playouts (per thread), or at `--seconds`, whichever comes
-        /// first: a fixed amount of work for instruction-count profiles.
-        #[arg(long)]
-        playouts: Option<u64>,
-        /// Playouts asked for at once (the propnet plays 16 or more 64 games per pass, 1024 or
-        /// more 256 games per pass).
-        #[arg(long, default_value_t = bench::BATCH)]
-        batch: u64,
-        /// Cut a playout after this many moves (a game with no reachable end still returns).
-        #[arg(long, default_value_t = 1000)]
-        max_steps: usize,
-        /// Seed of the random number generator.
-        #[arg(long, default_value_t = 0)]
-        seed: u64,
-        /// Time each rule and print the slowest with their join plans (Datalog engine).
-        #[arg(long)]
-        profile: bool,
-        /// The engine.
-        #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
-        engine: EngineChoice,
-        /// Threads running playouts, each with its own copy of the engine's state.
-        #[arg(long, default_value_t = 1)]
-        threads: usize,
-        /// Grounding time budget in seconds (default: the engine's); raise it to run under
-        /// valgrind.
-        #[arg(long)]
-        ground_seconds: Option<f64>,
-        /// Skip the propnet's reference run (one game at a time) and its ratio.
-        #[arg(long)]
-        no_reference: bool,
-    },
+    Bench(BenchArgs),
     /// Ground a game into a propositional network and print its size, or why it stopped.
-    Ground {
-        /// The rule sheet (.kif).
-        game: PathBuf,
-        /// Time budget in seconds (default: the engine's).
-        #[arg(long)]
-        max_seconds: Option<f64>,
-        /// Most rows of one relation while grounding (default: the engine's).
-        #[arg(long)]
-        max_atoms: Option<usize>,
-        /// Most ground literals and network nodes (default: the engine's).
-        #[arg(long)]
-        max_gates: Option<usize>,
-        /// Most resident memory of the process in megabytes (10^6 bytes), what it uses
-        /// before grounding included (default: 4000, or half the machine's memory if less).
-        #[arg(long)]
-        max_memory_mb: Option<u64>,
-    },
+    Ground(GroundArgs),
     /// Play a game against the computer in the terminal.
     Play(play::PlayArgs),
     /// Serve a page for playing games in the browser.
@@ -183,6 +108,97 @@ enum Command {
     },
 }
 
+/// Play random playouts and print them in the trace format.
+#[derive(clap::Args, Debug)]
+struct PlayoutArgs {
+    /// The rule sheet (.kif).
+    pub game: PathBuf,
+    /// How many playouts.
+    #[arg(long, default_value_t = 1)]
+    pub count: usize,
+    /// Seed of the random number generator.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Stop a playout after this many moves.
+    #[arg(long, default_value_t = 1000)]
+    pub max_steps: usize,
+    /// The engine.
+    #[arg(long, value_enum, default_value_t = EngineChoice::Datalog)]
+    pub engine: EngineChoice,
+}
+
+/// Replay a reference trace and compare every step; exit 1 on the first difference.
+#[derive(clap::Args, Debug)]
+struct ReplayArgs {
+    /// The rule sheet (.kif).
+    pub game: PathBuf,
+    /// The trace file.
+    pub trace: PathBuf,
+    /// The engine.
+    #[arg(long, value_enum, default_value_t = EngineChoice::Datalog)]
+    pub engine: EngineChoice,
+}
+
+/// Measure random playouts per second.
+#[derive(clap::Args, Debug)]
+struct BenchArgs {
+    /// The rule sheet (.kif).
+    pub game: PathBuf,
+    /// How long to measure.
+    #[arg(long, default_value_t = 5.0)]
+    pub seconds: f64,
+    /// Stop after this many playouts (per thread), or at `--seconds`, whichever comes
+    /// first: a fixed amount of work for instruction-count profiles.
+    #[arg(long)]
+    pub playouts: Option<u64>,
+    /// Playouts asked for at once (the propnet plays 16 or more 64 games per pass, 1024 or
+    /// more 256 games per pass).
+    #[arg(long, default_value_t = bench::BATCH)]
+    pub batch: u64,
+    /// Cut a playout after this many moves (a game with no reachable end still returns).
+    #[arg(long, default_value_t = 1000)]
+    pub max_steps: usize,
+    /// Seed of the random number generator.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Time each rule and print the slowest with their join plans (Datalog engine).
+    #[arg(long)]
+    pub profile: bool,
+    /// The engine.
+    #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
+    pub engine: EngineChoice,
+    /// Threads running playouts, each with its own copy of the engine's state.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Grounding time budget in seconds (default: the engine's); raise it to run under
+    /// valgrind.
+    #[arg(long)]
+    pub ground_seconds: Option<f64>,
+    /// Skip the propnet's reference run (one game at a time) and its ratio.
+    #[arg(long)]
+    pub no_reference: bool,
+}
+
+/// Ground a game into a propositional network and print its size, or why it stopped.
+#[derive(clap::Args, Debug)]
+struct GroundArgs {
+    /// The rule sheet (.kif).
+    pub game: PathBuf,
+    /// Time budget in seconds (default: the engine's).
+    #[arg(long)]
+    pub max_seconds: Option<f64>,
+    /// Most rows of one relation while grounding (default: the engine's).
+    #[arg(long)]
+    pub max_atoms: Option<usize>,
+    /// Most ground literals and network nodes (default: the engine's).
+    #[arg(long)]
+    pub max_gates: Option<usize>,
+    /// Most resident memory of the process in megabytes (10^6 bytes), what it uses
+    /// before grounding included (default: 4000, or half the machine's memory if less).
+    #[arg(long)]
+    pub max_memory_mb: Option<u64>,
+}
+
 /// Runs the command line; the exit code says whether the work succeeded.
 ///
 /// # Errors
@@ -195,133 +211,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => serve::run(args),
         Command::Match(args) => matches::run(args),
         Command::Tournament(args) => tournament::run(args),
-        Command::Playout {
-            game,
-            count,
-            seed,
-            max_steps,
-            engine,
-        } => {
-            let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
-            let mut out = String::new();
-            struct Playouts<'a> {
-                rng: &'a mut Xoshiro256PlusPlus,
-                count: usize,
-                max_steps: usize,
-                out: &'a mut String,
-            }
-            impl UseMachineMut for Playouts<'_> {
-                type Output = Result<(), crate::machine::MachineError>;
-                fn with<M: engine::Machine>(self, m: &mut M) -> Self::Output {
-                    trace::write_playouts(m, self.rng, self.count, self.max_steps, self.out)
-                }
-            }
-            let result = load_engine(&game, engine)?.engine.run_mut(Playouts {
-                rng: &mut rng,
-                count,
-                max_steps,
-                out: &mut out,
-            });
-            write_stdout(&out)?;
-            result.with_context(|| format!("playing {}", game.display()))?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Replay {
-            game,
-            trace: path,
-            engine,
-        } => {
-            let mut loaded = load_engine(&game, engine)?;
-            let text = read(&path)?;
-            let playouts =
-                trace::parse(&text).with_context(|| format!("reading {}", path.display()))?;
-            struct ReplayAll<'a>(&'a [trace::Playout]);
-            impl UseMachineMut for ReplayAll<'_> {
-                type Output = Result<Replay, crate::machine::MachineError>;
-                fn with<M: engine::Machine>(self, m: &mut M) -> Self::Output {
-                    trace::replay(m, self.0)
-                }
-            }
-            let outcome = loaded.engine.run_mut(ReplayAll(&playouts))?;
-            match outcome {
-                Replay::Agree(n) => {
-                    println!("agree: {n} steps");
-                    Ok(ExitCode::SUCCESS)
-                }
-                Replay::Differ(d) => {
-                    println!("{d}");
-                    Ok(ExitCode::FAILURE)
-                }
-            }
-        }
-        Command::Bench {
-            game,
-            seconds,
-            playouts,
-            batch,
-            max_steps,
-            seed,
-            profile,
-            engine,
-            threads,
-            ground_seconds,
-            no_reference,
-        } => {
-            let mut budget = Budget::default();
-            if let Some(s) = ground_seconds {
-                budget.max_seconds = s;
-            }
-            let mut loaded = load_engine_within(&game, engine, &budget)?;
-            println!("engine: {}", loaded.engine.name());
-            if profile && let Engine::Datalog(m) = &mut loaded.engine {
-                m.engine_mut().enable_profile();
-            }
-            let limit = bench::Limit {
-                seconds,
-                playouts,
-                batch: batch.max(1),
-                max_steps,
-            };
-            struct Bench {
-                limit: bench::Limit,
-                seed: u64,
-                threads: usize,
-                mode: bench::Mode,
-            }
-            impl UseMachineMut for Bench {
-                type Output = anyhow::Result<bench::Report>;
-                fn with<M: engine::Machine>(self, m: &mut M) -> Self::Output {
-                    bench_threads(m, self.limit, self.seed, self.threads, self.mode)
-                }
-            }
-            let report = loaded.engine.run_mut(Bench {
-                limit,
-                seed,
-                threads,
-                mode: bench::Mode::Batched,
-            })?;
-            println!("{report}");
-            if let Engine::Propnet(m) = &mut loaded.engine
-                && !no_reference
-            {
-                let one = bench_threads(m, limit, seed, threads, bench::Mode::OneByOne)?;
-                let rate = |r: &bench::Report| r.playouts as f64 / r.elapsed.as_secs_f64();
-                println!(
-                    "one game at a time (differential propagation): {:.1} playouts/s",
-                    rate(&one)
-                );
-                println!(
-                    "ratio to one game at a time: {:.2}x",
-                    rate(&report) / rate(&one)
-                );
-            }
-            if let Engine::Datalog(m) = &mut loaded.engine {
-                for (time, plan) in m.engine_mut().profile_report(10) {
-                    println!("{:>10.3} s  {plan}", time.as_secs_f64());
-                }
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Playout(a) => playout(a),
+        Command::Replay(a) => replay(a),
+        Command::Bench(a) => bench(a),
         Command::Think(args) => think::run(&args),
         Command::Factor(args) => factor::run(&args),
         Command::Pgn {
@@ -352,48 +244,187 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             dialect,
             engine,
         }),
-        Command::Ground {
-            game,
-            max_seconds,
-            max_atoms,
-            max_gates,
-            max_memory_mb,
-        } => {
-            let description = load_description(&game)?;
-            let default = Budget::default();
-            let budget = Budget {
-                max_seconds: max_seconds.unwrap_or(default.max_seconds),
-                max_atoms: max_atoms.unwrap_or(default.max_atoms),
-                max_gates: max_gates.unwrap_or(default.max_gates),
-                max_memory_bytes: max_memory_mb
-                    .map_or(default.max_memory_bytes, |mb| mb.saturating_mul(1_000_000)),
-            };
-            let start = std::time::Instant::now();
-            let result = PropnetMachine::new(&description, &budget);
-            let elapsed = start.elapsed().as_secs_f64();
-            let peak = resources::peak_memory()
-                .map_or("unknown".into(), |b| format!("{:.1} MB", b as f64 / 1e6));
-            match result {
-                Ok(machine) => {
-                    let stats = machine.net().stats();
-                    println!("base propositions: {}", stats.bases);
-                    println!("input propositions: {}", stats.inputs);
-                    println!("ground atoms: {}", stats.ground_atoms);
-                    println!("ground rules: {}", stats.ground_rules);
-                    println!(
-                        "gates: {} ({} in recursive blocks, {} only for goals)",
-                        stats.gates, stats.cyclic_gates, stats.lazy_gates
-                    );
-                    println!("links: {}", stats.edges);
-                    println!("build time: {elapsed:.2} s");
-                    println!("peak memory: {peak}");
-                    Ok(ExitCode::SUCCESS)
-                }
-                Err(e) => {
-                    println!("stopped after {elapsed:.2} s (peak memory {peak}): {e}");
-                    Ok(ExitCode::FAILURE)
-                }
-            }
+        Command::Ground(a) => ground(a),
+    }
+}
+
+/// `ggp playout`: random playouts in the trace format.
+fn playout(args: PlayoutArgs) -> anyhow::Result<ExitCode> {
+    let PlayoutArgs {
+        game,
+        count,
+        seed,
+        max_steps,
+        engine,
+    } = args;
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let mut out = String::new();
+    struct Playouts<'a> {
+        rng: &'a mut Xoshiro256PlusPlus,
+        count: usize,
+        max_steps: usize,
+        out: &'a mut String,
+    }
+    impl UseMachineMut for Playouts<'_> {
+        type Output = Result<(), crate::machine::MachineError>;
+        fn with<M: engine::Machine>(self, m: &mut M) -> Self::Output {
+            trace::write_playouts(m, self.rng, self.count, self.max_steps, self.out)
+        }
+    }
+    let result = load_engine(&game, engine)?.engine.run_mut(Playouts {
+        rng: &mut rng,
+        count,
+        max_steps,
+        out: &mut out,
+    });
+    write_stdout(&out)?;
+    result.with_context(|| format!("playing {}", game.display()))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `ggp replay`: a reference trace replayed on an engine, step by step.
+fn replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
+    let ReplayArgs {
+        game,
+        trace: path,
+        engine,
+    } = args;
+    let mut loaded = load_engine(&game, engine)?;
+    let text = read(&path)?;
+    let playouts = trace::parse(&text).with_context(|| format!("reading {}", path.display()))?;
+    struct ReplayAll<'a>(&'a [trace::Playout]);
+    impl UseMachineMut for ReplayAll<'_> {
+        type Output = Result<Replay, crate::machine::MachineError>;
+        fn with<M: engine::Machine>(self, m: &mut M) -> Self::Output {
+            trace::replay(m, self.0)
+        }
+    }
+    let outcome = loaded.engine.run_mut(ReplayAll(&playouts))?;
+    match outcome {
+        Replay::Agree(n) => {
+            println!("agree: {n} steps");
+            Ok(ExitCode::SUCCESS)
+        }
+        Replay::Differ(d) => {
+            println!("{d}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// `ggp bench`: random playouts per second (and, on the propnet, one game at a time).
+fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    let BenchArgs {
+        game,
+        seconds,
+        playouts,
+        batch,
+        max_steps,
+        seed,
+        profile,
+        engine,
+        threads,
+        ground_seconds,
+        no_reference,
+    } = args;
+    let mut budget = Budget::default();
+    if let Some(s) = ground_seconds {
+        budget.max_seconds = s;
+    }
+    let mut loaded = load_engine_within(&game, engine, &budget)?;
+    println!("engine: {}", loaded.engine.name());
+    if profile && let Engine::Datalog(m) = &mut loaded.engine {
+        m.engine_mut().enable_profile();
+    }
+    let limit = bench::Limit {
+        seconds,
+        playouts,
+        batch: batch.max(1),
+        max_steps,
+    };
+    struct Bench {
+        limit: bench::Limit,
+        seed: u64,
+        threads: usize,
+        mode: bench::Mode,
+    }
+    impl UseMachineMut for Bench {
+        type Output = anyhow::Result<bench::Report>;
+        fn with<M: engine::Machine>(self, m: &mut M) -> Self::Output {
+            bench_threads(m, self.limit, self.seed, self.threads, self.mode)
+        }
+    }
+    let report = loaded.engine.run_mut(Bench {
+        limit,
+        seed,
+        threads,
+        mode: bench::Mode::Batched,
+    })?;
+    println!("{report}");
+    if let Engine::Propnet(m) = &mut loaded.engine
+        && !no_reference
+    {
+        let one = bench_threads(m, limit, seed, threads, bench::Mode::OneByOne)?;
+        let rate = |r: &bench::Report| r.playouts as f64 / r.elapsed.as_secs_f64();
+        println!(
+            "one game at a time (differential propagation): {:.1} playouts/s",
+            rate(&one)
+        );
+        println!(
+            "ratio to one game at a time: {:.2}x",
+            rate(&report) / rate(&one)
+        );
+    }
+    if let Engine::Datalog(m) = &mut loaded.engine {
+        for (time, plan) in m.engine_mut().profile_report(10) {
+            println!("{:>10.3} s  {plan}", time.as_secs_f64());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `ggp ground`: the network's size, or why grounding stopped.
+fn ground(args: GroundArgs) -> anyhow::Result<ExitCode> {
+    let GroundArgs {
+        game,
+        max_seconds,
+        max_atoms,
+        max_gates,
+        max_memory_mb,
+    } = args;
+    let description = load_description(&game)?;
+    let default = Budget::default();
+    let budget = Budget {
+        max_seconds: max_seconds.unwrap_or(default.max_seconds),
+        max_atoms: max_atoms.unwrap_or(default.max_atoms),
+        max_gates: max_gates.unwrap_or(default.max_gates),
+        max_memory_bytes: max_memory_mb
+            .map_or(default.max_memory_bytes, |mb| mb.saturating_mul(1_000_000)),
+    };
+    let start = std::time::Instant::now();
+    let result = PropnetMachine::new(&description, &budget);
+    let elapsed = start.elapsed().as_secs_f64();
+    let peak =
+        resources::peak_memory().map_or("unknown".into(), |b| format!("{:.1} MB", b as f64 / 1e6));
+    match result {
+        Ok(machine) => {
+            let stats = machine.net().stats();
+            println!("base propositions: {}", stats.bases);
+            println!("input propositions: {}", stats.inputs);
+            println!("ground atoms: {}", stats.ground_atoms);
+            println!("ground rules: {}", stats.ground_rules);
+            println!(
+                "gates: {} ({} in recursive blocks, {} only for goals)",
+                stats.gates, stats.cyclic_gates, stats.lazy_gates
+            );
+            println!("links: {}", stats.edges);
+            println!("build time: {elapsed:.2} s");
+            println!("peak memory: {peak}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            println!("stopped after {elapsed:.2} s (peak memory {peak}): {e}");
+            Ok(ExitCode::FAILURE)
         }
     }
 }

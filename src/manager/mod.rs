@@ -233,7 +233,15 @@ struct Referee<'a> {
 /// One player's reply and how long it took.
 type Reply = (Result<String, SendError>, Duration);
 
+/// What the players have been told of the last step: the joint move (GDL), or each role's
+/// own move and percepts (GDL-II).
+struct Told {
+    last: Option<Vec<Term>>,
+    seen: Vec<Option<(Sexp, Vec<Sexp>)>>,
+}
+
 impl Referee<'_> {
+    /// Plays the match from INFO and START to STOP, filling in `record`.
     fn play<M: StateMachine>(
         &mut self,
         machine: &mut M,
@@ -242,16 +250,60 @@ impl Referee<'_> {
     ) -> Result<(), ManagerError> {
         let config = self.config;
         let id = config.match_id.as_str();
-        let style = config.style;
         let roles = machine.roles().to_vec();
-        let gdl2 = machine.is_gdl2();
-        let to_players = |message: &dyn Fn(usize) -> String| -> Vec<Option<String>> {
-            (0..roles.len())
-                .map(|r| (!self.nature[r]).then(|| message(r)))
-                .collect()
+        self.introduce(&roles, rules, record);
+        let mut state = machine.initial_state();
+        self.push_state(machine, &state, record)?;
+        let mut told = Told {
+            last: None,
+            seen: vec![None; roles.len()],
         };
+        while !machine.is_terminal(&state)? {
+            if stop_requested() {
+                return Err(ManagerError::Stopped);
+            }
+            let step = record.moves.len() + 1;
+            if step > config.max_steps {
+                let abort = config.style.abort(id);
+                self.broadcast(&self.to_players(|_| abort.clone()), self.play_timeout());
+                warn!(match_id = %id, steps = config.max_steps, "step limit reached: aborted");
+                return Err(ManagerError::StepLimit(config.max_steps));
+            }
+            let (joint, errors) = self.collect_moves(machine, &state, step, &told)?;
+            if machine.is_gdl2() {
+                self.tell_percepts(machine, &state, &joint, &mut told, record)?;
+            }
+            state = machine.next_state(&state, &joint)?;
+            let terms: Vec<Term> = joint.iter().map(|&m| machine.move_term(m)).collect();
+            record
+                .moves
+                .push(terms.iter().map(|t| spaced(&term_to_sexp(t))).collect());
+            record.errors.push(errors);
+            self.push_state(machine, &state, record)?;
+            told.last = Some(terms);
+        }
+        self.finish(machine, &state, &told, record)
+    }
+
+    /// A message for each player (none for nature's roles).
+    fn to_players(&self, message: impl Fn(usize) -> String) -> Vec<Option<String>> {
+        (0..self.nature.len())
+            .map(|r| (!self.nature[r]).then(|| message(r)))
+            .collect()
+    }
+
+    /// How long a player has to answer a PLAY: the play clock and a second for the network.
+    fn play_timeout(&self) -> Duration {
+        Duration::from_secs(self.config.play_clock) + Duration::from_secs(1)
+    }
+
+    /// INFO (ggp-base style: the names the players give) and START; the errors of START go
+    /// into the record as step 0's.
+    fn introduce(&mut self, roles: &[Term], rules: &[Sexp], record: &mut MatchRecord) {
+        let config = self.config;
+        let style = config.style;
         if style == Style::GgpBase {
-            let infos = self.broadcast(&to_players(&|_| style.info()), Duration::from_secs(5));
+            let infos = self.broadcast(&self.to_players(|_| style.info()), Duration::from_secs(5));
             let names = record.player_names_from_host.get_or_insert_default();
             for (name, (reply, _)) in names.iter_mut().zip(infos) {
                 if let Some(told) = reply.ok().as_deref().and_then(info_name) {
@@ -260,8 +312,9 @@ impl Referee<'_> {
             }
         }
         let rules_out: Vec<Sexp> = rules.iter().map(|r| self.outgoing(r)).collect();
-        let starts = to_players(&|r| {
+        let starts = self.to_players(|r| {
             let role = self.outgoing(&term_to_sexp(&roles[r]));
+            let id = config.match_id.as_str();
             style.start(id, &role, &rules_out, config.start_clock, config.play_clock)
         });
         let replies = self.broadcast(&starts, Duration::from_secs(config.start_clock));
@@ -273,103 +326,115 @@ impl Referee<'_> {
                     .map_or(String::new(), |e| Fault::from(e).to_string())
             })
             .collect();
-        let mut state = machine.initial_state();
         record.errors.push(start_errors);
-        self.push_state(machine, &state, record)?;
-        let play_timeout = Duration::from_secs(config.play_clock) + Duration::from_secs(1);
-        let mut last: Option<Vec<Term>> = None;
-        // GDL-II: each role's last move and percepts.
-        let mut seen: Vec<Option<(Sexp, Vec<Sexp>)>> = vec![None; roles.len()];
-        while !machine.is_terminal(&state)? {
-            if stop_requested() {
-                return Err(ManagerError::Stopped);
-            }
-            let step = record.moves.len() + 1;
-            if step > config.max_steps {
-                let abort = style.abort(id);
-                self.broadcast(&to_players(&|_| abort.clone()), play_timeout);
-                warn!(match_id = %id, steps = config.max_steps, "step limit reached: aborted");
-                return Err(ManagerError::StepLimit(config.max_steps));
-            }
-            let mut legal = Vec::with_capacity(roles.len());
-            for (index, role) in roles.iter().enumerate() {
-                let moves = machine.legal_moves(&state, index)?;
-                if moves.is_empty() {
-                    return Err(MachineError::NoLegalMoves {
-                        role: role.to_string(),
-                    }
-                    .into());
+    }
+
+    /// Sends PLAY for `step` and reads each role's move: a late, malformed or illegal reply
+    /// is replaced by a random legal move and its fault noted. Nature's move is the
+    /// referee's, uniformly random.
+    fn collect_moves<M: StateMachine>(
+        &mut self,
+        machine: &mut M,
+        state: &M::State,
+        step: usize,
+        told: &Told,
+    ) -> Result<(Vec<M::Move>, Vec<String>), ManagerError> {
+        let config = self.config;
+        let (id, style) = (config.match_id.as_str(), config.style);
+        let roles = machine.roles().to_vec();
+        let mut legal = Vec::with_capacity(roles.len());
+        for (index, role) in roles.iter().enumerate() {
+            let moves = machine.legal_moves(state, index)?;
+            if moves.is_empty() {
+                return Err(MachineError::NoLegalMoves {
+                    role: role.to_string(),
                 }
-                legal.push(moves);
+                .into());
             }
-            let defaults: Vec<M::Move> = legal
-                .iter()
-                .map(|moves| *moves.choose(&mut self.rng).expect("not empty"))
-                .collect();
-            let messages = if gdl2 {
-                to_players(&|r| {
-                    let seen = seen[r].as_ref().map(|(m, p)| (m, p.as_slice()));
-                    style.play_seen(id, step - 1, seen)
-                })
-            } else {
-                let message = style.play(id, self.outgoing_joint(last.as_deref()).as_deref());
-                to_players(&|_| message.clone())
-            };
-            let replies = self.broadcast(&messages, play_timeout);
-            let mut joint = Vec::with_capacity(roles.len());
-            let mut errors = Vec::with_capacity(roles.len());
-            for (role, (reply, took)) in replies.into_iter().enumerate() {
-                let verdict = match reply {
-                    // Nature: the referee's uniformly random move.
-                    _ if self.nature[role] => Ok(defaults[role]),
-                    Ok(text) => self.interpret(machine, &text, &legal[role]),
-                    Err(e) => Err(Fault::from(e)),
-                };
-                let (mv, error) = match verdict {
-                    Ok(mv) => (mv, String::new()),
-                    Err(fault) => (defaults[role], fault.to_string()),
-                };
-                info!(
-                    match_id = %id,
-                    step,
-                    role = %roles[role],
-                    mv = %machine.move_term(mv),
-                    ms = took.as_millis() as u64,
-                    error = error.as_str(),
-                );
-                joint.push(mv);
-                errors.push(error);
-            }
-            if gdl2 {
-                let mut percepts = Vec::with_capacity(roles.len());
-                for (r, slot) in seen.iter_mut().enumerate() {
-                    let p = machine.percepts(&state, &joint, r)?;
-                    percepts.push(p.iter().map(|t| spaced(&term_to_sexp(t))).collect());
-                    let mv = self.outgoing(&term_to_sexp(&machine.move_term(joint[r])));
-                    let p = p.iter().map(|t| self.outgoing(&term_to_sexp(t))).collect();
-                    *slot = Some((mv, p));
-                }
-                record.percepts.push(percepts);
-            }
-            state = machine.next_state(&state, &joint)?;
-            let terms: Vec<Term> = joint.iter().map(|&m| machine.move_term(m)).collect();
-            record
-                .moves
-                .push(terms.iter().map(|t| spaced(&term_to_sexp(t))).collect());
-            record.errors.push(errors);
-            self.push_state(machine, &state, record)?;
-            last = Some(terms);
+            legal.push(moves);
         }
-        let (goals, faults) = final_goals(machine, &state)?;
+        let defaults: Vec<M::Move> = legal
+            .iter()
+            .map(|moves| *moves.choose(&mut self.rng).expect("not empty"))
+            .collect();
+        let messages = if machine.is_gdl2() {
+            self.to_players(|r| {
+                let seen = told.seen[r].as_ref().map(|(m, p)| (m, p.as_slice()));
+                style.play_seen(id, step - 1, seen)
+            })
+        } else {
+            let message = style.play(id, self.outgoing_joint(told.last.as_deref()).as_deref());
+            self.to_players(|_| message.clone())
+        };
+        let replies = self.broadcast(&messages, self.play_timeout());
+        let mut joint = Vec::with_capacity(roles.len());
+        let mut errors = Vec::with_capacity(roles.len());
+        for (role, (reply, took)) in replies.into_iter().enumerate() {
+            let verdict = match reply {
+                _ if self.nature[role] => Ok(defaults[role]),
+                Ok(text) => self.interpret(machine, &text, &legal[role]),
+                Err(e) => Err(Fault::from(e)),
+            };
+            let (mv, error) = match verdict {
+                Ok(mv) => (mv, String::new()),
+                Err(fault) => (defaults[role], fault.to_string()),
+            };
+            info!(
+                match_id = %id,
+                step,
+                role = %roles[role],
+                mv = %machine.move_term(mv),
+                ms = took.as_millis() as u64,
+                error = error.as_str(),
+            );
+            joint.push(mv);
+            errors.push(error);
+        }
+        Ok((joint, errors))
+    }
+
+    /// GDL-II: each role's percepts of `joint`, recorded and kept to tell it with the next
+    /// message.
+    fn tell_percepts<M: StateMachine>(
+        &self,
+        machine: &mut M,
+        state: &M::State,
+        joint: &[M::Move],
+        told: &mut Told,
+        record: &mut MatchRecord,
+    ) -> Result<(), ManagerError> {
+        let mut percepts = Vec::with_capacity(told.seen.len());
+        for (r, slot) in told.seen.iter_mut().enumerate() {
+            let p = machine.percepts(state, joint, r)?;
+            percepts.push(p.iter().map(|t| spaced(&term_to_sexp(t))).collect());
+            let mv = self.outgoing(&term_to_sexp(&machine.move_term(joint[r])));
+            let p = p.iter().map(|t| self.outgoing(&term_to_sexp(t))).collect();
+            *slot = Some((mv, p));
+        }
+        record.percepts.push(percepts);
+        Ok(())
+    }
+
+    /// STOP, the goals, and the finished record saved.
+    fn finish<M: StateMachine>(
+        &mut self,
+        machine: &mut M,
+        state: &M::State,
+        told: &Told,
+        record: &mut MatchRecord,
+    ) -> Result<(), ManagerError> {
+        let config = self.config;
+        let (id, style) = (config.match_id.as_str(), config.style);
+        let (goals, faults) = final_goals(machine, state)?;
         let turn = record.moves.len();
-        let stops = if gdl2 {
-            to_players(&|r| {
-                let seen = seen[r].as_ref().map(|(m, p)| (m, p.as_slice()));
+        let stops = if machine.is_gdl2() {
+            self.to_players(|r| {
+                let seen = told.seen[r].as_ref().map(|(m, p)| (m, p.as_slice()));
                 style.stop_seen(id, turn, seen)
             })
         } else {
-            let stop = style.stop(id, self.outgoing_joint(last.as_deref()).as_deref());
-            to_players(&|_| stop.clone())
+            let stop = style.stop(id, self.outgoing_joint(told.last.as_deref()).as_deref());
+            self.to_players(|_| stop.clone())
         };
         self.broadcast(&stops, Duration::from_secs(config.play_clock));
         record.goal_values = goals.iter().map(|&g| u32::from(g)).collect();

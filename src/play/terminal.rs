@@ -457,106 +457,11 @@ where
     M: StateMachine + Send + 'static,
     W: Write,
 {
-    let mut lines = Vec::new();
-    let terminal = game.is_terminal()?;
     let position = game.chess_position()?;
-    let mut header = format!("Step {} · ", game.step());
-    if terminal {
-        header.push_str("game over");
-    } else {
-        let names: Vec<String> = game
-            .to_move()?
-            .into_iter()
-            .map(|r| game.roles()[r].to_string())
-            .collect();
-        header.push_str(&format!("to move: {}", names.join(", ")));
-        if position.as_ref().is_some_and(Position::is_check) {
-            header.push_str(" · check");
-        }
-    }
-    lines.push(Line::plain(header));
-    let (board, legend, board_facts) = board_lines(game, position.as_ref(), asking, options);
-    // Beside the board: the legend, the other facts (not on a chess sheet, whose position
-    // says it all), and the most recent history.
-    let board_width = board.iter().map(|l| l.width).max().unwrap_or(0);
-    let panel_width = SCREEN_COLUMNS.saturating_sub(board_width + 3);
-    let mut panel: Vec<Line> = legend;
-    let facts = game.facts();
-    let chess = position.is_some();
-    if !chess {
-        for (relation, args) in facts_by_relation(&facts, |f| board_facts(f)) {
-            let text = if args.iter().all(String::is_empty) {
-                relation
-            } else {
-                format!("{relation}: {}", args.join(", "))
-            };
-            panel.push(Line::plain(fit(&text, panel_width.max(20), options.glyphs)));
-        }
-    }
-    let history = history_words(game)?;
-    if board.is_empty() {
-        lines.extend(panel);
-        if !history.is_empty() {
-            let wrapped = wrap(&history, SCREEN_COLUMNS - 9);
-            let last = wrapped.last().cloned().unwrap_or_default();
-            lines.push(Line::plain(format!("History: {last}")));
-        }
-    } else {
-        let room = board.len().saturating_sub(panel.len());
-        if room > 0 && !history.is_empty() {
-            let wrapped = wrap(&history, panel_width);
-            let skip = wrapped.len().saturating_sub(room);
-            panel.extend(wrapped.into_iter().skip(skip).map(Line::plain));
-        }
-        panel.truncate(board.len());
-        for (i, row) in board.into_iter().enumerate() {
-            match panel.get(i) {
-                Some(p) => lines.push(Line {
-                    text: format!(
-                        "{}{}   {}",
-                        row.text,
-                        " ".repeat(board_width - row.width),
-                        p.text
-                    ),
-                    width: board_width + 3 + p.width,
-                }),
-                None => lines.push(row),
-            }
-        }
-    }
-    let last = game.last_moves()?;
-    let plies = game.history()?;
-    if !last.is_empty() {
-        let step = game.step() - 1;
-        let parts: Vec<String> = last
-            .iter()
-            .map(|(r, t)| {
-                let text = plies
-                    .iter()
-                    .find(|p| p.step == step && p.role == *r)
-                    .map(|p| p.text.clone())
-                    .filter(|n| *n != t.to_string())
-                    .map_or(format!("{t}"), |n| format!("{n} {t}"));
-                format!("{} {text}", game.roles()[*r])
-            })
-            .collect();
-        let text = format!("Last move: {}", parts.join(", "));
-        lines.push(Line::plain(fit(&text, SCREEN_COLUMNS, options.glyphs)));
-    }
-    if let Some(viewer) = game.viewer() {
-        // GDL-II: the board shows only what this role knows; here is what it was told.
-        let seen: Vec<String> = game.percepts().iter().map(ToString::to_string).collect();
-        let text = format!(
-            "{} sees only its own: {}",
-            game.roles()[viewer],
-            if seen.is_empty() {
-                "nothing new".to_string()
-            } else {
-                seen.join(" ")
-            }
-        );
-        lines.push(Line::plain(fit(&text, SCREEN_COLUMNS, options.glyphs)));
-    }
+    let mut lines = vec![header_line(game, position.as_ref())?];
+    lines.extend(board_and_panel(game, position.as_ref(), asking, options)?);
+    lines.extend(last_move_line(game, options)?);
+    lines.extend(percepts_line(game, options));
     if let Some(role) = asking {
         // The blank line before, the prompt after.
         let room = SCREEN_LINES.saturating_sub(lines.len() + 2);
@@ -571,6 +476,139 @@ where
         writeln!(out, "{}", line.text)?;
     }
     Ok(())
+}
+
+/// `Step N · to move: ROLES` (`· check` on a chess sheet), or `Step N · game over`.
+fn header_line<M>(game: &mut Game<M>, position: Option<&shakmaty::Chess>) -> Result<Line, PlayError>
+where
+    M: StateMachine + Send + 'static,
+{
+    let mut header = format!("Step {} · ", game.step());
+    if game.is_terminal()? {
+        header.push_str("game over");
+    } else {
+        let names: Vec<String> = game
+            .to_move()?
+            .into_iter()
+            .map(|r| game.roles()[r].to_string())
+            .collect();
+        header.push_str(&format!("to move: {}", names.join(", ")));
+        if position.is_some_and(Position::is_check) {
+            header.push_str(" · check");
+        }
+    }
+    Ok(Line::plain(header))
+}
+
+/// The board with a panel beside it: the legend, the other facts (not on a chess sheet,
+/// whose position says it all), and the most recent history; without a board, the facts and
+/// the history's last line.
+fn board_and_panel<M>(
+    game: &mut Game<M>,
+    position: Option<&shakmaty::Chess>,
+    asking: Option<usize>,
+    options: &Options,
+) -> Result<Vec<Line>, PlayError>
+where
+    M: StateMachine + Send + 'static,
+{
+    let (board, legend, board_facts) = board_lines(game, position, asking, options);
+    let board_width = board.iter().map(|l| l.width).max().unwrap_or(0);
+    let panel_width = SCREEN_COLUMNS.saturating_sub(board_width + 3);
+    let mut panel: Vec<Line> = legend;
+    if position.is_none() {
+        for (relation, args) in facts_by_relation(&game.facts(), |f| board_facts(f)) {
+            let text = if args.iter().all(String::is_empty) {
+                relation
+            } else {
+                format!("{relation}: {}", args.join(", "))
+            };
+            panel.push(Line::plain(fit(&text, panel_width.max(20), options.glyphs)));
+        }
+    }
+    let history = history_words(game)?;
+    let mut lines = Vec::new();
+    if board.is_empty() {
+        lines.extend(panel);
+        if !history.is_empty() {
+            let wrapped = wrap(&history, SCREEN_COLUMNS - 9);
+            let last = wrapped.last().cloned().unwrap_or_default();
+            lines.push(Line::plain(format!("History: {last}")));
+        }
+        return Ok(lines);
+    }
+    let room = board.len().saturating_sub(panel.len());
+    if room > 0 && !history.is_empty() {
+        let wrapped = wrap(&history, panel_width);
+        let skip = wrapped.len().saturating_sub(room);
+        panel.extend(wrapped.into_iter().skip(skip).map(Line::plain));
+    }
+    panel.truncate(board.len());
+    for (i, row) in board.into_iter().enumerate() {
+        match panel.get(i) {
+            Some(p) => lines.push(Line {
+                text: format!(
+                    "{}{}   {}",
+                    row.text,
+                    " ".repeat(board_width - row.width),
+                    p.text
+                ),
+                width: board_width + 3 + p.width,
+            }),
+            None => lines.push(row),
+        }
+    }
+    Ok(lines)
+}
+
+/// `Last move: ROLE NOTATION TERM, ...`, if a move was made.
+fn last_move_line<M>(game: &mut Game<M>, options: &Options) -> Result<Option<Line>, PlayError>
+where
+    M: StateMachine + Send + 'static,
+{
+    let last = game.last_moves()?;
+    if last.is_empty() {
+        return Ok(None);
+    }
+    let plies = game.history()?;
+    let step = game.step() - 1;
+    let parts: Vec<String> = last
+        .iter()
+        .map(|(r, t)| {
+            let text = plies
+                .iter()
+                .find(|p| p.step == step && p.role == *r)
+                .map(|p| p.text.clone())
+                .filter(|n| *n != t.to_string())
+                .map_or(format!("{t}"), |n| format!("{n} {t}"));
+            format!("{} {text}", game.roles()[*r])
+        })
+        .collect();
+    let text = format!("Last move: {}", parts.join(", "));
+    Ok(Some(Line::plain(fit(
+        &text,
+        SCREEN_COLUMNS,
+        options.glyphs,
+    ))))
+}
+
+/// GDL-II: the board shows only what the viewing role knows; this line says what it was told.
+fn percepts_line<M>(game: &Game<M>, options: &Options) -> Option<Line>
+where
+    M: StateMachine + Send + 'static,
+{
+    let viewer = game.viewer()?;
+    let seen: Vec<String> = game.percepts().iter().map(ToString::to_string).collect();
+    let text = format!(
+        "{} sees only its own: {}",
+        game.roles()[viewer],
+        if seen.is_empty() {
+            "nothing new".to_string()
+        } else {
+            seen.join(" ")
+        }
+    );
+    Some(Line::plain(fit(&text, SCREEN_COLUMNS, options.glyphs)))
 }
 
 /// The moves as history words: `1. e4 e5 2. Nf3` when two roles take turns from the first,
