@@ -56,7 +56,7 @@ impl Balance {
 /// the deadline passes; what has arrived then is the body (the parser judges it). A body
 /// that balances is exactly the announced bytes and waits for nothing more: the referee
 /// keeps its connection open for the reply.
-pub fn complete_unbalanced(
+pub(super) fn complete_unbalanced(
     stream: &TcpStream,
     mut buf: Vec<u8>,
     n: usize,

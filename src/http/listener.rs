@@ -10,7 +10,7 @@
 //!   right after it connects.
 //! - **Connections open at once may be limited** ([`Config::max_connections`]): past it a
 //!   new one is answered 503 from the accept loop, which then waits for that reply.
-//! - **Each request is read within the limits** ([`super::read`]), and handed to the
+//! - **Each request is read within the limits** (`read.rs`), and handed to the
 //!   [`Service`] on its connection's thread; a refusal or a panic is answered here.
 //! - **The accept loop survives**: when the process runs out of descriptors (EMFILE) or the
 //!   kernel of buffers, it backs off (1 ms doubling to 100 ms) and keeps accepting; a panic
@@ -326,9 +326,77 @@ impl Drop for Open {
 
 #[cfg(test)]
 mod tests {
-    use std::io::Read;
+    use std::io::{Read, Write};
 
     use super::*;
+    use crate::http::{Method, Request, Response};
+
+    /// Answers a request with its body, a refusal with its reason.
+    struct Echo;
+
+    impl Service for Echo {
+        fn max_body(&self, _: Method, _: &str) -> usize {
+            100
+        }
+
+        fn respond(&self, request: Request) -> Response {
+            Response::new(200, "text/plain", request.body)
+        }
+
+        fn refusal(&self, status: u16, why: &str) -> Response {
+            Response::new(status, "text/plain", why)
+        }
+    }
+
+    /// What the server answers to `request` on a new connection.
+    fn answer_to(addr: SocketAddr, request: &[u8]) -> String {
+        let mut client = TcpStream::connect(addr).unwrap();
+        client
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let _ = client.write_all(request);
+        let mut answer = String::new();
+        client.read_to_string(&mut answer).unwrap();
+        answer
+    }
+
+    #[test]
+    fn past_max_connections_a_new_one_is_answered_busy_and_the_next_served() {
+        let config = Config {
+            max_connections: 1,
+            headers: &[("X-Test", "yes")],
+            ..Config::default()
+        };
+        let listener = Listener::bind("127.0.0.1:0", config).unwrap();
+        let addr = listener.local_addr();
+        let stopper = listener.stopper();
+        let running = std::thread::spawn(move || listener.run(Arc::new(Echo)));
+        // An idle connection holds the one place.
+        let idle = TcpStream::connect(addr).unwrap();
+        let busy = answer_to(addr, b"");
+        assert!(
+            busy.starts_with("HTTP/1.1 503 Service Unavailable\r\n"),
+            "{busy}"
+        );
+        assert!(busy.contains("\r\nX-Test: yes\r\nConnection: close\r\n\r\n"));
+        assert!(busy.ends_with("too many connections"), "{busy}");
+        drop(idle);
+        // Its place is free once its thread has seen it close.
+        let request = b"POST / HTTP/1.0\r\nContent-Length: 2\r\n\r\nhi";
+        let mut answer = answer_to(addr, request);
+        for _ in 0..100 {
+            if !answer.contains(" 503 ") {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+            answer = answer_to(addr, request);
+        }
+        assert!(answer.starts_with("HTTP/1.0 200 OK\r\n"), "{answer}");
+        assert!(answer.contains("Content-Length: 2\r\n"), "{answer}");
+        assert!(answer.ends_with("\r\n\r\nhi"), "{answer}");
+        stopper.stop();
+        running.join().unwrap().unwrap();
+    }
 
     #[test]
     fn the_oldest_waiting_connection_makes_room() {

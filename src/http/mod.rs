@@ -2,13 +2,13 @@
 //! page): an accept loop, requests read within limits, and replies that close their
 //! connection. Each server gives its own [`Config`] and answers through a [`Service`].
 //!
-//! - [`listener`]: the accept loop that never stops, the bound on connections waiting for
+//! - `listener.rs`: the accept loop that never stops, the bound on connections waiting for
 //!   their request, one thread per connection.
-//! - [`read`]: one request read within the time and size limits (head, `Content-Length` or
+//! - `read.rs`: one request read within the time and size limits (head, `Content-Length` or
 //!   chunked body).
-//! - [`kif_body`]: ggp-base's `Content-Length` counted in Java chars: a body read on past it
+//! - `kif_body.rs`: ggp-base's `Content-Length` counted in Java chars: a body read on past it
 //!   while its KIF parentheses are open.
-//! - [`response`]: a reply written with `Connection: close`, the connection then closed.
+//! - `response.rs`: a reply written with `Connection: close`, the connection then closed.
 //!
 //! Hand-written on `std::net` with [`httparse`] for the syntax rather than a server crate,
 //! because no server crate frames a body the way ggp-base's referee needs: every one ends
@@ -18,10 +18,10 @@
 //! `Content-Length: 99999999999` aborted the process); hyper and axum bring an async runtime
 //! into a player whose searches are plain threads. What is here is connection bookkeeping.
 
-pub mod kif_body;
-pub mod listener;
-pub mod read;
-pub mod response;
+mod kif_body;
+mod listener;
+mod read;
+mod response;
 
 use std::time::{Duration, Instant};
 
@@ -51,7 +51,7 @@ pub struct Config {
     /// Chunked bodies are decoded (within the body limit); otherwise refused with 411.
     pub chunked: bool,
     /// A body that `Content-Length` leaves with a KIF parenthesis open is read on to the one
-    /// that closes it (see [`kif_body`]).
+    /// that closes it: ggp-base's referee counts Java chars, not bytes.
     pub kif_bodies: bool,
     /// Headers every reply carries.
     pub headers: &'static [(&'static str, &'static str)],

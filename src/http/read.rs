@@ -15,7 +15,7 @@ use super::{Config, Method, Request, kif_body};
 
 /// Why a request is not handed on.
 #[derive(Debug)]
-pub enum Refusal {
+pub(super) enum Refusal {
     /// Close without a reply (the client went away or never sent a request).
     Close(String),
     /// Answer with this status and reason, in this HTTP version.
@@ -27,7 +27,7 @@ pub enum Refusal {
 ///
 /// # Errors
 /// The refusal: the answer to send instead, or the reason to close without one.
-pub fn read_request(
+pub(super) fn read_request(
     stream: &TcpStream,
     config: &Config,
     max_body: impl Fn(Method, &str) -> usize,
@@ -114,7 +114,7 @@ pub fn read_request(
 ///
 /// # Errors
 /// 408 at the deadline; a failed read closes the connection.
-pub fn fill(
+pub(super) fn fill(
     mut stream: &TcpStream,
     buf: &mut Vec<u8>,
     deadline: Instant,

@@ -35,7 +35,7 @@ impl Response {
     /// its write side at once, then, after reading for at most `config.linger` what the
     /// client may still be sending (so that it sees the reply rather than a reset), all of
     /// it. A client that has gone away gets nothing.
-    pub fn send(&self, mut stream: &TcpStream, version: &str, config: &Config) {
+    pub(super) fn send(&self, mut stream: &TcpStream, version: &str, config: &Config) {
         let mut head = format!(
             "HTTP/{version} {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n",
             self.status,
