@@ -12,6 +12,7 @@ pub mod cli;
 pub mod datalog;
 pub mod engine;
 pub mod gdl;
+pub mod http;
 pub mod kif;
 pub mod machine;
 pub mod manager;

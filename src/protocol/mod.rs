@@ -4,9 +4,8 @@
 //!   Dresden styles).
 //! - [`session`]: one match as our player plays it, with the search on its own thread and a
 //!   legal fallback move always at hand.
-//! - [`http`]: the transport: an accept loop that survives descriptor exhaustion, and request
-//!   reading bounded in time, size and number of connections.
-//! - [`server`]: the server behind `ggp serve`: clocks, one match at a time.
+//! - [`server`]: the server behind `ggp serve`: clocks, one match at a time, served over the
+//!   crate's HTTP layer ([`crate::http`]).
 //! - [`client`]: the reqwest client the match manager talks to players with.
 //!
 //! **Boundary:** this module sees games only through the [`StateMachine`] trait and players
@@ -17,7 +16,6 @@
 //! [`Player`]: crate::search::Player
 
 pub mod client;
-pub mod http;
 pub mod message;
 pub mod server;
 pub mod session;

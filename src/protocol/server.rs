@@ -1,10 +1,12 @@
 //! The player's HTTP server (`ggp serve`): one match at a time, answered on time.
 //!
-//! Transport: [`super::http`] accepts the connections and reads each request within its
-//! limits (time, size, number of waiting connections); each request is answered on its own
-//! thread, so INFO, ABORT or a message for another match never waits behind a search. The
-//! message is the body of a `POST` (or the URL-decoded path of a `GET`); `OPTIONS` gets an
-//! empty reply. A message that does not parse gets status 400 with the reason; a START whose
+//! Transport: [`crate::http`] accepts the connections and reads each request within the
+//! limits [`ServerConfig`] sets (time, size, number of waiting connections), reading a body on
+//! past a short `Content-Length` while its parentheses are open (ggp-base counts chars, not
+//! bytes); each request is answered on its own thread, so INFO, ABORT or a message for
+//! another match never waits behind a search. The message is the body of a `POST` (or the
+//! URL-decoded path of a `GET`); `OPTIONS` gets an empty reply. Replies are `text/acl` with
+//! the CORS headers ggp-base sends, in the request's HTTP version, and close the connection. A message that does not parse gets status 400 with the reason; a START whose
 //! rules are not a game, or whose role is not in it, gets 400 with the reason too. Nothing a
 //! message says about another match (or no match) touches the match in progress.
 //!
@@ -26,10 +28,10 @@ use std::time::{Duration, Instant};
 
 use tracing::{info, warn};
 
-use super::http::{Limits, Listener, Method, Reply, Request, Stopper};
 use super::message::{Heard, Message, parse_message};
 use super::session::{Session, SessionError, SessionFactory};
 use crate::gdl::{self, Description, Term};
+use crate::http::{self, Listener, Method, Request, Response, Service, Stopper};
 use crate::kif::Sexp;
 
 /// Settings of the player server.
@@ -57,8 +59,8 @@ impl Default for ServerConfig {
             margin: Duration::from_secs(1),
             max_body: 4 << 20,
             max_requests: 32,
-            max_pending: Limits::default().max_pending,
-            request_timeout: Limits::default().request_timeout,
+            max_pending: http::Config::default().max_pending,
+            request_timeout: http::Config::default().request_timeout,
         }
     }
 }
@@ -79,14 +81,16 @@ impl Server {
         config: ServerConfig,
         factory: Arc<dyn SessionFactory>,
     ) -> io::Result<Server> {
-        let limits = Limits {
+        let http_config = http::Config {
             max_pending: config.max_pending,
             request_timeout: config.request_timeout,
-            max_body: config.max_body,
-            ..Limits::default()
+            thread_stack: 256 << 10,
+            kif_bodies: true,
+            headers: CORS,
+            ..http::Config::default()
         };
         Ok(Server {
-            listener: Listener::bind(addr, limits)?,
+            listener: Listener::bind(addr, http_config)?,
             shared: Arc::new(Shared {
                 config,
                 factory,
@@ -107,9 +111,7 @@ impl Server {
     /// # Errors
     /// The listening socket failed for good: the player can no longer be reached.
     pub fn run(&self) -> io::Result<()> {
-        let shared = Arc::clone(&self.shared);
-        self.listener
-            .run(move |request, reply| handle(&shared, request, reply))
+        self.listener.run(Arc::clone(&self.shared))
     }
 
     /// Answers requests on a background thread until the returned handle is shut down or
@@ -167,8 +169,36 @@ impl Drop for RunningServer {
     }
 }
 
+/// The headers ggp-base's player sends with every reply, so that a browser page may talk to
+/// the player.
+const CORS: &[(&str, &str)] = &[
+    ("Access-Control-Allow-Origin", "*"),
+    ("Access-Control-Allow-Methods", "POST, GET, OPTIONS"),
+    ("Access-Control-Allow-Headers", "Content-Type"),
+    ("Access-Control-Max-Age", "86400"),
+];
+
+/// A `text/acl` reply.
+fn acl(status: u16, text: &str) -> Response {
+    Response::new(status, "text/acl", text)
+}
+
+impl Service for Shared {
+    fn max_body(&self, _: Method, _: &str) -> usize {
+        self.config.max_body
+    }
+
+    fn respond(&self, request: Request) -> Response {
+        handle(self, request)
+    }
+
+    fn refusal(&self, status: u16, why: &str) -> Response {
+        acl(status, &format!("error: {why}"))
+    }
+}
+
 /// Answers one complete request.
-fn handle(shared: &Shared, request: Request, reply: Reply) {
+fn handle(shared: &Shared, request: Request) -> Response {
     let _span = tracing::info_span!("serve", name = %shared.config.name).entered();
     let text = match request.method {
         Method::Post => match String::from_utf8(request.body) {
@@ -180,21 +210,21 @@ fn handle(shared: &Shared, request: Request, reply: Reply) {
                     e.as_bytes()[e.utf8_error().valid_up_to()]
                 );
                 info!(kind = "?", "refused a request: {why}");
-                return reply.send(400, &format!("error: {why}"));
+                return acl(400, &format!("error: {why}"));
             }
         },
-        Method::Get => decode_path(&request.path),
-        Method::Options | Method::Other => return reply.send(200, ""),
+        Method::Get => decode_path(&request.target),
+        Method::Options | Method::Other => return acl(200, ""),
     };
     let message = match catch_unwind(|| parse_message(&text)) {
         Ok(Ok(m)) => m,
         Ok(Err(e)) => {
             info!(kind = "?", "malformed message: {e}");
-            return reply.send(400, &format!("error: {e}"));
+            return acl(400, &format!("error: {e}"));
         }
         Err(_) => {
             warn!("reading a message panicked");
-            return reply.send(400, "error: the message cannot be read");
+            return acl(400, "error: the message cannot be read");
         }
     };
     // Only messages being answered count: a client that stalls its body holds its own
@@ -202,7 +232,7 @@ fn handle(shared: &Shared, request: Request, reply: Reply) {
     if shared.in_flight.fetch_add(1, Ordering::SeqCst) >= shared.config.max_requests {
         shared.in_flight.fetch_sub(1, Ordering::SeqCst);
         warn!("too many messages at once; answered busy");
-        return reply.send(503, "busy");
+        return acl(503, "busy");
     }
     let ours = message
         .match_id()
@@ -221,7 +251,7 @@ fn handle(shared: &Shared, request: Request, reply: Reply) {
         }
         (500, "error: internal failure".to_string())
     });
-    reply.send(status, &text);
+    acl(status, &text)
 }
 
 /// The message in a `GET` path: URL-decoded after the leading `/`, `+` read as a space (as

@@ -18,8 +18,9 @@
 //! | `POST /api/record {id}` | the match record (ggp.org JSON) |
 //! | `POST /api/replay {record}` | every position of a record, checked against its rules |
 //!
-//! Each connection is served on its own thread ([`http`] reads it within limits: the body's
-//! announced size is checked before anything is allocated), so one game's search never
+//! Each connection is served on its own thread by the crate's HTTP layer ([`crate::http`]:
+//! the request read within limits, the body's announced size checked against the endpoint's
+//! before anything is allocated, chunked bodies refused), so one game's search never
 //! delays another tab. A session is behind its own lock; the computer thinks on a thread of
 //! its own, starting the moment the person's move arrives. The answer to that move, and
 //! each `view` the page sends meanwhile, is held until the computer moves (woken at that
@@ -32,11 +33,10 @@
 //! [`MAX_UPLOAD_TOTAL`] in all. Game names are looked up, never used as paths, and the server
 //! binds to 127.0.0.1 unless told otherwise.
 
-pub mod http;
 pub mod session;
 
 use std::collections::BTreeMap;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::SocketAddr;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -47,11 +47,11 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::gdl::Description;
+use crate::http::{self, Listener, Method, Request, Response, Service};
 use crate::manager::MatchRecord;
 use crate::play::progress::Progress;
 use crate::play::{Level, Seat};
 use crate::search::Work;
-use http::{Request, Response};
 use session::{Session, SessionError, View};
 
 /// The page, compiled into the binary.
@@ -107,7 +107,7 @@ pub struct Config {
 
 /// A bound server, before it serves.
 pub struct WebServer {
-    listener: TcpListener,
+    listener: Listener,
     app: Arc<App>,
 }
 
@@ -116,7 +116,6 @@ pub struct App {
     config: Config,
     uploads: Mutex<Uploads>,
     sessions: Mutex<Sessions>,
-    connections: AtomicUsize,
     searches: Arc<AtomicUsize>,
 }
 
@@ -188,7 +187,15 @@ impl WebServer {
     /// The address cannot be bound.
     pub fn bind(config: Config) -> Result<WebServer, WebError> {
         let addr = format!("{}:{}", config.bind, config.port);
-        let listener = TcpListener::bind(&addr).map_err(|e| WebError::Bind(addr, e.to_string()))?;
+        let http_config = http::Config {
+            max_connections: MAX_CONNECTIONS,
+            linger: Duration::from_secs(1),
+            chunked: false,
+            headers: &[("Cache-Control", "no-store")],
+            ..http::Config::default()
+        };
+        let listener =
+            Listener::bind(&addr, http_config).map_err(|e| WebError::Bind(addr, e.to_string()))?;
         Ok(WebServer {
             listener,
             app: Arc::new(App::new(config)),
@@ -197,60 +204,50 @@ impl WebServer {
 
     /// The address bound.
     pub fn addr(&self) -> Option<SocketAddr> {
-        self.listener.local_addr().ok()
+        Some(self.listener.local_addr())
     }
 
     /// Serves requests until the process ends, each connection on its own thread.
     ///
     /// # Errors
-    /// Never in practice: a failed accept (out of file descriptors...) is waited out.
+    /// The listening socket failed for good (a failed accept, out of file descriptors..., is
+    /// waited out).
     pub fn serve(self) -> Result<(), WebError> {
-        loop {
-            let stream = match self.listener.accept() {
-                Ok((stream, _)) => stream,
-                Err(e) => {
-                    tracing::warn!("accept failed: {e}");
-                    std::thread::sleep(Duration::from_millis(50));
-                    continue;
-                }
-            };
-            let app = Arc::clone(&self.app);
-            if app.connections.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
-                app.connections.fetch_sub(1, Ordering::SeqCst);
-                stream.set_write_timeout(Some(Duration::from_secs(1))).ok();
-                http::write_response(stream, &Response::error(503, "too many connections"));
-                continue;
-            }
-            let spawned = std::thread::Builder::new()
-                .name("web-conn".into())
-                .spawn(move || {
-                    serve_connection(&app, stream);
-                    app.connections.fetch_sub(1, Ordering::SeqCst);
-                });
-            if let Err(e) = spawned {
-                self.app.connections.fetch_sub(1, Ordering::SeqCst);
-                tracing::warn!("cannot start a thread: {e}");
-            }
-        }
+        Ok(self.listener.run(self.app)?)
     }
 }
 
-fn serve_connection(app: &App, mut stream: TcpStream) {
-    let response = match http::read_request(&mut stream, max_body) {
-        Ok(request) => catch_unwind(AssertUnwindSafe(|| app.answer(&request)))
-            .unwrap_or_else(|_| Response::error(500, "internal failure (the server is still up)")),
-        Err(refusal) => refusal,
-    };
-    http::write_response(stream, &response);
+impl Service for App {
+    fn max_body(&self, method: Method, path: &str) -> usize {
+        max_body(method, path)
+    }
+
+    fn respond(&self, request: Request) -> Response {
+        self.answer(&request)
+    }
+
+    fn refusal(&self, status: u16, why: &str) -> Response {
+        error(status, why)
+    }
 }
 
 /// The largest body a request may announce.
-fn max_body(method: &str, path: &str) -> usize {
+fn max_body(method: Method, path: &str) -> usize {
     match (method, path) {
-        ("POST", "/api/upload" | "/api/replay") => MAX_BODY,
-        ("POST", _) => MAX_SMALL_BODY,
+        (Method::Post, "/api/upload" | "/api/replay") => MAX_BODY,
+        (Method::Post, _) => MAX_SMALL_BODY,
         _ => 0,
     }
+}
+
+/// A JSON answer.
+fn json_response(status: u16, value: &Value) -> Response {
+    Response::new(status, "application/json", value.to_string())
+}
+
+/// A JSON error `{"error": message}`.
+fn error(status: u16, message: &str) -> Response {
+    json_response(status, &json!({ "error": message }))
 }
 
 impl App {
@@ -263,30 +260,25 @@ impl App {
                 slots: BTreeMap::new(),
                 next_id: 1,
             }),
-            connections: AtomicUsize::new(0),
             searches: Arc::new(AtomicUsize::new(0)),
         }
     }
 
     /// The answer to one request (never panics on what a client sends).
     pub fn answer(&self, request: &Request) -> Response {
-        match (request.method.as_str(), request.path.as_str()) {
-            ("GET", "/") => Response {
-                status: 200,
-                content_type: "text/html; charset=utf-8",
-                body: PAGE.as_bytes().to_vec(),
-            },
-            ("GET", "/api/games") => Response::json(200, &self.games()),
-            ("POST", path) if path.starts_with("/api/") => {
-                if request.body.len() > max_body("POST", path) {
-                    return Response::error(413, "request body too large");
+        match (request.method, request.path()) {
+            (Method::Get, "/") => Response::new(200, "text/html; charset=utf-8", PAGE),
+            (Method::Get, "/api/games") => json_response(200, &self.games()),
+            (Method::Post, path) if path.starts_with("/api/") => {
+                if request.body.len() > max_body(Method::Post, path) {
+                    return error(413, "request body too large");
                 }
                 match self.api(&path[5..], &request.body) {
-                    Ok(value) => Response::json(200, &value),
-                    Err(Failure(code, message)) => Response::error(code, &message),
+                    Ok(value) => json_response(200, &value),
+                    Err(Failure(code, message)) => error(code, &message),
                 }
             }
-            _ => Response::error(404, "not found"),
+            _ => error(404, "not found"),
         }
     }
 
@@ -971,9 +963,11 @@ mod fuzz {
             };
             let body = mutate(&mut rng, &body);
             let request = Request {
-                method: "POST".into(),
-                path: format!("/api/{path}"),
+                method: Method::Post,
+                target: format!("/api/{path}"),
+                version: "1.1",
                 body: body.clone(),
+                received: Instant::now(),
             };
             let answer = catch_unwind(AssertUnwindSafe(|| app.answer(&request)));
             let Ok(response) = answer else {
