@@ -15,6 +15,10 @@
 //! ../shared/pgn/collection ../shared/pgn/famous ../shared/pgn/lichess-2025-05-sample.pgn`
 //! (it also replays `illegal/` and `invalid/`, which are meant to fail).
 
+mod common;
+
+use common::Scope;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -43,13 +47,6 @@ fn shared(rel: &str) -> PathBuf {
 
 fn sheet_path() -> PathBuf {
     Path::new(ROOT).join("rules/chess.kif")
-}
-
-/// How much a test covers: a sample in the default run, all of it in the ignored run.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Scope {
-    Sample,
-    All,
 }
 
 fn description(path: &Path) -> Description {

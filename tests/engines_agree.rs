@@ -11,6 +11,10 @@
 //! `propnet_replays_every_reference_trace`), and the propnet's own playout loops (one game at
 //! a time, and 64 games per pass) are checked against Datalog.
 
+mod common;
+
+use common::Scope;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -342,14 +346,6 @@ fn run_all(
         }
     });
     (failures.into_inner().unwrap(), over.into_inner().unwrap())
-}
-
-/// How much of the corpus a test covers: a sample in the default run, all of it in the
-/// ignored run.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Scope {
-    Sample,
-    All,
 }
 
 #[test]

@@ -98,3 +98,13 @@ pub fn env_number<T: std::str::FromStr>(name: &str, default: T) -> T {
         Err(_) => default,
     }
 }
+
+/// How much of something a test covers: a sample in the default run, all of it in the run of
+/// the ignored tests (`cargo test -- --ignored`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// The default run's sample.
+    Sample,
+    /// Everything.
+    All,
+}
