@@ -295,8 +295,11 @@ struct RoleView<S, Mv> {
 
 /// Most states of a role's belief in `ggp play` and `ggp web`.
 const VIEW_BELIEF: usize = 256;
-/// Time allowed to follow one step in a role's belief.
-const VIEW_UPDATE: Duration = Duration::from_millis(500);
+/// Time allowed to follow one step in a role's belief. An update cut short keeps a small
+/// sample, and what a small sample holds in every state is not what the role knows: at 0.5 s
+/// a loaded machine cut Dominup's deal short and the view showed a tile of another hand. The
+/// updates take milliseconds unloaded; this bounds a pathological game's wait.
+const VIEW_UPDATE: Duration = Duration::from_secs(3);
 
 type InfoCache<Mv> = (usize, usize, Vec<MoveInfo<Mv>>);
 
