@@ -38,7 +38,8 @@ use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use super::{Choice, SearchError, goal_or_zero};
+use super::mcts::MctsSettings;
+use super::{Choice, Player, SearchConfig, SearchError, goal_or_zero};
 use crate::gdl::Term;
 use crate::machine::{MachineError, StateMachine};
 
@@ -960,11 +961,6 @@ fn resample<S: Clone + Eq + std::hash::Hash, Mv>(
     (states, paths)
 }
 
-/// The exploration constant of the search (goals scaled to 0..1).
-const EXPLORATION: f64 = 0.7;
-/// Most moves of one playout.
-const PLAYOUT_STEPS: usize = 10_000;
-
 /// One node of the search tree: a sequence of our moves from the root (open loop: what we
 /// would see on the way is left to the states drawn, not branched on).
 #[derive(Debug, Default)]
@@ -989,32 +985,40 @@ struct Edge<Mv> {
 /// the other roles moving uniformly at random (nature does; for opponents it is the same
 /// model as the belief's), adds one node, finishes with a random playout and backs up our
 /// goal. The tree is shared by all determinisations, so a move is judged by its value over
-/// the whole belief, never by what it does in one state the search happened to draw.
+/// the whole belief, never by what it does in one state the search happened to draw. It
+/// takes the exploration constant and the playout cap of the player it stands in for
+/// ([`Player::hidden_settings`]), and the seed, iteration limit and progress counter of its
+/// [`SearchConfig`].
 pub struct HiddenPlayer {
     rng: Xoshiro256PlusPlus,
-    max_iterations: Option<u64>,
-    /// Each iteration (one playout) is added to it as it ends, for a progress display.
-    progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+    config: SearchConfig,
+    /// The UCB exploration constant (goals scaled to 0..1).
+    exploration: f64,
+    /// Most moves of one playout.
+    max_playout_steps: usize,
 }
 
 impl HiddenPlayer {
-    /// A player seeded with `seed`; `max_iterations` bounds the iterations of one choice.
-    pub fn new(seed: u64, max_iterations: Option<u64>) -> HiddenPlayer {
+    /// A search with the exploration constant and playout cap of `settings`.
+    pub fn new(config: SearchConfig, settings: &MctsSettings) -> HiddenPlayer {
         HiddenPlayer {
-            rng: Xoshiro256PlusPlus::seed_from_u64(seed),
-            max_iterations,
-            progress: None,
+            rng: Xoshiro256PlusPlus::seed_from_u64(config.seed),
+            config,
+            exploration: settings.exploration,
+            max_playout_steps: settings.max_playout_steps,
         }
     }
 
-    /// The same player adding each iteration (one playout) to `progress` as it searches
-    /// (see [`super::SearchConfig::progress`]).
-    pub fn with_progress(
-        mut self,
-        progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
-    ) -> HiddenPlayer {
-        self.progress = progress;
-        self
+    /// The search that stands in for `player` where it cannot see the state, with the
+    /// player's settings ([`Player::hidden_settings`]); `None` for a player that does not
+    /// search (random, legal).
+    pub fn for_player<M: StateMachine>(
+        player: &dyn Player<M>,
+        config: SearchConfig,
+    ) -> Option<HiddenPlayer> {
+        player
+            .hidden_settings()
+            .map(|settings| HiddenPlayer::new(config, &settings))
     }
 
     /// Our legal moves by what we know ([`Belief::our_moves`]).
@@ -1056,14 +1060,14 @@ impl HiddenPlayer {
         }];
         let mut iterations = 0u64;
         let mut last_error = None;
-        while self.max_iterations.is_none_or(|n| iterations < n)
+        while self.config.max_iterations.is_none_or(|n| iterations < n)
             && (iterations == 0 || Instant::now() < deadline)
         {
             iterations += 1;
             if let Err(e) = self.iterate(machine, belief, &mut tree) {
                 last_error = Some(e);
             }
-            if let Some(p) = &self.progress {
+            if let Some(p) = &self.config.progress {
                 p.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
         }
@@ -1131,9 +1135,10 @@ impl HiddenPlayer {
                 .filter(|&i| children[i].visits == 0 && ours.contains(&children[i].mv))
                 .collect();
             let (pick, expand) = if untried.is_empty() {
+                let c = self.exploration;
                 let pick = (0..children.len())
                     .filter(|&i| ours.contains(&children[i].mv))
-                    .max_by(|&a, &b| ucb(&children[a]).total_cmp(&ucb(&children[b])))
+                    .max_by(|&a, &b| ucb(&children[a], c).total_cmp(&ucb(&children[b], c)))
                     .expect("ours is not empty");
                 (pick, children[pick].child.is_none())
             } else {
@@ -1149,7 +1154,7 @@ impl HiddenPlayer {
             }
             node = children[pick].child.expect("not expanding");
         }
-        let (end, _) = machine.playout(&state, &mut self.rng, PLAYOUT_STEPS)?;
+        let (end, _) = machine.playout(&state, &mut self.rng, self.max_playout_steps)?;
         let result = f64::from(goal_or_zero(machine, &end, role)?) / 100.0;
         // The last edge gets a node of its own, so that the next visit goes deeper.
         if let Some(&(n, i)) = path.last()
@@ -1170,10 +1175,34 @@ impl HiddenPlayer {
     }
 }
 
-/// The UCB value of an edge whose move is legal now.
-fn ucb<Mv>(edge: &Edge<Mv>) -> f64 {
+/// The UCB value, with exploration constant `c`, of an edge whose move is legal now.
+fn ucb<Mv>(edge: &Edge<Mv>, c: f64) -> f64 {
     let visits = edge.visits.max(1) as f64;
-    edge.sum / visits + EXPLORATION * ((edge.available.max(1) as f64).ln() / visits).sqrt()
+    edge.sum / visits + c * ((edge.available.max(1) as f64).ln() / visits).sqrt()
+}
+
+/// Chooses for a seat that knows the game as `belief`, the one decision of which search a
+/// seat uses (the player server's and `ggp play`'s): the seat's own `player` where the belief
+/// is one state of a game without nature (nothing is hidden yet), or where the player does
+/// not search (`hidden` is `None`: a random or legal player picks among our legal moves,
+/// the same in every state of the belief); else the information-set search `hidden`.
+///
+/// # Errors
+/// The search or the engine failed, or there is no state to choose in.
+pub fn choose_for_seat<M: StateMachine>(
+    machine: &mut M,
+    player: &mut dyn Player<M>,
+    hidden: Option<&mut HiddenPlayer>,
+    belief: &Belief<M::State, M::Move>,
+    deadline: Instant,
+) -> Result<Choice<M::Move>, SearchError> {
+    let nature = (0..machine.roles().len()).any(|r| machine.is_nature(r));
+    match (belief.states(), hidden) {
+        ([(state, _)], _) if !nature => player.choose(machine, state, deadline),
+        (_, Some(hidden)) => hidden.choose(machine, belief, deadline),
+        ([(state, _), ..], None) => player.choose(machine, state, deadline),
+        ([], None) => Err(SearchError::NoMove),
+    }
 }
 
 #[cfg(test)]
@@ -1282,8 +1311,14 @@ mod tests {
         let far = Instant::now() + std::time::Duration::from_secs(60);
         let mut switches = 0;
         for seed in 0..20 {
-            let mut pa = HiddenPlayer::new(seed, Some(60));
-            let mut pb = HiddenPlayer::new(seed, Some(60));
+            let config = SearchConfig {
+                seed,
+                max_iterations: Some(60),
+                ..SearchConfig::default()
+            };
+            let settings = MctsSettings::default();
+            let mut pa = HiddenPlayer::new(config.clone(), &settings);
+            let mut pb = HiddenPlayer::new(config, &settings);
             let ca = pa.choose(&mut m, &a, far).unwrap();
             let cb = pb.choose(&mut m, &b, far).unwrap();
             assert_eq!(ca.mv, cb.mv, "seed {seed}");
