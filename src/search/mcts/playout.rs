@@ -3,9 +3,9 @@
 //! A [`PlayoutPolicy`] plays joint moves from the state where the tree stops until a terminal
 //! state (or a step limit) and returns the last state, which the [`super::eval`] evaluation
 //! then scores. Each search thread has its own policy (the decisive one remembers the moves
-//! it saw end a game). To try another policy, implement the trait and return it from
-//! [`super::MctsSettings::playout`]. MAST and decisive playouts without the anti-decisive
-//! check were measured and removed: see `docs/experiments/mast.md` and
+//! it saw end a game). To try another policy, implement the trait and return it from the
+//! match's [`super::Plan`] (its `playout_policy`). MAST, and decisive playouts without the
+//! anti-decisive check, were measured and removed: see `docs/experiments/mast.md` and
 //! `docs/experiments/decisive-playouts.md`.
 
 use std::time::Instant;

@@ -6,7 +6,6 @@
 //! rule (UCB-tuned, a different constant, progressive bias), implement [`Selection`] and
 //! return it from [`super::MctsSettings::selection`].
 //!
-//!
 //! GRAVE (AMAF statistics blended into the score) was tried and removed: see
 //! `docs/experiments/grave.md`.
 
