@@ -818,7 +818,7 @@ impl<Mv: Copy + Eq + std::hash::Hash> StepSearch<'_, Mv> {
                 break;
             }
             draw.tries += 1;
-            if draw.tries % 16 == 0
+            if draw.tries.is_multiple_of(16)
                 && self
                     .budget
                     .over(!self.found.is_empty() || !next.states.is_empty())
