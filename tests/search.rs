@@ -10,8 +10,6 @@ use ggp::gdl::{Description, Term, parse_term};
 use ggp::machine::{EngineFailure, MachineError, StateMachine};
 use ggp::propnet::{Budget, PropnetMachine};
 use ggp::search::alphabeta::AlphaBetaPlayer;
-use ggp::search::auto::AutoPlayer;
-use ggp::search::endgame::Endgame;
 use ggp::search::mcts::{Anti, MctsPlayer, MctsSettings, MctsStats};
 use ggp::search::probe::probe;
 use ggp::search::{Player, PlayerKind, PlayerSpec, SearchConfig, new_player};
@@ -234,25 +232,6 @@ fn mcts_on_two_threads_finds_the_connect_four_win() {
     assert!(choice.proven);
 }
 
-/// Two threads sharing one tree (`parallel=tree`), one iteration at a time and in batched
-/// rounds, find the Connect Four win (proven) and the block within an iteration budget; the
-/// budget is shared, not given to each thread.
-#[test]
-fn a_shared_tree_finds_the_connect_four_win_and_block() {
-    for spec in ["mcts:parallel=tree", "mcts:parallel=tree,batch=64,leaf=8"] {
-        let settings = spec.parse::<PlayerSpec>().unwrap().mcts_settings();
-        for seed in 0..2 {
-            let cfg = SearchConfig {
-                threads: 2,
-                ..config(seed, 3000)
-            };
-            let stats = wins_and_blocks(MctsPlayer::with_settings(cfg, settings.clone()), spec);
-            assert_eq!(stats.threads, 2);
-            assert_eq!(stats.iterations + stats.errors, 3000, "{spec} {seed}");
-        }
-    }
-}
-
 /// `player` (for red, on the propnet) takes the Connect Four win, proven, and then blocks
 /// yellow's four; the statistics of its last search.
 fn wins_and_blocks(mut player: MctsPlayer<PropnetMachine>, label: &str) -> MctsStats {
@@ -266,109 +245,6 @@ fn wins_and_blocks(mut player: MctsPlayer<PropnetMachine>, label: &str) -> MctsS
     let choice = player.choose(&mut m, &block, far()).unwrap();
     assert_eq!(printed(&m, choice.mv), "(drop 7)", "{label}: {choice:?}");
     player.stats().clone()
-}
-
-/// Pondering on the opponent's turn grows the tree the next choice reuses; with pondering off,
-/// or under an iteration budget (which is per move), there is nothing to ponder.
-#[test]
-fn mcts_ponders_on_the_opponents_turn_and_reuses_the_tree() {
-    let mut m = propnet(&ours("connectFour"));
-    let state = after(&mut m, &["(drop 4)"]);
-    let spec: PlayerSpec = "mcts:heuristic=off,ponder=on".parse().unwrap();
-    let settings = spec.mcts_settings();
-    assert!(settings.ponder);
-    let cfg = SearchConfig {
-        seed: 3,
-        ..SearchConfig::default()
-    };
-    let mut player = MctsPlayer::with_settings(cfg.clone(), settings.clone());
-    player.start(&mut m, 0, Instant::now()).unwrap();
-    // Red has played; yellow to move. Ponder in slices until the tree has grown.
-    let until = Instant::now() + Duration::from_secs(30);
-    while player.nodes() < 200 && Instant::now() < until {
-        let more = player
-            .ponder(&mut m, &state, Instant::now() + Duration::from_millis(20))
-            .unwrap();
-        assert!(more);
-    }
-    assert!(player.nodes() >= 200, "{} nodes", player.nodes());
-    let reply = after(&mut m, &["(drop 4)", "(drop 4)"]);
-    let choice = player
-        .choose(&mut m, &reply, Instant::now() + Duration::from_millis(50))
-        .unwrap();
-    let stats = player.stats();
-    assert!(stats.reused > 0, "{stats:?}");
-    assert!(stats.pondered >= 200, "{stats:?}");
-    assert!(choice.iterations > 0);
-    // Off, or with a budget: nothing to do.
-    let mut off = MctsPlayer::with_settings(
-        cfg,
-        MctsSettings {
-            ponder: false,
-            ..settings.clone()
-        },
-    );
-    off.start(&mut m, 0, Instant::now()).unwrap();
-    assert!(
-        !off.ponder(&mut m, &state, Instant::now() + Duration::from_millis(20))
-            .unwrap()
-    );
-    let mut budgeted = MctsPlayer::with_settings(config(3, 100), settings);
-    budgeted.start(&mut m, 0, Instant::now()).unwrap();
-    assert!(!budgeted.ponder(&mut m, &state, far()).unwrap());
-}
-
-#[test]
-fn alphabeta_ponders_to_a_proof_and_its_next_choice_finds_it_in_the_table() {
-    let mut m = propnet(&ours("ticTacToe"));
-    let cfg = SearchConfig {
-        threads: 1,
-        seed: 1,
-        ..SearchConfig::default()
-    };
-    let spec: PlayerSpec = "alphabeta:ponder=on".parse().unwrap();
-    let settings = spec.alphabeta_settings();
-    assert!(settings.ponder);
-    // O (role 1) has just answered; X to move. Both players start with almost no time, so
-    // that the game is not solved at the start.
-    let state = after(&mut m, &["(mark 1 1)", "(mark 2 2)"]);
-    let mut pondering = AlphaBetaPlayer::with_settings(cfg.clone(), settings.clone());
-    let mut fresh = AlphaBetaPlayer::with_settings(cfg.clone(), settings.clone());
-    for p in [&mut pondering, &mut fresh] {
-        p.start(&mut m, 1, Instant::now() + Duration::from_millis(1))
-            .unwrap();
-    }
-    assert!(pondering.ponders());
-    let until = Instant::now() + Duration::from_secs(30);
-    let mut slices = 0;
-    while pondering
-        .ponder(&mut m, &state, Instant::now() + Duration::from_millis(20))
-        .unwrap()
-    {
-        slices += 1;
-        assert!(Instant::now() < until, "not proven after {slices} slices");
-    }
-    // X's reply comes: O's choice is proven, with fewer positions than the same search
-    // without pondering (the table holds part of the proof; 256 against 406 when written).
-    let reply = after(&mut m, &["(mark 1 1)", "(mark 2 2)", "(mark 3 3)"]);
-    let pondered = pondering.choose(&mut m, &reply, far()).unwrap();
-    let unpondered = fresh.choose(&mut m, &reply, far()).unwrap();
-    assert!(pondered.proven && unpondered.proven);
-    assert_eq!(pondered.value, unpondered.value);
-    assert!(
-        pondered.iterations < unpondered.iterations,
-        "{} positions after pondering, {} without",
-        pondered.iterations,
-        unpondered.iterations
-    );
-    // Off, or with a node budget: nothing to do.
-    let mut off = AlphaBetaPlayer::<PropnetMachine>::new(cfg);
-    off.start(&mut m, 1, Instant::now() + Duration::from_millis(1))
-        .unwrap();
-    assert!(!off.ponders());
-    assert!(!off.ponder(&mut m, &state, far()).unwrap());
-    let budgeted = AlphaBetaPlayer::<PropnetMachine>::with_settings(config(1, 100), settings);
-    assert!(!budgeted.ponders());
 }
 
 // MCTS.
@@ -644,7 +520,7 @@ fn searches_meet_the_deadline_on_datalog() {
 fn batched_mcts_finds_the_connect_four_win_and_block() {
     let d = ours("connectFour");
     for spec in ["mcts:batch=256", "mcts:batch=64,leaf=8"] {
-        let settings = spec.parse::<PlayerSpec>().unwrap().mcts_settings();
+        let settings = spec.parse::<PlayerSpec>().unwrap().mcts;
         assert!(settings.batch > 1);
         for seed in 0..2 {
             let player = MctsPlayer::with_settings(config(seed, 3000), settings.clone());
@@ -653,10 +529,7 @@ fn batched_mcts_finds_the_connect_four_win_and_block() {
     }
     let mut m = datalog(&d);
     let block = after(&mut m, MUST_BLOCK);
-    let settings = "mcts:batch=256"
-        .parse::<PlayerSpec>()
-        .unwrap()
-        .mcts_settings();
+    let settings = "mcts:batch=256".parse::<PlayerSpec>().unwrap().mcts;
     let mut player = MctsPlayer::with_settings(config(1, 600), settings);
     player.start(&mut m, 0, Instant::now()).unwrap();
     let choice = player.choose(&mut m, &block, far()).unwrap();
@@ -673,7 +546,7 @@ fn batched_searches_meet_the_deadline() {
     let budget = Duration::from_millis(300);
     let slack = Duration::from_millis(300);
     for (spec, threads) in [("mcts:batch=256", 1), ("mcts:batch=256,leaf=16", 2)] {
-        let settings = spec.parse::<PlayerSpec>().unwrap().mcts_settings();
+        let settings = spec.parse::<PlayerSpec>().unwrap().mcts;
         let cfg = SearchConfig {
             threads,
             seed: 3,
@@ -764,11 +637,11 @@ fn flat_takes_the_immediate_win_and_specs_build_their_variant() {
     assert_eq!(printed(&m, choice.mv), "(mark 3 1)");
     assert_eq!(choice.iterations, 500);
     assert_eq!(choice.value, Some(100.0));
-    // A spec's options reach the player: MAST playouts still find the win.
-    let spec: PlayerSpec = "mcts:mast=on,epsilon=0.2".parse().unwrap();
-    let mut mast = spec.build::<PropnetMachine>(&config(4, 300));
-    mast.start(&mut m, 0, Instant::now()).unwrap();
-    let choice = mast.choose(&mut m, &state, far()).unwrap();
+    // A spec's options reach the player: anti-decisive playouts still find the win.
+    let spec: PlayerSpec = "mcts:anti=on,c=0.5".parse().unwrap();
+    let mut anti = spec.build::<PropnetMachine>(&config(4, 300));
+    anti.start(&mut m, 0, Instant::now()).unwrap();
+    let choice = anti.choose(&mut m, &state, far()).unwrap();
     assert_eq!(printed(&m, choice.mv), "(mark 3 1)");
 }
 
@@ -839,7 +712,7 @@ fn the_compiled_evaluator_matches_the_heuristics_and_mcts_uses_them() {
     let spec: PlayerSpec = "mcts:heuristic=on,cutoff=4,prior=5,anti=off"
         .parse()
         .unwrap();
-    let settings = spec.mcts_settings();
+    let settings = spec.mcts.clone();
     assert!(settings.heuristic);
     let mut p = MctsPlayer::<PropnetMachine>::with_settings(config(5, 3000), settings);
     p.start(&mut m, 0, Instant::now() + Duration::from_secs(2))
@@ -890,13 +763,6 @@ fn decisive_playouts_take_a_win_in_one() {
     }
     assert_eq!(d, 50);
     assert!(u < 25, "uniform playouts win one time in ten ({u} of 50)");
-    assert!(
-        "mcts:decisive=on"
-            .parse::<PlayerSpec>()
-            .unwrap()
-            .mcts_settings()
-            .decisive
-    );
 }
 
 /// `a` picks a number; unless it picks 9, `b` then wins by taking 1, and otherwise loses.
@@ -931,7 +797,7 @@ fn anti_decisive_playouts_do_not_refuse_the_movers_own_win_in_one() {
     let mut m = propnet(&Description::from_text(SET_UP_AND_WIN).unwrap());
     let start = m.initial_state();
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
-    let mut anti = DecisivePlayout::new(true);
+    let mut anti = DecisivePlayout::new();
     for _ in 0..100 {
         anti.playout(&mut m, &start, &mut rng, far(), 10).unwrap();
     }
@@ -952,30 +818,21 @@ fn anti_decisive_playouts_avoid_handing_the_opponent_a_win_in_one() {
     let start = m.initial_state();
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
     let a_won = |m: &mut PropnetMachine, s: &_| m.goal(s, 0).unwrap() == 100;
-    let mut anti = DecisivePlayout::new(true);
-    let mut decisive = DecisivePlayout::new(false);
-    // Both learn first which moves end the game (b's takes).
+    let mut anti = DecisivePlayout::new();
+    // It learns first which moves end the game (b's takes).
     for _ in 0..100 {
         anti.playout(&mut m, &start, &mut rng, far(), 10).unwrap();
-        decisive
-            .playout(&mut m, &start, &mut rng, far(), 10)
-            .unwrap();
     }
     let learnt = anti.decisions();
-    let (mut x, mut d) = (0, 0);
+    let mut x = 0;
     for _ in 0..50 {
         let end = anti.playout(&mut m, &start, &mut rng, far(), 10).unwrap();
         assert!(m.is_terminal(&end).unwrap());
         x += usize::from(a_won(&mut m, &end));
-        let end = decisive
-            .playout(&mut m, &start, &mut rng, far(), 10)
-            .unwrap();
-        d += usize::from(a_won(&mut m, &end));
     }
-    // Anti-decisive: `a` always picks 9. Decisive only: `a` picks at random (9 one time in
-    // nine) and `b` then takes its win.
+    // Anti-decisive: `a` always picks 9 (picking at random, 9 one time in nine, `b` would
+    // then take its win).
     assert_eq!(x, 50);
-    assert!(d < 20, "decisive playouts let b win ({d} of 50 won by a)");
     // Each anti-decisive playout had two steps with one chooser; a's shuffled first pick was
     // refused unless it was 9 (one time in nine), b's never (no move of a's ends the game).
     let (decisions, changed) = anti.decisions();
@@ -985,7 +842,7 @@ fn anti_decisive_playouts_avoid_handing_the_opponent_a_win_in_one() {
         (30..=50).contains(&changed),
         "{changed} of 50 first picks refused"
     );
-    let anti = |spec: &str| spec.parse::<PlayerSpec>().unwrap().mcts_settings().anti;
+    let anti = |spec: &str| spec.parse::<PlayerSpec>().unwrap().mcts.anti;
     assert_eq!(anti("mcts:anti=on"), Anti::On);
     assert_eq!(anti("mcts:anti=auto"), Anti::Auto);
     assert_eq!(anti("mcts"), Anti::Auto);
@@ -1023,22 +880,22 @@ fn anti_auto_decides_at_the_start_by_rate_and_effect() {
     // measurement's 0.2 s of a 2 s start clock.
     let mut m = propnet(&game);
     let mut player = MctsPlayer::with_settings(config.clone(), settings.clone());
-    assert_eq!(player.anti(), Anti::Auto);
+    assert!(!player.anti(), "off before the start");
     player
         .start(&mut m, 0, Instant::now() + Duration::from_secs(2))
         .unwrap();
-    assert_eq!(player.anti(), Anti::On);
+    assert!(player.anti());
     // Fast, but they would change nothing: off.
     let mut presses = propnet(&Description::from_text(PRESS_TEN_TIMES).unwrap());
     let mut player = MctsPlayer::with_settings(config.clone(), settings.clone());
     player
         .start(&mut presses, 0, Instant::now() + Duration::from_secs(2))
         .unwrap();
-    assert_eq!(player.anti(), Anti::Off);
+    assert!(!player.anti());
     // With no start clock to measure in, none is measured: off.
     let mut player = MctsPlayer::with_settings(config, settings);
     player.start(&mut m, 0, Instant::now()).unwrap();
-    assert_eq!(player.anti(), Anti::Off);
+    assert!(!player.anti());
 }
 
 // Engine failures.
@@ -1150,85 +1007,6 @@ fn think_prints_the_solved_value_of_tic_tac_toe() {
     assert!(stdout.contains("value 50.0 proven true"), "{stdout}");
 }
 
-/// The endgame solver plays a proven win, and a proven draw, at once; it leaves a proven loss
-/// to MCTS, and does not search for a role with a single legal move.
-#[test]
-fn the_endgame_solver_plays_proofs_above_zero_only() {
-    let mut m = propnet(&ours("ticTacToe"));
-    let mut x = Endgame::new(config(3, 200_000));
-    x.start(&mut m, 0).unwrap();
-    let initial = m.initial_state();
-    let draw = x
-        .attempt(&mut m, &initial, far())
-        .unwrap()
-        .expect("a proven draw");
-    assert!(draw.proven);
-    assert_eq!(draw.value, Some(50.0));
-
-    let win = after(
-        &mut m,
-        &["(mark 1 1)", "(mark 2 2)", "(mark 2 1)", "(mark 3 3)"],
-    );
-    let choice = x
-        .attempt(&mut m, &win, far())
-        .unwrap()
-        .expect("a proven win");
-    assert_eq!(m.move_term(choice.mv), term("(mark 3 1)"));
-    assert_eq!((choice.value, choice.proven), (Some(100.0), true));
-
-    let mut o = Endgame::new(config(4, 200_000));
-    o.start(&mut m, 1).unwrap();
-    assert!(
-        o.attempt(&mut m, &initial, far()).unwrap().is_none(),
-        "o has only noop"
-    );
-    // x threatens (3 2) and (2 2) at once: o is lost.
-    let lost = after(
-        &mut m,
-        &[
-            "(mark 1 1)",
-            "(mark 2 1)",
-            "(mark 3 3)",
-            "(mark 1 2)",
-            "(mark 3 1)",
-        ],
-    );
-    assert!(o.attempt(&mut m, &lost, far()).unwrap().is_none());
-    assert_eq!((o.stats().value, o.stats().proven), (Some(0.0), true));
-}
-
-/// `auto` with the endgame solver on plays the proven win itself when MCTS plays the game;
-/// with it off (the default), MCTS plays every move.
-#[test]
-fn auto_plays_the_endgame_solver_s_proven_win() {
-    let mut m = propnet(&ours("connectFour"));
-    // Red has three in column 1 and moves: (drop 1) wins.
-    let state = after(
-        &mut m,
-        &[
-            "(drop 1)", "(drop 2)", "(drop 1)", "(drop 2)", "(drop 1)", "(drop 3)",
-        ],
-    );
-    let settings = MctsSettings {
-        heuristic: false,
-        anti: Anti::Off,
-        ..MctsSettings::default()
-    };
-    for on in [true, false] {
-        let mut auto = AutoPlayer::<PropnetMachine>::new(config(5, 2000), settings.clone());
-        auto.set_trial(false);
-        auto.set_endgame(on);
-        auto.start(&mut m, 0, Instant::now() + Duration::from_millis(500))
-            .unwrap();
-        assert!(auto.reason().starts_with("mcts"), "{}", auto.reason());
-        let choice = auto.choose(&mut m, &state, far()).unwrap();
-        assert_eq!(m.move_term(choice.mv), term("(drop 1)"));
-        assert_eq!(auto.endgame_moves(), u64::from(on));
-    }
-}
-
-/// `think --record R --ply N` searches the state after the record's first N joint moves, and
-/// a record with an illegal move is refused with the move's number.
 #[test]
 fn think_searches_a_position_from_a_match_record() {
     let dir = std::env::temp_dir().join(format!("ggp-think-record-{}", std::process::id()));
@@ -1285,15 +1063,13 @@ fn think_searches_a_position_from_a_match_record() {
 }
 
 /// Over a whole breakthrough match the node pool stays within its bound (a small one, so it
-/// fills), with transpositions and GRAVE's statistics on, and every move is legal.
+/// fills), and every move is legal.
 #[test]
 fn the_node_pool_stays_within_its_bound_over_a_long_match() {
     let mut m = propnet(&base("breakthrough"));
     let budget = 1 << 20;
     let settings = MctsSettings {
         heuristic: false,
-        transpositions: true,
-        grave: 50,
         memory_bytes: budget,
         // One node per iteration, so that 1,500 iterations a move fill the pool.
         batch: 0,
@@ -1380,6 +1156,7 @@ fn auto_says_which_search_its_trial_picked_and_why() {
     let mut p = AutoPlayer::<PropnetMachine>::new(
         SearchConfig::default(),
         ggp::search::mcts::MctsSettings::default(),
+        ggp::search::AutoSettings::default(),
     );
     p.start(&mut m, 0, Instant::now() + Duration::from_secs(2))
         .unwrap();
@@ -1393,8 +1170,11 @@ fn auto_says_which_search_its_trial_picked_and_why() {
     let mut p = AutoPlayer::<PropnetMachine>::new(
         SearchConfig::default(),
         ggp::search::mcts::MctsSettings::default(),
+        ggp::search::AutoSettings {
+            trial: false,
+            ..ggp::search::AutoSettings::default()
+        },
     );
-    p.set_trial(false);
     p.start(&mut m, 0, Instant::now() + Duration::from_secs(1))
         .unwrap();
     assert!(p.reason().contains("0 trial games"), "{}", p.reason());

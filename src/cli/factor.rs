@@ -1,5 +1,5 @@
-//! `ggp factor`: a game's independent sub-games, for sheet writers and for checking what the
-//! `factor=on` search option will prune.
+//! `ggp factor`: a game's independent sub-games, for sheet writers (the players no longer
+//! search the factored game: see `docs/experiments/factoring.md`).
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -105,7 +105,7 @@ pub fn render(f: &Factoring, roles: &[Term], all: bool) -> String {
         if idle.len() >= 2 && has_free {
             let _ = writeln!(
                 out,
-                "factor=on keeps one of {} idle moves of {} (a free move, where one is legal)",
+                "{} idle moves of {} (none can change the outcome; a free move is among them)",
                 idle.len(),
                 roles[role]
             );

@@ -15,7 +15,7 @@ use crate::kif::{self, Sexp};
 use crate::machine::is_nature_role;
 use crate::manager::{Contestant, MatchConfig, MatchRecord};
 use crate::search::SearchConfig;
-use crate::tournament::{self, Game, Job, PlayerSpec, Settings, Source};
+use crate::tournament::{self, Entrant, Game, Job, Settings, Source};
 
 /// Options of `ggp tournament`.
 #[derive(clap::Args, Debug)]
@@ -85,10 +85,10 @@ pub fn run(args: TournamentArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("--matches must be at least 1");
     }
     let margin = margin(args.margin)?;
-    let players: Vec<PlayerSpec> = args
+    let players: Vec<Entrant> = args
         .players
         .iter()
-        .map(|text| PlayerSpec::parse(text, args.threads))
+        .map(|text| Entrant::parse(text, args.threads))
         .collect::<Result<_, _>>()?;
     let mut games = Vec::new();
     let mut loaded = Vec::new();
@@ -217,7 +217,7 @@ fn log_to(path: &std::path::Path) -> anyhow::Result<()> {
 fn play_one(
     job: &Job,
     config: MatchConfig,
-    players: &[PlayerSpec],
+    players: &[Entrant],
     game: &GameEngine,
     engine: EngineChoice,
     margin: std::time::Duration,

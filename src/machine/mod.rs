@@ -91,6 +91,24 @@ pub fn is_nature_role(role: &Term) -> bool {
     matches!(role, Term::Const(s) if *s == Sym::RANDOM)
 }
 
+/// The move among `candidates` whose term is `term` ignoring ASCII case: the one move matcher
+/// for what a referee or a player sends in another case than the rules spell (Dresden's
+/// referee and its players write moves in upper case). Exact matches come first, through
+/// [`StateMachine::find_move`], at the caller.
+pub fn move_ignoring_case<M: StateMachine>(
+    machine: &M,
+    term: &Term,
+    candidates: &[M::Move],
+) -> Option<M::Move> {
+    let wanted = term.to_string();
+    candidates.iter().copied().find(|&mv| {
+        machine
+            .move_term(mv)
+            .to_string()
+            .eq_ignore_ascii_case(&wanted)
+    })
+}
+
 fn describe_goals(values: &[u8]) -> String {
     if values.is_empty() {
         "undefined".into()
@@ -206,12 +224,6 @@ pub trait StateMachine {
     where
         Self: Sized,
     {
-        None
-    }
-
-    /// The game split into independent sub-games ([`crate::analysis::Factoring`]), when the
-    /// engine found it while building; `None` (the default) when it did not look.
-    fn factoring(&self) -> Option<std::sync::Arc<crate::analysis::Factoring>> {
         None
     }
 

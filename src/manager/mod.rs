@@ -503,17 +503,11 @@ impl Referee<'_> {
         {
             return Ok(mv);
         }
-        if self.config.style == Style::Dresden {
+        if self.config.style == Style::Dresden
             // Dresden players answer in the upper case they were sent.
-            let wanted = term.to_string();
-            if let Some(&mv) = legal.iter().find(|&&mv| {
-                machine
-                    .move_term(mv)
-                    .to_string()
-                    .eq_ignore_ascii_case(&wanted)
-            }) {
-                return Ok(mv);
-            }
+            && let Some(mv) = crate::machine::move_ignoring_case(machine, &term, legal)
+        {
+            return Ok(mv);
         }
         Err(Fault::Illegal(spaced(&sexp)))
     }

@@ -29,7 +29,7 @@ use crate::protocol::message::{spaced, state_text, term_to_sexp};
 use rand::SeedableRng;
 
 use crate::search::auto::{AutoPlayer, LevelBudget};
-use crate::search::hidden::{Belief, HiddenPlayer};
+use crate::search::hidden::{Belief, HiddenPlayer, choose_for_seat};
 use crate::search::{Choice, Player, PlayerKind, SearchConfig, SearchError, Work, new_player};
 use progress::Progress;
 
@@ -465,12 +465,9 @@ impl<M: StateMachine + Send + 'static> Game<M> {
         }
         for role in 0..self.seats.len() {
             let search = match (&self.seats[role], &self.players[role]) {
-                (Seat::Computer(level), Some(player)) if player.searches() => Some(
-                    HiddenPlayer::new(
-                        self.seed.wrapping_add(role as u64),
-                        level.budget().1.map(|b| b.playouts),
-                    )
-                    .with_progress(Some(self.progress.counter())),
+                (Seat::Computer(level), Some(player)) => HiddenPlayer::for_player(
+                    &**player,
+                    self.hidden_config(*level, self.seed.wrapping_add(role as u64)),
                 ),
                 _ => None,
             };
@@ -557,6 +554,17 @@ impl<M: StateMachine + Send + 'static> Game<M> {
         view.beliefs.push(belief);
         view.known.push(known);
         view.percepts.push(percepts);
+    }
+
+    /// The configuration of the information-set search of a computer seat at `level`: the
+    /// level's playout limit, the game's progress counter.
+    fn hidden_config(&self, level: Level, seed: u64) -> SearchConfig {
+        SearchConfig {
+            seed,
+            max_iterations: level.budget().1.map(|b| b.playouts),
+            progress: Some(self.progress.counter()),
+            ..SearchConfig::default()
+        }
     }
 
     /// The engine.
@@ -1092,15 +1100,20 @@ impl<M: StateMachine + Send + 'static> Game<M> {
     pub fn suggest(&mut self, role: usize, level: Level) -> Result<Choice<M::Move>, PlayError> {
         let seed = self.seed.wrapping_add(1000 + self.step() as u64);
         let deadline = Instant::now() + level.budget().2;
-        if let Some(Some(view)) = self.views.get(role) {
-            let belief = view.beliefs.last().expect("one per state").clone();
-            let mut search = HiddenPlayer::new(seed, level.budget().1.map(|b| b.playouts))
-                .with_progress(Some(self.progress.counter()));
-            self.progress.set_work(Work::Playouts);
-            return Ok(search.choose(&mut self.machine, &belief, deadline)?);
-        }
         let mut player = level.player::<M>(seed, Some(self.progress.counter()));
         player.start(&mut self.machine, role, Instant::now())?;
+        if let Some(Some(view)) = self.views.get(role) {
+            let belief = view.beliefs.last().expect("one per state").clone();
+            let mut search = HiddenPlayer::for_player(&*player, self.hidden_config(level, seed));
+            self.progress.set_work(Work::Playouts);
+            return Ok(choose_for_seat(
+                &mut self.machine,
+                &mut *player,
+                search.as_mut(),
+                &belief,
+                deadline,
+            )?);
+        }
         self.progress.set_work(player.work());
         let state = self.state().clone();
         Ok(player.choose(&mut self.machine, &state, deadline)?)
@@ -1119,11 +1132,20 @@ impl<M: StateMachine + Send + 'static> Game<M> {
         };
         let deadline = Instant::now() + level.budget().2;
         if let Some(Some(view)) = self.views.get_mut(role)
-            && let Some(search) = view.search.as_mut()
+            && view.search.is_some()
         {
             let belief = view.beliefs.last().expect("one per state");
+            let player = self.players[role]
+                .as_mut()
+                .expect("computer seats have players");
             self.progress.set_work(Work::Playouts);
-            let mut choice = search.choose(&mut self.machine, belief, deadline)?;
+            let mut choice = choose_for_seat(
+                &mut self.machine,
+                &mut **player,
+                view.search.as_mut(),
+                belief,
+                deadline,
+            )?;
             let state = self.state().clone();
             let legal = self.machine.legal_moves(&state, role)?;
             if !legal.contains(&choice.mv) {

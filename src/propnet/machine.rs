@@ -26,7 +26,6 @@ use std::time::Instant;
 
 use rand::Rng;
 
-use crate::analysis::Factoring;
 use crate::datalog::{DatalogMachine, Demand};
 use crate::gdl::{Description, Term};
 use crate::machine::{EngineFailure, MachineError, PlayoutBatch, PlayoutEnd, StateMachine};
@@ -77,8 +76,6 @@ pub struct PropnetMachine {
     /// state it was asked about with its own form of that state.
     seer: Option<Box<DatalogMachine>>,
     seer_state: Option<Box<(PropnetState, crate::datalog::DatalogState)>>,
-    /// The independent sub-games, found on the ground rules before the net was built.
-    factoring: Option<Arc<Factoring>>,
     /// The goal and latch analysis of the net, made on first use and shared by clones.
     analysis: Arc<OnceLock<Analysis>>,
     /// Scratch of the analysis: fuzzy and three-valued node values.
@@ -488,11 +485,8 @@ impl PropnetMachine {
         let clock = Clock::new(budget);
         let build = |clock: &Clock, demand: Demand| -> Result<PropnetMachine, GroundError> {
             let prog = ground_with_demand(description, budget, clock, demand)?;
-            let factoring = Arc::new(Factoring::of(&prog, description.roles()));
             let net = Net::build(prog, description.roles(), budget, clock)?;
-            let mut machine = PropnetMachine::from_net(Arc::new(net));
-            machine.factoring = Some(factoring);
-            Ok(machine)
+            Ok(PropnetMachine::from_net(Arc::new(net)))
         };
         let built = match build(&clock.share(FIRST_TRY_SHARE), Demand::Off) {
             Err(first @ (GroundError::Budget(_) | GroundError::Time(_))) => {
@@ -529,7 +523,6 @@ impl PropnetMachine {
             wide: None,
             seer: None,
             seer_state: None,
-            factoring: None,
             analysis: Arc::new(OnceLock::new()),
             fuzzy: Vec::new(),
             kleene: Vec::new(),
@@ -596,10 +589,6 @@ impl StateMachine for PropnetMachine {
 
     fn fork(&self) -> Option<PropnetMachine> {
         Some(self.clone())
-    }
-
-    fn factoring(&self) -> Option<Arc<Factoring>> {
-        self.factoring.clone()
     }
 
     fn roles(&self) -> &[Term] {

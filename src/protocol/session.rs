@@ -8,9 +8,10 @@
 //!
 //! In a GDL-II game the referee sends our move and our percepts, not the joint move: both
 //! halves then follow a [`Belief`], the states consistent with what we did and saw, and the
-//! worker chooses with [`HiddenPlayer`], which searches over states drawn from it (the
-//! given player when the belief is one state of a game without nature, or when the player
-//! does not search: a random or legal player picks among our legal moves as it would).
+//! worker chooses as [`choose_for_seat`] decides (as `ggp play` does): with [`HiddenPlayer`],
+//! which searches over states drawn from the belief, unless the belief is one state of a game
+//! without nature or the player does not search (a random or legal player picks among our
+//! legal moves as it would).
 //!
 //! The two talk through channels in [`Term`]s only, so [`Session`] is one non-generic type
 //! whatever the engine: the engine is chosen once, by the [`SessionFactory`], when the match
@@ -19,8 +20,8 @@
 //! overruns, fails, panics or proposes an illegal move never makes the reply late or illegal.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
-use std::time::{Duration, Instant};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::time::Instant;
 
 use rand::SeedableRng;
 use rand::seq::IndexedRandom;
@@ -29,16 +30,13 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use super::message::Heard;
 use crate::gdl::{Description, Term};
 use crate::machine::{MachineError, StateMachine};
-use crate::search::Player;
-use crate::search::hidden::{Belief, BeliefError, HiddenPlayer};
+use crate::search::hidden::{Belief, BeliefError, HiddenPlayer, choose_for_seat};
+use crate::search::{Player, SearchConfig};
 
 /// Most states the worker's belief keeps.
 const WORKER_BELIEF: usize = 1000;
 /// Most states the tracker's belief keeps (it only needs our legal moves).
 const TRACKER_BELIEF: usize = 64;
-/// How long one pondering search runs before the search thread looks for a new job: the
-/// most a job waits for it.
-const PONDER_SLICE: Duration = Duration::from_millis(20);
 
 /// Builds the session for a match: picks the engine and the player.
 pub trait SessionFactory: Send + Sync {
@@ -353,68 +351,31 @@ struct Chosen {
 
 /// The search thread: follows the match and runs the player, until the session is dropped.
 fn run_worker<M: StateMachine>(
-    mut machine: M,
-    mut player: Box<dyn Player<M>>,
+    machine: M,
+    player: Box<dyn Player<M>>,
     role: usize,
     start_deadline: Instant,
     seed: u64,
     jobs: &Receiver<Job>,
     outcomes: &Sender<Outcome>,
 ) {
-    let mut belief = Belief::new(&machine, role, WORKER_BELIEF);
-    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
-    let mut hidden = HiddenPlayer::new(seed, None);
-    let nature = (0..machine.roles().len()).any(|r| machine.is_nature(r));
-    // Set when the worker can no longer follow the match; it then only reports the reason.
-    let mut broken: Option<WorkerError> = None;
-    let started = match catch_unwind(AssertUnwindSafe(|| {
-        player.start(&mut machine, role, start_deadline)
-    })) {
-        Ok(result) => result.map_err(WorkerError::from),
-        Err(_) => {
-            broken = Some(WorkerError::Panicked);
-            Err(WorkerError::Panicked)
-        }
+    let config = SearchConfig {
+        seed,
+        ..SearchConfig::default()
     };
+    let mut worker = Worker {
+        belief: Belief::new(&machine, role, WORKER_BELIEF),
+        hidden: HiddenPlayer::for_player(&*player, config),
+        rng: Xoshiro256PlusPlus::seed_from_u64(seed),
+        broken: None,
+        machine,
+        player,
+    };
+    let started = worker.start(role, start_deadline);
     if outcomes.send(Outcome::Started(started)).is_err() {
         return;
     }
-    // The state to think about while no job is waiting (see `Player::ponder`).
-    let mut ponder_on = match belief.states() {
-        [(state, _)] if broken.is_none() && !nature && player.ponders() => Some(state.clone()),
-        _ => None,
-    };
-    loop {
-        let job = match jobs.try_recv() {
-            Ok(job) => job,
-            Err(TryRecvError::Disconnected) => return,
-            Err(TryRecvError::Empty) => {
-                if let Some(state) = &ponder_on {
-                    let until = Instant::now() + PONDER_SLICE;
-                    // Until the next job, once it says there is nothing more to think about.
-                    let more = match catch_unwind(AssertUnwindSafe(|| {
-                        player.ponder(&mut machine, state, until)
-                    })) {
-                        Ok(Ok(more)) => more,
-                        Ok(Err(e)) => {
-                            tracing::debug!("pondering stopped: {e}");
-                            false
-                        }
-                        Err(_) => {
-                            broken = Some(WorkerError::Panicked);
-                            false
-                        }
-                    };
-                    if more {
-                        continue;
-                    }
-                }
-                match jobs.recv() {
-                    Ok(job) => job,
-                    Err(_) => return,
-                }
-            }
-        };
+    while let Ok(job) = jobs.recv() {
         let (joint, choose, update_by) = match job {
             Job::Apply(joint, by) => (Some(joint), None, by),
             Job::Choose {
@@ -427,79 +388,87 @@ fn run_worker<M: StateMachine>(
                 (joint, Some((seq, deadline)), Some(by))
             }
         };
-        if broken.is_none()
-            && let Some(joint) = joint
-            && let Err(e) = follow(&mut machine, &mut belief, &joint, update_by, &mut rng)
-        {
-            broken = Some(WorkerError::Lost(std::sync::Arc::new(e)));
+        if let Some(joint) = joint {
+            worker.follow(&joint, update_by);
         }
-        ponder_on = match belief.states() {
-            [(state, _)] if broken.is_none() && !nature && player.ponders() => Some(state.clone()),
-            _ => None,
-        };
-        let Some((seq, deadline)) = choose else {
-            continue;
-        };
-        let mut ours = None;
-        let result = match &broken {
-            Some(reason) => Err(reason.clone()),
-            None => match catch_unwind(AssertUnwindSafe(|| match belief.states() {
-                [(state, _)] if !nature => player.choose(&mut machine, state, deadline),
-                // Our legal moves are the same in every state we cannot tell apart.
-                [(state, _), ..] if !player.searches() => {
-                    player.choose(&mut machine, state, deadline)
-                }
-                _ => hidden.choose(&mut machine, &belief, deadline),
-            })) {
-                Ok(Ok(choice)) => {
-                    ours = Some(choice.mv);
-                    Ok(Chosen {
-                        mv: machine.move_term(choice.mv),
-                        iterations: choice.iterations,
-                        value: choice.value,
-                    })
-                }
-                Ok(Err(e)) => Err(e.into()),
-                Err(_) => {
-                    broken = Some(WorkerError::Panicked);
-                    ponder_on = None;
-                    Err(WorkerError::Panicked)
-                }
-            },
-        };
-        if outcomes.send(Outcome::Chose { seq, result }).is_err() {
-            return;
-        }
-        // After the answer is sent: the state our move leads to.
-        if let (Some(state), Some(mv)) = (&ponder_on, ours) {
-            ponder_on = Some(expected_next(&mut machine, state, role, mv));
+        if let Some((seq, deadline)) = choose {
+            let result = worker.choose(deadline);
+            if outcomes.send(Outcome::Chose { seq, result }).is_err() {
+                return;
+            }
         }
     }
 }
 
-/// The state after we play `mv` in `state`, when every other role has a single legal move
-/// there (a turn-taking game: the next state is known before the referee says it); else
-/// `state` itself (the search there covers every reply).
-fn expected_next<M: StateMachine>(
-    machine: &mut M,
-    state: &M::State,
-    role: usize,
-    mv: M::Move,
-) -> M::State {
-    let mut joint = Vec::with_capacity(machine.roles().len());
-    for r in 0..machine.roles().len() {
-        if r == role {
-            joint.push(mv);
-            continue;
-        }
-        match machine.legal_moves(state, r).as_deref() {
-            Ok([only]) => joint.push(*only),
-            _ => return state.clone(),
+/// What the search thread holds: its copy of the machine, the player, the information-set
+/// search that stands in for it in a game of hidden information, and the belief both follow.
+struct Worker<M: StateMachine> {
+    machine: M,
+    player: Box<dyn Player<M>>,
+    hidden: Option<HiddenPlayer>,
+    belief: Belief<M::State, M::Move>,
+    rng: Xoshiro256PlusPlus,
+    /// Set when the worker can no longer follow the match; it then only reports the reason.
+    broken: Option<WorkerError>,
+}
+
+impl<M: StateMachine> Worker<M> {
+    /// The player's start-clock thinking; a panic breaks the worker.
+    fn start(&mut self, role: usize, deadline: Instant) -> Result<(), WorkerError> {
+        match catch_unwind(AssertUnwindSafe(|| {
+            self.player.start(&mut self.machine, role, deadline)
+        })) {
+            Ok(result) => result.map_err(WorkerError::from),
+            Err(_) => {
+                self.broken = Some(WorkerError::Panicked);
+                Err(WorkerError::Panicked)
+            }
         }
     }
-    machine
-        .next_state(state, &joint)
-        .unwrap_or_else(|_| state.clone())
+
+    /// Follows a step, by `deadline` if given; a step it cannot follow breaks the worker.
+    fn follow(&mut self, joint: &Heard, deadline: Option<Instant>) {
+        if self.broken.is_none()
+            && let Err(e) = follow(
+                &mut self.machine,
+                &mut self.belief,
+                joint,
+                deadline,
+                &mut self.rng,
+            )
+        {
+            self.broken = Some(WorkerError::Lost(std::sync::Arc::new(e)));
+        }
+    }
+
+    /// Our move by `deadline`, chosen as [`choose_for_seat`] decides; a panic breaks the
+    /// worker.
+    fn choose(&mut self, deadline: Instant) -> Result<Chosen, WorkerError> {
+        if let Some(reason) = &self.broken {
+            return Err(reason.clone());
+        }
+        let Worker {
+            machine,
+            player,
+            hidden,
+            belief,
+            ..
+        } = self;
+        match catch_unwind(AssertUnwindSafe(|| {
+            choose_for_seat(machine, &mut **player, hidden.as_mut(), belief, deadline)
+        })) {
+            Ok(Ok(choice)) => Ok(Chosen {
+                mv: self.machine.move_term(choice.mv),
+                iterations: choice.iterations,
+                value: choice.value,
+            }),
+            Ok(Err(e)) => Err(e.into()),
+            Err(_) => {
+                self.broken = Some(WorkerError::Panicked);
+                Err(WorkerError::Panicked)
+            }
+        }
+    }
 }
 
 /// The server's half: follows the match on its own copy of the machine.
@@ -624,20 +593,13 @@ fn resolve<M: StateMachine>(
     if let Some(mv) = machine.find_move(term) {
         return Ok(mv);
     }
-    let wanted = term.to_string();
     let legal = machine.legal_moves(state, role)?;
-    legal
-        .into_iter()
-        .find(|&mv| {
-            machine
-                .move_term(mv)
-                .to_string()
-                .eq_ignore_ascii_case(&wanted)
-        })
-        .ok_or_else(|| SessionError::UnknownMove {
+    crate::machine::move_ignoring_case(machine, term, &legal).ok_or_else(|| {
+        SessionError::UnknownMove {
             role: machine.roles()[role].to_string(),
-            mv: wanted,
-        })
+            mv: term.to_string(),
+        }
+    })
 }
 
 #[cfg(test)]

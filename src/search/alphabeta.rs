@@ -12,9 +12,7 @@
 //! [`AlphaBetaSettings::leaf_playouts`] random playouts (the mean of our goal value at their
 //! ends), by a learnt [`Heuristic`] when [`AlphaBetaSettings::heuristic`] is on and one was
 //! found (see [`super::heuristic`]), or, with neither, by our goal value in the state if the rules define exactly one there,
-//! else 50. A state whose outcome for us the latches already prove
-//! ([`crate::machine::StateMachine::latched_goals_into`]) is worth that outcome, proven, like a
-//! terminal state. A search result is *proven* when it depends only on terminal states (directly, or
+//! else 50. A search result is *proven* when it depends only on terminal states (directly, or
 //! through proven table entries): then deepening stops, and a proven 100 is played at once.
 //!
 //! **Transposition table.** A fixed-size table indexed by a 64-bit hash of the state holds the
@@ -34,14 +32,14 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::machine::StateMachine;
 
-use super::heuristic::{self, Candidates, Evaluator, Heuristic, Material};
+use super::heuristic::{self, Evaluator, Heuristic, Material};
 use super::{
     Choice, Halt, Player, PlayoutBuffers, SearchConfig, SearchError, goal_or_zero, past,
     timed_playout,
 };
 
 /// Tuning of the alpha-beta player.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct AlphaBetaSettings {
     /// The table has 2^`table_bits` entries.
     pub table_bits: u32,
@@ -63,12 +61,9 @@ pub struct AlphaBetaSettings {
     /// [`MOBILITY_WEIGHT`] times the log of its legal moves, for us, against us for the others
     /// (not added to a heuristic that learnt its own mobility weights).
     pub mobility: bool,
-    /// With a heuristic: the kinds of candidate features it tries, and whether outcomes
-    /// proven by latches replace its estimates.
-    pub features: Candidates,
-    /// Keep deepening while waiting for the next request ([`Player::ponder`]): the table
-    /// then holds the state our move leads to, searched, when the opponent's reply comes.
-    pub ponder: bool,
+    /// With a heuristic: fact-group counts (pieces) are its candidate features (off,
+    /// nothing is learnt).
+    pub groups: bool,
 }
 
 /// The weight of mobility against material (in starting sides, inside the `tanh`): twice the
@@ -90,8 +85,7 @@ impl Default for AlphaBetaSettings {
             heuristic: false,
             material: true,
             mobility: true,
-            features: Candidates::default(),
-            ponder: false,
+            groups: true,
         }
     }
 }
@@ -124,11 +118,9 @@ pub struct AlphaBetaPlayer<M: StateMachine> {
     stats: AlphaBetaStats,
     /// The best move of the last search and its state, to order the next search.
     last: Option<(M::State, M::Move)>,
-    /// The root of the last search: searching the same state again (pondering in slices,
-    /// then choosing there) keeps the table's entries as this search's own.
+    /// The root of the last search: searching the same state again (the start clock's
+    /// search, then the first choice) keeps the table's entries as this search's own.
     root: Option<M::State>,
-    /// Positions searched by pondering since the last choice.
-    pondered: u64,
     /// The learnt leaf evaluation (and its compiled form), and whether learning was tried.
     heuristic: Option<Heuristic>,
     evaluator: Option<Box<Evaluator>>,
@@ -162,7 +154,6 @@ impl<M: StateMachine> AlphaBetaPlayer<M> {
             stats: AlphaBetaStats::default(),
             last: None,
             root: None,
-            pondered: 0,
             heuristic: None,
             evaluator: None,
             learnt: false,
@@ -228,20 +219,24 @@ impl<M: StateMachine> AlphaBetaPlayer<M> {
         if self.settings.heuristic && self.material.is_none() {
             let now = Instant::now();
             let until = now + deadline.saturating_duration_since(now) / 3;
-            let features = self.settings.features;
-            self.heuristic =
-                heuristic::learn_roles_with(machine, &mut self.rng, until, 1000, features)
-                    .map(|mut all| all.swap_remove(self.role))
-                    .unwrap_or_else(|e| {
-                        tracing::warn!("no heuristic learnt: {e}");
-                        self.learn_errors += 1;
-                        None
-                    });
+            self.heuristic = heuristic::learn_roles_with(
+                machine,
+                &mut self.rng,
+                until,
+                1000,
+                self.settings.groups,
+            )
+            .map(|mut all| all.swap_remove(self.role))
+            .unwrap_or_else(|e| {
+                tracing::warn!("no heuristic learnt: {e}");
+                self.learn_errors += 1;
+                None
+            });
             if let Some(h) = &self.heuristic {
-                tracing::info!("heuristic: {}", h.describe(machine.roles()));
+                tracing::info!("heuristic: {}", h.describe());
                 let mut per_role = vec![None; machine.roles().len()];
                 per_role[self.role] = Some(h.clone());
-                self.evaluator = Some(Box::new(Evaluator::new(per_role).proving(features.latches)));
+                self.evaluator = Some(Box::new(Evaluator::new(per_role)));
             }
         }
         Ok(())
@@ -275,7 +270,6 @@ impl<M: StateMachine> AlphaBetaPlayer<M> {
             heuristic: self.heuristic.as_ref(),
             evaluator: self.evaluator.as_deref_mut(),
             values: Vec::new(),
-            proven: Vec::new(),
             material: self.material.as_ref(),
             history: &mut self.history,
             weights: &mut self.weights,
@@ -382,33 +376,9 @@ impl<M: StateMachine + Send> Player<M> for AlphaBetaPlayer<M> {
             positions = s.nodes,
             value = s.value.map(|v| format!("{v:.1}")).unwrap_or_default(),
             proven = s.proven,
-            pondered = std::mem::take(&mut self.pondered),
             "alphabeta: searched"
         );
         Ok(choice)
-    }
-
-    fn ponders(&self) -> bool {
-        self.settings.ponder && self.config.max_iterations.is_none()
-    }
-
-    /// Deepens on `state` until `until`; called again and again, each call goes on from the
-    /// table (the depths done are found there at once), until the value is proven.
-    fn ponder(
-        &mut self,
-        machine: &mut M,
-        state: &M::State,
-        until: Instant,
-    ) -> Result<bool, SearchError> {
-        if !self.ponders() || !self.learnt || machine.is_terminal(state)? {
-            return Ok(false);
-        }
-        let last = self.last.clone();
-        let choice = self.search(machine, state, until)?;
-        self.pondered += choice.iterations;
-        // Pondering orders nothing: the hint stays the last move chosen.
-        self.last = last;
-        Ok(!choice.proven)
     }
 }
 
@@ -464,9 +434,8 @@ struct Searcher<'a, M: StateMachine> {
     settings: &'a AlphaBetaSettings,
     heuristic: Option<&'a Heuristic>,
     evaluator: Option<&'a mut Evaluator>,
-    /// Scratch: one value per role, and the goals latches prove.
+    /// Scratch: one value per role.
     values: Vec<f64>,
-    proven: Vec<Option<u8>>,
     material: Option<&'a Material>,
     history: &'a mut hashbrown::HashMap<M::Move, u64>,
     weights: &'a mut Vec<Option<f64>>,
@@ -722,13 +691,6 @@ impl<M: StateMachine> Searcher<'_, M> {
             Ok(false) => {}
             Err(_) => return Ok(self.failed()),
         }
-        // An outcome the latches already prove needs no search.
-        if self.settings.features.latches
-            && self.machine.latched_goals_into(state, &mut self.proven)
-            && let Some(Some(g)) = self.proven.get(self.role)
-        {
-            return Ok((f64::from(*g), true));
-        }
         if depth == 0 {
             return Ok((self.evaluate(state)?, false));
         }
@@ -866,7 +828,7 @@ impl<M: StateMachine> Searcher<'_, M> {
             let balance = 2.0 * self.balance(m, state) + self.mobility(state);
             return Ok(50.0 + 50.0 * balance.tanh());
         }
-        if let (Some(h), Some(e)) = (self.heuristic, self.evaluator.as_deref_mut()) {
+        if let (Some(_), Some(e)) = (self.heuristic, self.evaluator.as_deref_mut()) {
             let v = match e.values(self.machine, state, &mut self.values) {
                 Ok(()) => 100.0 * self.values.get(self.role).copied().unwrap_or(0.5),
                 Err(_) => {
@@ -874,11 +836,7 @@ impl<M: StateMachine> Searcher<'_, M> {
                     50.0
                 }
             };
-            let mobility = if h.reads_mobility() {
-                0.0
-            } else {
-                self.mobility(state)
-            };
+            let mobility = self.mobility(state);
             if mobility == 0.0 {
                 return Ok(v);
             }

@@ -2,24 +2,20 @@
 //!
 //! **Puzzles first:** a deterministic single-player game (one role, no nature, no `sees`) is
 //! played by the puzzle search ([`super::puzzle`], which falls back on MCTS until it finds a
-//! solution), with or without a clock, unless `auto:puzzle=off`.
+//! solution), with or without a clock, unless `auto:puzzle=off` ([`AutoSettings::puzzle`]).
 //!
 //! **With a start clock** (a match): the probe (a quarter of the start clock, at most 3 s, see
 //! [`super::probe`]) tells whether the game is two-player, turn-taking and constant-sum. If not,
-//! MCTS plays. If so, a **trial** decides: within half of the start clock left, alpha-beta (with
-//! the material it finds, see [`super::heuristic::find_material`]) and MCTS (with the match's
-//! settings) play [`TRIAL_GAMES`] fast games against each other ([`super::duel`]) from the
+//! MCTS plays. If so, a **trial** decides: within half of the start clock left, alpha-beta and
+//! MCTS, built by the constructors that build the match's player ([`AutoPlayer::alphabeta`],
+//! [`AutoPlayer::mcts`]; alpha-beta with the material it finds, see
+//! [`super::heuristic::find_material`]), play [`TRIAL_GAMES`] fast games against each other ([`super::duel`]) from the
 //! initial state, seats alternating, each move given the same short time; a game not over
 //! after [`TRIAL_PLIES`] plies, or when the trial's time is up, counts as a draw. Alpha-beta
 //! plays the match if it scored more than half, or if its search of the initial state (the rest of the
 //! start clock, half of it) proves the game's value; MCTS otherwise, the search that suits every
 //! game, and MCTS's solver still finds the wins and losses near the end. The choice and its
 //! reason are logged (`INFO auto: ...`) and kept ([`AutoPlayer::reason`]).
-//!
-//! **Endgames** (`auto:endgame=on`, off by default): where MCTS plays a two-player
-//! turn-taking constant-sum game, the endgame solver ([`super::endgame`]) first tries each
-//! move for a share of its time to prove the state's value with an exact alpha-beta search,
-//! and a proven win (or proven best value above 0) is played at once.
 //!
 //! **With a budget instead of a clock** ([`LevelBudget`], the levels of `ggp play`, which have
 //! no start clock): the probe runs by count ([`BUDGET_PROBE_PLAYOUTS`] playouts), and alpha-beta
@@ -36,7 +32,6 @@ use crate::machine::StateMachine;
 
 use super::alphabeta::{AlphaBetaPlayer, AlphaBetaSettings};
 use super::duel::{DuelPlan, Side, duel};
-use super::endgame::Endgame;
 use super::mcts::{MctsPlayer, MctsSettings};
 use super::probe::{GameProbe, probe};
 use super::puzzle::{self, PuzzlePlayer};
@@ -64,6 +59,25 @@ pub struct LevelBudget {
     pub nodes: u64,
 }
 
+/// The options of `auto` besides its MCTS settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AutoSettings {
+    /// Whether the trial decides (on by default); off, alpha-beta plays only when its search
+    /// of the initial state proves the game's value (the rule before the trial).
+    pub trial: bool,
+    /// Whether single-player games are played by the puzzle search (on by default).
+    pub puzzle: bool,
+}
+
+impl Default for AutoSettings {
+    fn default() -> AutoSettings {
+        AutoSettings {
+            trial: true,
+            puzzle: true,
+        }
+    }
+}
+
 /// The search chosen for the match.
 enum Chosen<M: StateMachine> {
     AlphaBeta(AlphaBetaPlayer<M>),
@@ -79,19 +93,12 @@ pub struct AutoPlayer<M: StateMachine> {
     chosen: Option<Chosen<M>>,
     probe: Option<GameProbe>,
     reason: String,
-    trial: bool,
-    puzzle: bool,
-    /// Whether the endgame solver helps MCTS in the games where alpha-beta is exact.
-    endgame_on: bool,
-    /// The endgame solver, when MCTS plays such a game and it is on.
-    endgame: Option<Endgame<M>>,
-    /// Moves the endgame solver played in this match.
-    endgame_moves: u64,
+    auto: AutoSettings,
 }
 
 impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
     /// A player that decides by the clock (probe and trial at the start clock).
-    pub fn new(config: SearchConfig, mcts: MctsSettings) -> AutoPlayer<M> {
+    pub fn new(config: SearchConfig, mcts: MctsSettings, auto: AutoSettings) -> AutoPlayer<M> {
         AutoPlayer {
             config,
             mcts,
@@ -99,11 +106,7 @@ impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
             chosen: None,
             probe: None,
             reason: String::new(),
-            trial: true,
-            puzzle: true,
-            endgame_on: false,
-            endgame: None,
-            endgame_moves: 0,
+            auto,
         }
     }
 
@@ -111,25 +114,8 @@ impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
     pub fn with_budget(config: SearchConfig, budget: LevelBudget) -> AutoPlayer<M> {
         AutoPlayer {
             budget: Some(budget),
-            ..AutoPlayer::new(config, MctsSettings::default())
+            ..AutoPlayer::new(config, MctsSettings::default(), AutoSettings::default())
         }
-    }
-
-    /// Whether the trial decides (on by default); off, alpha-beta plays only when its search
-    /// of the initial state proves the game's value (the rule before the trial).
-    pub fn set_trial(&mut self, on: bool) {
-        self.trial = on;
-    }
-
-    /// Whether the endgame solver ([`super::endgame`]) tries each MCTS move first in
-    /// two-player turn-taking constant-sum games played by the clock (off by default).
-    pub fn set_endgame(&mut self, on: bool) {
-        self.endgame_on = on;
-    }
-
-    /// Whether single-player games are played by the puzzle search (on by default).
-    pub fn set_puzzle(&mut self, on: bool) {
-        self.puzzle = on;
     }
 
     /// Plays the game with the puzzle search if it is a puzzle and that is on; whether it did.
@@ -139,7 +125,7 @@ impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
         role: usize,
         deadline: Instant,
     ) -> Result<bool, SearchError> {
-        if !self.puzzle || puzzle::check(machine).is_err() {
+        if !self.auto.puzzle || puzzle::check(machine).is_err() {
             return Ok(false);
         }
         let mut player = PuzzlePlayer::new(
@@ -157,11 +143,6 @@ impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
         Ok(true)
     }
 
-    /// Moves the endgame solver played (proven) in this match.
-    pub fn endgame_moves(&self) -> u64 {
-        self.endgame_moves
-    }
-
     /// Why the search was chosen (empty before the start).
     pub fn reason(&self) -> &str {
         &self.reason
@@ -175,20 +156,35 @@ impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
         }
     }
 
+    /// The MCTS player `auto` plays with `config`: the match's (with the budget's limit) and
+    /// the trial's are both built here. The trial's (`in_trial`) leaves out the heuristic
+    /// trial, which would spend the one short slice its start is given on games of its own.
+    pub fn mcts(&self, config: SearchConfig, in_trial: bool) -> MctsPlayer<M> {
+        let settings = MctsSettings {
+            heuristic_trial: self.mcts.heuristic_trial && !in_trial,
+            ..self.mcts.clone()
+        };
+        MctsPlayer::with_settings(config, settings)
+    }
+
+    /// The alpha-beta player `auto` plays with `config`: its heuristic and candidate
+    /// features are MCTS's; the match's (with the budget's limit) and the trial's are both
+    /// built here.
+    pub fn alphabeta(&self, config: SearchConfig) -> AlphaBetaPlayer<M> {
+        let settings = AlphaBetaSettings {
+            heuristic: self.mcts.heuristic,
+            groups: self.mcts.groups,
+            ..AlphaBetaSettings::default()
+        };
+        AlphaBetaPlayer::with_settings(config, settings)
+    }
+
     fn mcts_player(&self) -> MctsPlayer<M> {
-        let limit = self.budget.map(|b| b.playouts);
-        MctsPlayer::with_settings(self.config_with(limit), self.mcts.clone())
+        self.mcts(self.config_with(self.budget.map(|b| b.playouts)), false)
     }
 
     fn alphabeta_player(&self) -> AlphaBetaPlayer<M> {
-        let limit = self.budget.map(|b| b.nodes);
-        let settings = AlphaBetaSettings {
-            heuristic: self.mcts.heuristic,
-            features: self.mcts.features,
-            ponder: self.mcts.ponder,
-            ..AlphaBetaSettings::default()
-        };
-        AlphaBetaPlayer::with_settings(self.config_with(limit), settings)
+        self.alphabeta(self.config_with(self.budget.map(|b| b.nodes)))
     }
 
     /// Chooses by the budget: alpha-beta where it qualifies and finds material.
@@ -237,7 +233,7 @@ impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
     }
 
     /// The trial (see the module documentation): alpha-beta's score against MCTS, 0 to 1, and
-    /// the games played. The trial's MCTS keeps its heuristic without trying it.
+    /// the games played, both players built as the match's are.
     fn trial(&self, machine: &mut M, until: Instant) -> Result<(f64, usize), SearchError> {
         let expected = self
             .probe
@@ -251,14 +247,10 @@ impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
             MIN_TRIAL_MOVE,
             self.config.seed,
         );
-        let mcts = MctsSettings {
-            heuristic_trial: false,
-            ..self.mcts.clone()
-        };
         let result = duel(machine, &plan, |side, config| -> Box<dyn Player<M>> {
             match side {
-                Side::A => Box::new(AlphaBetaPlayer::new(config)),
-                Side::B => Box::new(MctsPlayer::with_settings(config, mcts.clone())),
+                Side::A => Box::new(self.alphabeta(config)),
+                Side::B => Box::new(self.mcts(config, true)),
             }
         })?;
         Ok((result.score, result.games))
@@ -273,6 +265,10 @@ impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
             Some(Chosen::Mcts(_)) => "auto:mcts".into(),
             Some(Chosen::Puzzle(_)) => "auto:puzzle".into(),
         }
+    }
+
+    fn hidden_settings(&self) -> Option<MctsSettings> {
+        Some(self.mcts.clone())
     }
 
     fn work(&self) -> super::Work {
@@ -290,8 +286,6 @@ impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
         role: usize,
         deadline: Instant,
     ) -> Result<(), SearchError> {
-        self.endgame = None;
-        self.endgame_moves = 0;
         if self.start_puzzle(machine, role, deadline)? {
             return Ok(());
         }
@@ -321,7 +315,7 @@ impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
         }
         let now = Instant::now();
         let half = now + deadline.saturating_duration_since(now) / 2;
-        let (score, games) = if self.trial {
+        let (score, games) = if self.auto.trial {
             self.trial(machine, half)?
         } else {
             (0.5, 0)
@@ -344,11 +338,6 @@ impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
         }
         let mut mcts = self.mcts_player();
         mcts.start(machine, role, deadline)?;
-        if self.endgame_on {
-            let mut endgame = Endgame::new(self.config.clone());
-            endgame.start(machine, role)?;
-            self.endgame = Some(endgame);
-        }
         let why = format!("alpha-beta scored {score:.2} against it in {games} trial games");
         self.decide(Chosen::Mcts(mcts), &why);
         Ok(())
@@ -366,40 +355,11 @@ impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
             mcts.start(machine, 0, Instant::now())?;
             self.chosen = Some(Chosen::Mcts(mcts));
         }
-        // The solver exists only where MCTS was chosen for a game in which it is exact.
-        if let Some(endgame) = self.endgame.as_mut()
-            && let Some(proven) = endgame.attempt(machine, state, deadline)?
-        {
-            self.endgame_moves += 1;
-            return Ok(proven);
-        }
         match self.chosen.as_mut() {
             Some(Chosen::AlphaBeta(p)) => p.choose(machine, state, deadline),
             Some(Chosen::Mcts(p)) => p.choose(machine, state, deadline),
             Some(Chosen::Puzzle(p)) => p.choose(machine, state, deadline),
             None => Err(SearchError::NoMove),
-        }
-    }
-
-    fn ponders(&self) -> bool {
-        match &self.chosen {
-            Some(Chosen::Mcts(p)) => p.ponders(),
-            Some(Chosen::AlphaBeta(p)) => p.ponders(),
-            _ => false,
-        }
-    }
-
-    /// MCTS and alpha-beta ponder (when the settings say so); the puzzle search does not.
-    fn ponder(
-        &mut self,
-        machine: &mut M,
-        state: &M::State,
-        until: Instant,
-    ) -> Result<bool, SearchError> {
-        match self.chosen.as_mut() {
-            Some(Chosen::Mcts(p)) => p.ponder(machine, state, until),
-            Some(Chosen::AlphaBeta(p)) => p.ponder(machine, state, until),
-            _ => Ok(false),
         }
     }
 }

@@ -1,17 +1,12 @@
 //! A state evaluation learnt at the start clock, for any game: candidate features measured in
 //! the states of random games, kept only where they correlate with the outcome.
 //!
-//! **Candidates** ([`Measure`], switched by kind in [`Candidates`]), all found from the game
-//! itself, never from its name:
-//! - *piece or token counts*: a state's true facts grouped by functor and, when the last
-//!   argument is a constant, by that constant too: `(cell 3 4 wq)` counts towards
-//!   `(cell _ _ wq)` (a piece count on a board), `(control white)` towards `(control white)`;
-//! - *mobility*: each role's number of legal moves (its natural log);
-//! - *goal stability*: each role's goal value in the state itself (the highest the rules give
-//!   there, 0 when none), kept when the current goal predicts the final one;
-//! - *goal progress*: how nearly the state satisfies each role's highest goal, a fuzzy reading
-//!   of the goal rules ([`StateMachine::goal_progress_into`]; the propnet reads its gates,
-//!   other engines offer none).
+//! **Candidates** ([`Measure`]), found from the game itself, never from its name: piece or
+//! token counts, a state's true facts grouped by functor and, when the last argument is a
+//! constant, by that constant too: `(cell 3 4 wq)` counts towards `(cell _ _ wq)` (a piece
+//! count on a board), `(control white)` towards `(control white)`. Other kinds (mobility, goal
+//! stability, goal progress, outcomes proven by latches) were measured and removed: see
+//! `docs/experiments/heuristic-features.md`.
 //!
 //! **Keeping.** Random games are played from the initial state (until the time given or a
 //! game count); every state met is sampled with the game's final goal value for each role.
@@ -26,12 +21,6 @@
 //! is the feature's standardised value and `r_i` its correlation: a weighted mean of the
 //! standardised values, so that being one standard deviation ahead on every kept feature is
 //! worth about 88.
-//!
-//! **Latches.** Facts proven by the engine to stay true (or false) once they are
-//! ([`StateMachine::latches`]) can decide a goal before the game ends; an [`Evaluator`] made
-//! [`proving`](Evaluator::proving) gives such a proven outcome instead of its estimate
-//! ([`StateMachine::latched_goals_into`]). That is a proof, not a correlation: nothing is
-//! learnt for it.
 
 use std::time::Instant;
 
@@ -59,62 +48,14 @@ type Key = (Sym, Option<Sym>);
 pub enum Measure {
     /// The number of true facts of a group (functor and last constant argument).
     Group(Sym, Option<Sym>),
-    /// The natural log of a role's legal moves (0 with one move or none).
-    Mobility(usize),
-    /// A role's goal value in the state (the highest the rules give there, 0 when none).
-    Goal(usize),
-    /// How nearly the state satisfies a role's highest goal, 0 to 1.
-    Progress(usize),
 }
 
 impl Measure {
-    /// The measure's name, with role names from `roles` (numbers past its end).
-    pub fn name(self, roles: &[Term]) -> String {
-        let role = |k: usize| roles.get(k).map_or_else(|| k.to_string(), Term::to_string);
+    /// The measure's name.
+    pub fn name(self) -> String {
         match self {
             Measure::Group(f, c) => group_name((f, c)),
-            Measure::Mobility(k) => format!("mobility of {}", role(k)),
-            Measure::Goal(k) => format!("goal of {}", role(k)),
-            Measure::Progress(k) => format!("goal progress of {}", role(k)),
         }
-    }
-}
-
-/// Which kinds of candidate features learning tries (see the module documentation), and
-/// whether evaluations give outcomes proven by latches.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Candidates {
-    /// Counts of fact groups.
-    pub groups: bool,
-    /// Each role's mobility.
-    pub mobility: bool,
-    /// Each role's current goal value (goal stability).
-    pub goal: bool,
-    /// Each role's goal progress.
-    pub progress: bool,
-    /// Outcomes proven by latches replace the estimate.
-    pub latches: bool,
-}
-
-impl Candidates {
-    /// Fact-group counts only (the features of earlier versions).
-    pub const GROUPS: Candidates = Candidates {
-        groups: true,
-        mobility: false,
-        goal: false,
-        progress: false,
-        latches: false,
-    };
-}
-
-/// The default: fact-group counts only, as before the other kinds existed. Against it, in
-/// MCTS (start 6 s, play 1 s, a loaded machine), mobility alone scored 17.5 of 52, goal and
-/// progress 56 of 100 and goal, progress and latches 78.5 of 140; the gains came from reversi
-/// (where the dearer learning kept no feature, so the search played full playouts instead of
-/// a disc count) and dots and boxes, with losses elsewhere, so none of them is on by default.
-impl Default for Candidates {
-    fn default() -> Candidates {
-        Candidates::GROUPS
     }
 }
 
@@ -130,9 +71,9 @@ pub struct Feature {
 }
 
 impl Feature {
-    /// The measure's name with roles numbered, e.g. `(cell _ white)` or `mobility of 1`.
+    /// The measure's name, e.g. `(cell _ white)`.
     pub fn group(&self) -> String {
-        self.measure.name(&[])
+        self.measure.name()
     }
 }
 
@@ -148,21 +89,14 @@ impl Heuristic {
         &self.features
     }
 
-    /// The kept features and their correlations, e.g.
-    /// `(cell _ black) -0.061, mobility of white +0.043`.
-    pub fn describe(&self, roles: &[Term]) -> String {
+    /// The kept features and their correlations, e.g. `(cell _ black) -0.061, (cell _ white)
+    /// +0.043`.
+    pub fn describe(&self) -> String {
         self.features
             .iter()
-            .map(|f| format!("{} {:+.3}", f.measure.name(roles), f.correlation))
+            .map(|f| format!("{} {:+.3}", f.measure.name(), f.correlation))
             .collect::<Vec<_>>()
             .join(", ")
-    }
-
-    /// Whether a kept feature is some role's mobility.
-    pub fn reads_mobility(&self) -> bool {
-        self.features
-            .iter()
-            .any(|f| matches!(f.measure, Measure::Mobility(_)))
     }
 
     /// The sum of the kept correlations' sizes (the divisor inside the `tanh`).
@@ -185,12 +119,10 @@ impl Heuristic {
         state: &M::State,
     ) -> Result<f64, MachineError> {
         let counts = count(&machine.state_terms(state));
-        let mut probe = Probe::default();
         let mut sum = 0.0;
         for f in &self.features {
             let x = match f.measure {
                 Measure::Group(g, c) => f64::from(counts.get(&(g, c)).copied().unwrap_or(0)),
-                m => probe.get(machine, state, m)?,
             };
             sum += f.correlation * (x - f.mean) / f.sd;
         }
@@ -199,7 +131,7 @@ impl Heuristic {
 }
 
 /// Per role, the natural log of its legal moves in `state` (0 with one move or none), into
-/// `out` (cleared first): mobility as the learnt heuristics and alpha-beta read it.
+/// `out` (cleared first): mobility as alpha-beta's leaves read it.
 ///
 /// # Errors
 /// The engine failed.
@@ -228,78 +160,6 @@ pub(crate) fn per_role<M: StateMachine>(
         out.push(f(machine, r)?);
     }
     Ok(())
-}
-
-/// The latches the engine proves (see [`StateMachine::latches`]), summed up for a log line:
-/// how many stay true and false, with a few examples.
-pub fn describe_latches<M: StateMachine>(machine: &M) -> String {
-    let latches = machine.latches();
-    if latches.is_empty() {
-        return "none".into();
-    }
-    let of = |want_true: bool| {
-        let facts: Vec<&Term> = latches
-            .iter()
-            .filter(|l| if want_true { l.1 } else { l.2 })
-            .map(|l| &l.0)
-            .collect();
-        let shown: Vec<String> = facts.iter().take(3).map(|t| t.to_string()).collect();
-        let more = if facts.len() > 3 { ", ..." } else { "" };
-        (facts.len(), format!("{}{more}", shown.join(", ")))
-    };
-    let (t, ts) = of(true);
-    let (f, fs) = of(false);
-    format!("{t} stay true ({ts}), {f} stay false ({fs})")
-}
-
-/// The scalar measures of one state (all but groups), each kind computed once when first
-/// asked for.
-#[derive(Default)]
-struct Probe {
-    mobility: Option<Vec<f64>>,
-    goal: Option<Vec<f64>>,
-    progress: Option<Vec<f64>>,
-}
-
-impl Probe {
-    /// Forgets the last state's measures.
-    fn clear(&mut self) {
-        self.mobility = None;
-        self.goal = None;
-        self.progress = None;
-    }
-
-    /// The value of a scalar measure in `state` (0 for a group, or where the engine gives
-    /// none).
-    fn get<M: StateMachine>(
-        &mut self,
-        machine: &mut M,
-        state: &M::State,
-        m: Measure,
-    ) -> Result<f64, MachineError> {
-        let (slot, k) = match m {
-            Measure::Group(..) => return Ok(0.0),
-            Measure::Mobility(k) => (&mut self.mobility, k),
-            Measure::Goal(k) => (&mut self.goal, k),
-            Measure::Progress(k) => (&mut self.progress, k),
-        };
-        if slot.is_none() {
-            let mut v = Vec::new();
-            match m {
-                Measure::Mobility(_) => log_mobility(machine, state, &mut v)?,
-                Measure::Goal(_) => {
-                    per_role(machine, &mut v, |m, r| {
-                        Ok(f64::from(goal_or_zero(m, state, r)?))
-                    })?;
-                }
-                _ => {
-                    machine.goal_progress_into(state, &mut v)?;
-                }
-            }
-            *slot = Some(v);
-        }
-        Ok(slot.as_ref().and_then(|v| v.get(k)).copied().unwrap_or(0.0))
-    }
 }
 
 /// Material found from the state's shape and the legal moves: which groups of facts are a
@@ -519,27 +379,20 @@ fn count(facts: &[Term]) -> hashbrown::HashMap<Key, u32> {
 /// alpha-beta's leaves).
 ///
 /// A heuristic's value is `50 + 50 · tanh(Σ r_i (x_i − mean_i) / (sd_i · R))`, linear inside
-/// the `tanh` in the measures `x_i`; so each fact adds a fixed weight per role, each scalar
-/// measure (mobility, goal, progress) its value times a weight, and the means make a
-/// constant. The weight of a fact is found the first time a state holds it (from the
+/// the `tanh` in the measures `x_i`; so each fact adds a fixed weight per role, and the means
+/// make a constant. The weight of a fact is found the first time a state holds it (from the
 /// engine's fact ids, [`StateMachine::fact_ids_into`], and one call to `state_terms`), then
 /// remembered. Engines without fact ids are evaluated with [`Heuristic::value`].
 pub struct Evaluator {
     heuristics: Vec<Option<Heuristic>>,
     /// Per group, one weight per role.
     by_key: hashbrown::HashMap<Key, Box<[f64]>>,
-    /// The scalar measures read, each with one weight per role.
-    scalars: Vec<(Measure, Box<[f64]>)>,
     /// Per role, the constant inside the `tanh`.
     bias: Box<[f64]>,
     /// Per fact id, one weight per role, once known (empty: the fact counts for nothing).
     by_fact: Vec<Option<Box<[f64]>>>,
-    /// Give outcomes proven by latches instead of estimates.
-    proving: bool,
     ids: Vec<u32>,
     sums: Vec<f64>,
-    probe: Probe,
-    proven: Vec<Option<u8>>,
 }
 
 impl Evaluator {
@@ -547,7 +400,6 @@ impl Evaluator {
     pub fn new(heuristics: Vec<Option<Heuristic>>) -> Evaluator {
         let n = heuristics.len();
         let mut by_key: hashbrown::HashMap<Key, Box<[f64]>> = hashbrown::HashMap::new();
-        let mut scalars: Vec<(Measure, Box<[f64]>)> = Vec::new();
         let mut bias = vec![0.0; n].into_boxed_slice();
         for (r, h) in heuristics.iter().enumerate() {
             let Some(h) = h else { continue };
@@ -558,16 +410,6 @@ impl Evaluator {
                     Measure::Group(g, c) => by_key
                         .entry((g, c))
                         .or_insert_with(|| vec![0.0; n].into_boxed_slice()),
-                    m => {
-                        let i = match scalars.iter().position(|s| s.0 == m) {
-                            Some(i) => i,
-                            None => {
-                                scalars.push((m, vec![0.0; n].into_boxed_slice()));
-                                scalars.len() - 1
-                            }
-                        };
-                        &mut scalars[i].1
-                    }
                 };
                 weights[r] += w;
                 bias[r] -= w * f.mean;
@@ -576,22 +418,11 @@ impl Evaluator {
         Evaluator {
             heuristics,
             by_key,
-            scalars,
             bias,
             by_fact: Vec::new(),
-            proving: false,
             ids: Vec::new(),
             sums: Vec::new(),
-            probe: Probe::default(),
-            proven: Vec::new(),
         }
-    }
-
-    /// The same evaluator, giving (when `on`) the outcome the state's latches prove for a role
-    /// instead of its estimate ([`StateMachine::latched_goals_into`]).
-    pub fn proving(mut self, on: bool) -> Evaluator {
-        self.proving = on;
-        self
     }
 
     /// Whether any role has a heuristic.
@@ -617,7 +448,7 @@ impl Evaluator {
                     None => 0.5,
                 });
             }
-            return self.prove(machine, state, out);
+            return Ok(());
         }
         let unknown = self
             .ids
@@ -645,13 +476,6 @@ impl Evaluator {
                 }
             }
         }
-        self.probe.clear();
-        for (m, w) in &self.scalars {
-            let x = self.probe.get(machine, state, *m)?;
-            for (s, w) in self.sums.iter_mut().zip(w.iter()) {
-                *s += w * x;
-            }
-        }
         for (r, h) in self.heuristics.iter().enumerate() {
             out.push(if h.is_some() {
                 0.5 + 0.5 * self.sums[r].tanh()
@@ -659,30 +483,12 @@ impl Evaluator {
                 0.5
             });
         }
-        self.prove(machine, state, out)
-    }
-
-    /// Replaces the estimates of the roles whose outcome the latches prove (when proving).
-    fn prove<M: StateMachine>(
-        &mut self,
-        machine: &mut M,
-        state: &M::State,
-        out: &mut [f64],
-    ) -> Result<(), MachineError> {
-        if self.proving && machine.latched_goals_into(state, &mut self.proven) {
-            for (o, p) in out.iter_mut().zip(&self.proven) {
-                if let Some(v) = p {
-                    *o = f64::from(*v) / 100.0;
-                }
-            }
-        }
         Ok(())
     }
 }
 
-/// Learns a heuristic for `role` from random games until `deadline` or `max_games` games,
-/// trying every kind of candidate ([`Candidates::default`]). `None` when too little was seen
-/// or nothing correlates.
+/// Learns a heuristic for `role` from random games until `deadline` or `max_games` games.
+/// `None` when too little was seen or nothing correlates.
 ///
 /// # Errors
 /// The engine failed.
@@ -693,7 +499,7 @@ pub fn learn<M: StateMachine>(
     deadline: Instant,
     max_games: usize,
 ) -> Result<Option<Heuristic>, MachineError> {
-    let mut all = learn_roles_with(machine, rng, deadline, max_games, Candidates::default())?;
+    let mut all = learn_roles_with(machine, rng, deadline, max_games, true)?;
     Ok(if role < all.len() {
         all.swap_remove(role)
     } else {
@@ -702,7 +508,7 @@ pub fn learn<M: StateMachine>(
 }
 
 /// Learns one heuristic per role (each from its own final goal) from the same random games,
-/// until `deadline` or `max_games` games, trying every kind of candidate.
+/// until `deadline` or `max_games` games.
 ///
 /// # Errors
 /// The engine failed.
@@ -712,10 +518,11 @@ pub fn learn_roles<M: StateMachine>(
     deadline: Instant,
     max_games: usize,
 ) -> Result<Vec<Option<Heuristic>>, MachineError> {
-    learn_roles_with(machine, rng, deadline, max_games, Candidates::default())
+    learn_roles_with(machine, rng, deadline, max_games, true)
 }
 
-/// As [`learn_roles`], trying only the kinds of candidate `candidates` names.
+/// As [`learn_roles`], with fact-group counts as candidates only when `groups` (without them
+/// nothing is learnt).
 ///
 /// # Errors
 /// The engine failed.
@@ -724,33 +531,12 @@ pub fn learn_roles_with<M: StateMachine>(
     rng: &mut impl Rng,
     deadline: Instant,
     max_games: usize,
-    candidates: Candidates,
+    groups: bool,
 ) -> Result<Vec<Option<Heuristic>>, MachineError> {
     let n_roles = machine.roles().len();
     let mut moments = Moments::new(n_roles);
     let (mut joint, mut scratch) = (Vec::new(), Vec::new());
-    let (mut ids, mut counts, mut scalars) = (Vec::new(), Vec::new(), Vec::new());
-    let mut probe = Probe::default();
-    // The scalar measures tried, each role's.
-    let mut measures = Vec::new();
-    for k in 0..n_roles {
-        if candidates.mobility && !machine.is_nature(k) {
-            measures.push(Measure::Mobility(k));
-        }
-        if candidates.goal {
-            measures.push(Measure::Goal(k));
-        }
-        if candidates.progress {
-            measures.push(Measure::Progress(k));
-        }
-    }
-    // Measures the engine cannot give are not tried.
-    let initial = machine.initial_state();
-    let mut progress = Vec::new();
-    if candidates.progress && !machine.goal_progress_into(&initial, &mut progress)? {
-        measures.retain(|m| !matches!(m, Measure::Progress(_)));
-    }
-    let measured: Vec<(Measure, usize)> = measures.iter().map(|&m| (m, moments.index(m))).collect();
+    let (mut ids, mut counts) = (Vec::new(), Vec::new());
     // Per fact id, its group's index in `moments` (`None`: not a group), once known.
     let mut group_of: Vec<Option<Option<usize>>> = Vec::new();
     'games: while moments.games < max_games && !past(deadline) {
@@ -767,7 +553,7 @@ pub fn learn_roles_with<M: StateMachine>(
                 break 'games;
             }
             counts.clear();
-            if !candidates.groups {
+            if !groups {
                 // No groups: none counted.
             } else if machine.fact_ids_into(&state, &mut ids) {
                 let unknown = ids
@@ -789,12 +575,7 @@ pub fn learn_roles_with<M: StateMachine>(
                     counts.push(moments.index(Measure::Group(g, c)));
                 }
             }
-            probe.clear();
-            scalars.clear();
-            for &(m, i) in &measured {
-                scalars.push((i, probe.get(machine, &state, m)?));
-            }
-            moments.add_state(&counts, &scalars);
+            moments.add_state(&counts);
             machine.random_joint_move_into(&state, rng, &mut joint, &mut scratch)?;
             state = machine.next_state_unchecked(&state, &joint)?;
         }
@@ -868,14 +649,10 @@ impl Moments {
         i
     }
 
-    /// The next state of the current game: the group index of each of its facts, and the
-    /// values of the scalar measures (index, value).
-    fn add_state(&mut self, groups: &[usize], scalars: &[(usize, f64)]) {
+    /// The next state of the current game: the group index of each of its facts.
+    fn add_state(&mut self, groups: &[usize]) {
         for &g in groups {
             self.state_x[g] += 1.0;
-        }
-        for &(i, x) in scalars {
-            self.state_x[i] = x as f32;
         }
         for (g, counts) in self.game.iter_mut().enumerate() {
             counts.push(std::mem::take(&mut self.state_x[g]));
@@ -1019,7 +796,7 @@ mod tests {
             for s in 0..4 {
                 let mut groups = vec![p; ours];
                 groups.extend(std::iter::repeat_n(q, (i / 5 + s) % 5));
-                m.add_state(&groups, &[]);
+                m.add_state(&groups);
             }
             m.end_game(Some(&[goal]));
         }
@@ -1034,133 +811,10 @@ mod tests {
         for i in 0..100 {
             let len = 2 + i % 7;
             for t in 0..len {
-                m.add_state(&vec![clock; t], &[]);
+                m.add_state(&vec![clock; t]);
             }
             m.end_game(Some(&[if len > 4 { 100.0 } else { 0.0 }]));
         }
         assert!(m.heuristic(0).is_none());
-    }
-
-    fn propnet(text: &str) -> crate::propnet::PropnetMachine {
-        let d = crate::gdl::Description::from_text(text).expect("rules");
-        crate::propnet::PropnetMachine::new(&d, &crate::propnet::Budget::default())
-            .expect("the game grounds")
-    }
-
-    fn tic_tac_toe() -> crate::propnet::PropnetMachine {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../shared/games/base/ticTacToe.kif"
-        );
-        propnet(&std::fs::read_to_string(path).expect("the corpus beside the repository"))
-    }
-
-    /// The features kept for each role from 2000 random games, trying only `only`.
-    fn kept(m: &mut crate::propnet::PropnetMachine, only: Candidates) -> Vec<Vec<Measure>> {
-        use rand::SeedableRng;
-        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(1);
-        let far = Instant::now() + std::time::Duration::from_secs(600);
-        learn_roles_with(m, &mut rng, far, 2000, only)
-            .expect("the engine works")
-            .into_iter()
-            .map(|h| h.map_or_else(Vec::new, |h| h.features.iter().map(|f| f.measure).collect()))
-            .collect()
-    }
-
-    const NONE: Candidates = Candidates {
-        groups: false,
-        mobility: false,
-        goal: false,
-        progress: false,
-        latches: false,
-    };
-
-    #[test]
-    fn mobility_goal_and_progress_are_kept_where_they_tell_the_outcome() {
-        // In the tokens game `a` wins by growing its count to 3; each level adds a move.
-        let mut m = propnet(crate::propnet::analysis::tests::TOKENS);
-        let mobility = kept(
-            &mut m,
-            Candidates {
-                mobility: true,
-                ..NONE
-            },
-        );
-        assert_eq!(mobility[0], [Measure::Mobility(0)]);
-        // b has one move throughout: its mobility tells nothing.
-        assert_eq!(mobility[1], [Measure::Mobility(0)]);
-        let goal = kept(&mut m, Candidates { goal: true, ..NONE });
-        assert!(goal[0].contains(&Measure::Goal(0)), "{goal:?}");
-        let progress = kept(
-            &mut m,
-            Candidates {
-                progress: true,
-                ..NONE
-            },
-        );
-        assert!(progress[0].contains(&Measure::Progress(0)), "{progress:?}");
-        // The signs: a's mobility helps a and hurts b.
-        let mut rng = <rand_xoshiro::Xoshiro256PlusPlus as rand::SeedableRng>::seed_from_u64(2);
-        let far = Instant::now() + std::time::Duration::from_secs(600);
-        let hs = learn_roles_with(
-            &mut m,
-            &mut rng,
-            far,
-            2000,
-            Candidates {
-                mobility: true,
-                ..NONE
-            },
-        )
-        .expect("the engine works");
-        let r = |h: &Option<Heuristic>| h.as_ref().expect("kept").features[0].correlation;
-        assert!(r(&hs[0]) > 0.3 && r(&hs[1]) < -0.3);
-        assert_eq!(
-            hs[0].as_ref().expect("kept").describe(m.roles()),
-            format!("mobility of a {:+.3}", r(&hs[0]))
-        );
-    }
-
-    #[test]
-    fn mobility_and_the_current_goal_are_dropped_where_they_tell_nothing() {
-        // In tic-tac-toe every state at one ply has the same number of moves, and no goal
-        // holds before the end.
-        let mut m = tic_tac_toe();
-        let mobility = kept(
-            &mut m,
-            Candidates {
-                mobility: true,
-                ..NONE
-            },
-        );
-        assert!(mobility.iter().all(Vec::is_empty), "{mobility:?}");
-        let goal = kept(&mut m, Candidates { goal: true, ..NONE });
-        assert!(goal.iter().all(Vec::is_empty), "{goal:?}");
-    }
-
-    #[test]
-    fn the_evaluator_gives_the_outcome_latches_prove() {
-        let mut m = propnet(crate::propnet::analysis::tests::TOKENS);
-        let facts: Vec<Term> = ["(step 3)", "(count 3)", "(mark 1)", "(mark 2)", "(mark 3)"]
-            .iter()
-            .map(|f| crate::gdl::parse_term(f).expect("a term"))
-            .collect();
-        let won = m.state_from_terms(&facts).expect("known facts");
-        let mut out = Vec::new();
-        let mut plain = Evaluator::new(vec![None, None]);
-        plain
-            .values(&mut m, &won, &mut out)
-            .expect("the engine works");
-        assert_eq!(out, [0.5, 0.5]);
-        let mut proving = Evaluator::new(vec![None, None]).proving(true);
-        proving
-            .values(&mut m, &won, &mut out)
-            .expect("the engine works");
-        assert_eq!(out, [1.0, 0.0]);
-        let start = m.initial_state();
-        proving
-            .values(&mut m, &start, &mut out)
-            .expect("the engine works");
-        assert_eq!(out, [0.5, 0.5]);
     }
 }

@@ -38,7 +38,8 @@ use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use super::{Choice, SearchError, goal_or_zero};
+use super::mcts::MctsSettings;
+use super::{Choice, Player, SearchConfig, SearchError, goal_or_zero};
 use crate::gdl::Term;
 use crate::machine::{MachineError, StateMachine};
 
@@ -677,21 +678,25 @@ fn step<M: StateMachine>(
 ) -> Result<Weighted<M::State, M::Move>, BeliefError> {
     let roles = machine.roles().len();
     let mut next = Weighted::default();
-    let mut seen = Vec::new();
     let mut legal: Vec<Vec<M::Move>> = vec![Vec::new(); roles];
-    let mut joint = Vec::with_capacity(roles);
-    // Enough consistent successors per state to refill the bag.
-    let wanted = cap.div_ceil(states.len().max(1)).max(1);
-    let mut remembered: Vec<Vec<M::Move>> = Vec::new();
-    let mut known: HashSet<Vec<M::Move>> = HashSet::new();
-    let mut found: HashSet<Vec<M::Move>> = HashSet::new();
-    // Tries spent in states that had a consistent joint move, and the consistent joint moves
-    // found, over the whole update, for judging a state dead (the tries of dead states left
-    // out: they would raise the limit for the next dead one, and so on).
-    let (mut all_tries, mut all_found) = (0usize, 0usize);
+    let mut search = StepSearch {
+        role,
+        percepts,
+        budget,
+        // Enough consistent successors per state to refill the bag.
+        wanted: cap.div_ceil(states.len().max(1)).max(1),
+        seen: Vec::new(),
+        joint: Vec::with_capacity(roles),
+        remembered: Vec::new(),
+        known: HashSet::new(),
+        found: HashSet::new(),
+        all_tries: 0,
+        all_found: 0,
+        checked: 0,
+    };
     let mut order: Vec<usize> = (0..states.len()).collect();
     order.shuffle(rng);
-    'states: for i in order {
+    for i in order {
         if budget.over(!next.states.is_empty()) {
             break;
         }
@@ -699,101 +704,217 @@ fn step<M: StateMachine>(
         if machine.is_terminal(state)? {
             continue;
         }
-        let mut combos = 1usize;
-        for (r, moves) in legal.iter_mut().enumerate() {
-            moves.clear();
-            if r == role {
-                match our_move(machine, state, role, mv)? {
-                    Some(our) => moves.push(our),
-                    None => continue 'states,
-                }
-            } else {
-                machine.legal_moves_into(state, r, moves)?;
-                if moves.is_empty() {
-                    continue 'states;
-                }
+        let Some(combos) = joint_moves_with_ours(machine, state, role, mv, &mut legal)? else {
+            continue;
+        };
+        let parent = Parent {
+            state,
+            path: &paths[i],
+            each: weight / combos as f64,
+            combos,
+        };
+        search.successors(machine, &parent, &legal, &mut next, rng)?;
+    }
+    *checked += search.checked;
+    Ok(next)
+}
+
+/// Every role's legal moves in `state` into `legal`, ours being only the move `mv` names, and
+/// the number of joint moves they make; `None` when a role has none (or `mv` is not ours
+/// there).
+fn joint_moves_with_ours<M: StateMachine>(
+    machine: &mut M,
+    state: &M::State,
+    role: usize,
+    mv: &Term,
+    legal: &mut [Vec<M::Move>],
+) -> Result<Option<usize>, BeliefError> {
+    let mut combos = 1usize;
+    for (r, moves) in legal.iter_mut().enumerate() {
+        moves.clear();
+        if r == role {
+            match our_move(machine, state, role, mv)? {
+                Some(our) => moves.push(our),
+                None => return Ok(None),
             }
-            combos = combos.saturating_mul(moves.len());
+        } else {
+            machine.legal_moves_into(state, r, moves)?;
+            if moves.is_empty() {
+                return Ok(None);
+            }
         }
-        let each = weight / combos as f64;
-        found.clear();
-        let exact = combos <= EXACT_MAX;
-        let order = Order::new(&legal, rng);
-        let mut drawn = 0;
-        let mut k = 0;
-        remembered.shuffle(rng);
-        let mut tries = 0;
-        // Once no remembered joint move fits, a state is given up after four times the tries
-        // a consistent joint move has cost so far in this update (or a few hundred before
-        // any was found): it likely has none (in a card deal, the card we were dealt is in
-        // another hand there).
-        let mut limit = MAX_TRIES;
+        combos = combos.saturating_mul(moves.len());
+    }
+    Ok(Some(combos))
+}
+
+/// A state of the belief being stepped: where it came from, the weight each of its joint
+/// moves carries, and how many joint moves it has.
+struct Parent<'a, S, Mv> {
+    state: &'a S,
+    path: &'a Path<Mv>,
+    each: f64,
+    combos: usize,
+}
+
+/// One step's search for consistent successors, over all the belief's states: what it is
+/// looking for, and what it learns from state to state.
+struct StepSearch<'a, Mv> {
+    role: usize,
+    percepts: &'a [Term],
+    budget: &'a Budget,
+    /// Consistent successors wanted per state.
+    wanted: usize,
+    seen: Vec<Term>,
+    joint: Vec<Mv>,
+    /// Joint moves that fitted an earlier state, tried first in the next ones.
+    remembered: Vec<Vec<Mv>>,
+    known: HashSet<Vec<Mv>>,
+    /// The consistent joint moves of the current state.
+    found: HashSet<Vec<Mv>>,
+    /// Tries spent in states that had a consistent joint move, and the consistent joint moves
+    /// found, over the whole update, for judging a state dead (the tries of dead states left
+    /// out: they would raise the limit for the next dead one, and so on).
+    all_tries: usize,
+    all_found: usize,
+    /// Percepts computed.
+    checked: u64,
+}
+
+impl<Mv: Copy + Eq + std::hash::Hash> StepSearch<'_, Mv> {
+    /// Adds to `next` the successors of `parent` that give us our percepts: every joint move
+    /// when there are at most [`EXACT_MAX`], else remembered ones first, then random ones
+    /// without repeats, until [`StepSearch::wanted`] are found or the state is given up.
+    fn successors<M: StateMachine<Move = Mv>>(
+        &mut self,
+        machine: &mut M,
+        parent: &Parent<'_, M::State, Mv>,
+        legal: &[Vec<Mv>],
+        next: &mut Weighted<M::State, Mv>,
+        rng: &mut impl Rng,
+    ) -> Result<(), BeliefError> {
+        self.found.clear();
+        let exact = parent.combos <= EXACT_MAX;
+        let mut draw = Draw {
+            order: Order::new(legal, rng),
+            drawn: 0,
+            k: 0,
+            tries: 0,
+            limit: MAX_TRIES,
+        };
+        self.remembered.shuffle(rng);
         let mut hits = 0;
         loop {
-            if exact {
-                if k == combos {
-                    break;
-                }
-                // All joint moves.
-                order.joint(&legal, k, &mut joint);
-                k += 1;
+            let more = if exact {
+                self.all_joint_moves(&mut draw, legal, parent.combos)
             } else {
-                if found.len() >= wanted || tries >= limit || drawn == order.count {
-                    break;
+                match self.sampled_joint_move(&mut draw, legal) {
+                    Some(true) => true,
+                    Some(false) => continue,
+                    None => false,
                 }
-                if k == remembered.len() && found.is_empty() && limit == MAX_TRIES {
-                    limit = if all_found > 0 {
-                        tries + (4 * all_tries.div_ceil(all_found)).max(EXACT_MAX)
-                    } else {
-                        tries + 2 * EXACT_MAX
-                    };
-                }
-                if k < remembered.len() {
-                    // A joint move that fitted another state, if it is legal here.
-                    let candidate = &remembered[k];
-                    k += 1;
-                    if !candidate.iter().zip(&legal).all(|(m, ms)| ms.contains(m)) {
-                        continue;
-                    }
-                    joint.clone_from(candidate);
-                } else {
-                    // The others in a random order, without repeats.
-                    order.joint(&legal, drawn, &mut joint);
-                    drawn += 1;
-                    if found.contains(&joint) {
-                        continue;
-                    }
-                }
-            }
-            tries += 1;
-            if tries % 16 == 0 && budget.over(!found.is_empty() || !next.states.is_empty()) {
+            };
+            if !more {
                 break;
             }
-            seen.clear();
-            *checked += 1;
-            machine.percepts_into(state, &joint, role, &mut seen)?;
-            if seen.as_slice() != percepts {
+            draw.tries += 1;
+            if draw.tries.is_multiple_of(16)
+                && self
+                    .budget
+                    .over(!self.found.is_empty() || !next.states.is_empty())
+            {
+                break;
+            }
+            if !self.fits(machine, parent.state)? {
                 continue;
             }
-            all_found += 1;
+            self.all_found += 1;
             hits += 1;
             next.add(
-                machine.next_state_unchecked(state, &joint)?,
-                each,
-                extend(&paths[i], &joint),
+                machine.next_state_unchecked(parent.state, &self.joint)?,
+                parent.each,
+                extend(parent.path, &self.joint),
             );
             if !exact {
-                found.insert(joint.clone());
-                if remembered.len() < MAX_TRIES && known.insert(joint.clone()) {
-                    remembered.push(joint.clone());
+                self.found.insert(self.joint.clone());
+                if self.remembered.len() < MAX_TRIES && self.known.insert(self.joint.clone()) {
+                    self.remembered.push(self.joint.clone());
                 }
             }
         }
         if hits > 0 {
-            all_tries += tries;
+            self.all_tries += draw.tries;
         }
+        Ok(())
     }
-    Ok(next)
+
+    /// The next of all `combos` joint moves into `self.joint`; false when all were tried.
+    fn all_joint_moves(&mut self, draw: &mut Draw, legal: &[Vec<Mv>], combos: usize) -> bool {
+        if draw.k == combos {
+            return false;
+        }
+        draw.order.joint(legal, draw.k, &mut self.joint);
+        draw.k += 1;
+        true
+    }
+
+    /// The next sampled joint move into `self.joint`: `Some(true)` to try it, `Some(false)`
+    /// to skip it (a remembered one not legal here, a random one already found), `None` when
+    /// the state is done. Once no remembered joint move fits, a state is given up after four
+    /// times the tries a consistent joint move has cost so far in this update (or a few
+    /// hundred before any was found): it likely has none (in a card deal, the card we were
+    /// dealt is in another hand there).
+    fn sampled_joint_move(&mut self, draw: &mut Draw, legal: &[Vec<Mv>]) -> Option<bool> {
+        if self.found.len() >= self.wanted
+            || draw.tries >= draw.limit
+            || draw.drawn == draw.order.count
+        {
+            return None;
+        }
+        if draw.k == self.remembered.len() && self.found.is_empty() && draw.limit == MAX_TRIES {
+            draw.limit = if self.all_found > 0 {
+                draw.tries + (4 * self.all_tries.div_ceil(self.all_found)).max(EXACT_MAX)
+            } else {
+                draw.tries + 2 * EXACT_MAX
+            };
+        }
+        if draw.k < self.remembered.len() {
+            // A joint move that fitted another state, if it is legal here.
+            let candidate = &self.remembered[draw.k];
+            draw.k += 1;
+            if !candidate.iter().zip(legal).all(|(m, ms)| ms.contains(m)) {
+                return Some(false);
+            }
+            self.joint.clone_from(candidate);
+            return Some(true);
+        }
+        // The others in a random order, without repeats.
+        draw.order.joint(legal, draw.drawn, &mut self.joint);
+        draw.drawn += 1;
+        Some(!self.found.contains(&self.joint))
+    }
+
+    /// Whether `self.joint` in `state` gives us our percepts.
+    fn fits<M: StateMachine<Move = Mv>>(
+        &mut self,
+        machine: &mut M,
+        state: &M::State,
+    ) -> Result<bool, BeliefError> {
+        self.seen.clear();
+        self.checked += 1;
+        machine.percepts_into(state, &self.joint, self.role, &mut self.seen)?;
+        Ok(self.seen.as_slice() == self.percepts)
+    }
+}
+
+/// Where the joint moves of one state stand: the random order, how far it and the
+/// remembered (or exact) list have got, the tries spent and the state's limit.
+struct Draw {
+    order: Order,
+    drawn: usize,
+    k: usize,
+    tries: usize,
+    limit: usize,
 }
 
 /// One successor per state, by a random joint move with our move `mv` (or any of ours if it
@@ -841,13 +962,7 @@ fn our_move<M: StateMachine>(
     if let Some(&m) = legal.iter().find(|&&m| machine.move_term(m) == *mv) {
         return Ok(Some(m));
     }
-    let wanted = mv.to_string();
-    Ok(legal.into_iter().find(|&m| {
-        machine
-            .move_term(m)
-            .to_string()
-            .eq_ignore_ascii_case(&wanted)
-    }))
+    Ok(crate::machine::move_ignoring_case(machine, mv, &legal))
 }
 
 /// Joint moves, one per step, the first first.
@@ -960,11 +1075,6 @@ fn resample<S: Clone + Eq + std::hash::Hash, Mv>(
     (states, paths)
 }
 
-/// The exploration constant of the search (goals scaled to 0..1).
-const EXPLORATION: f64 = 0.7;
-/// Most moves of one playout.
-const PLAYOUT_STEPS: usize = 10_000;
-
 /// One node of the search tree: a sequence of our moves from the root (open loop: what we
 /// would see on the way is left to the states drawn, not branched on).
 #[derive(Debug, Default)]
@@ -989,32 +1099,40 @@ struct Edge<Mv> {
 /// the other roles moving uniformly at random (nature does; for opponents it is the same
 /// model as the belief's), adds one node, finishes with a random playout and backs up our
 /// goal. The tree is shared by all determinisations, so a move is judged by its value over
-/// the whole belief, never by what it does in one state the search happened to draw.
+/// the whole belief, never by what it does in one state the search happened to draw. It
+/// takes the exploration constant and the playout cap of the player it stands in for
+/// ([`Player::hidden_settings`]), and the seed, iteration limit and progress counter of its
+/// [`SearchConfig`].
 pub struct HiddenPlayer {
     rng: Xoshiro256PlusPlus,
-    max_iterations: Option<u64>,
-    /// Each iteration (one playout) is added to it as it ends, for a progress display.
-    progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+    config: SearchConfig,
+    /// The UCB exploration constant (goals scaled to 0..1).
+    exploration: f64,
+    /// Most moves of one playout.
+    max_playout_steps: usize,
 }
 
 impl HiddenPlayer {
-    /// A player seeded with `seed`; `max_iterations` bounds the iterations of one choice.
-    pub fn new(seed: u64, max_iterations: Option<u64>) -> HiddenPlayer {
+    /// A search with the exploration constant and playout cap of `settings`.
+    pub fn new(config: SearchConfig, settings: &MctsSettings) -> HiddenPlayer {
         HiddenPlayer {
-            rng: Xoshiro256PlusPlus::seed_from_u64(seed),
-            max_iterations,
-            progress: None,
+            rng: Xoshiro256PlusPlus::seed_from_u64(config.seed),
+            config,
+            exploration: settings.exploration,
+            max_playout_steps: settings.max_playout_steps,
         }
     }
 
-    /// The same player adding each iteration (one playout) to `progress` as it searches
-    /// (see [`super::SearchConfig::progress`]).
-    pub fn with_progress(
-        mut self,
-        progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
-    ) -> HiddenPlayer {
-        self.progress = progress;
-        self
+    /// The search that stands in for `player` where it cannot see the state, with the
+    /// player's settings ([`Player::hidden_settings`]); `None` for a player that does not
+    /// search (random, legal).
+    pub fn for_player<M: StateMachine>(
+        player: &dyn Player<M>,
+        config: SearchConfig,
+    ) -> Option<HiddenPlayer> {
+        player
+            .hidden_settings()
+            .map(|settings| HiddenPlayer::new(config, &settings))
     }
 
     /// Our legal moves by what we know ([`Belief::our_moves`]).
@@ -1056,14 +1174,14 @@ impl HiddenPlayer {
         }];
         let mut iterations = 0u64;
         let mut last_error = None;
-        while self.max_iterations.is_none_or(|n| iterations < n)
+        while self.config.max_iterations.is_none_or(|n| iterations < n)
             && (iterations == 0 || Instant::now() < deadline)
         {
             iterations += 1;
             if let Err(e) = self.iterate(machine, belief, &mut tree) {
                 last_error = Some(e);
             }
-            if let Some(p) = &self.progress {
+            if let Some(p) = &self.config.progress {
                 p.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
         }
@@ -1131,9 +1249,10 @@ impl HiddenPlayer {
                 .filter(|&i| children[i].visits == 0 && ours.contains(&children[i].mv))
                 .collect();
             let (pick, expand) = if untried.is_empty() {
+                let c = self.exploration;
                 let pick = (0..children.len())
                     .filter(|&i| ours.contains(&children[i].mv))
-                    .max_by(|&a, &b| ucb(&children[a]).total_cmp(&ucb(&children[b])))
+                    .max_by(|&a, &b| ucb(&children[a], c).total_cmp(&ucb(&children[b], c)))
                     .expect("ours is not empty");
                 (pick, children[pick].child.is_none())
             } else {
@@ -1149,7 +1268,7 @@ impl HiddenPlayer {
             }
             node = children[pick].child.expect("not expanding");
         }
-        let (end, _) = machine.playout(&state, &mut self.rng, PLAYOUT_STEPS)?;
+        let (end, _) = machine.playout(&state, &mut self.rng, self.max_playout_steps)?;
         let result = f64::from(goal_or_zero(machine, &end, role)?) / 100.0;
         // The last edge gets a node of its own, so that the next visit goes deeper.
         if let Some(&(n, i)) = path.last()
@@ -1170,10 +1289,34 @@ impl HiddenPlayer {
     }
 }
 
-/// The UCB value of an edge whose move is legal now.
-fn ucb<Mv>(edge: &Edge<Mv>) -> f64 {
+/// The UCB value, with exploration constant `c`, of an edge whose move is legal now.
+fn ucb<Mv>(edge: &Edge<Mv>, c: f64) -> f64 {
     let visits = edge.visits.max(1) as f64;
-    edge.sum / visits + EXPLORATION * ((edge.available.max(1) as f64).ln() / visits).sqrt()
+    edge.sum / visits + c * ((edge.available.max(1) as f64).ln() / visits).sqrt()
+}
+
+/// Chooses for a seat that knows the game as `belief`, the one decision of which search a
+/// seat uses (the player server's and `ggp play`'s): the seat's own `player` where the belief
+/// is one state of a game without nature (nothing is hidden yet), or where the player does
+/// not search (`hidden` is `None`: a random or legal player picks among our legal moves,
+/// the same in every state of the belief); else the information-set search `hidden`.
+///
+/// # Errors
+/// The search or the engine failed, or there is no state to choose in.
+pub fn choose_for_seat<M: StateMachine>(
+    machine: &mut M,
+    player: &mut dyn Player<M>,
+    hidden: Option<&mut HiddenPlayer>,
+    belief: &Belief<M::State, M::Move>,
+    deadline: Instant,
+) -> Result<Choice<M::Move>, SearchError> {
+    let nature = (0..machine.roles().len()).any(|r| machine.is_nature(r));
+    match (belief.states(), hidden) {
+        ([(state, _)], _) if !nature => player.choose(machine, state, deadline),
+        (_, Some(hidden)) => hidden.choose(machine, belief, deadline),
+        ([(state, _), ..], None) => player.choose(machine, state, deadline),
+        ([], None) => Err(SearchError::NoMove),
+    }
 }
 
 #[cfg(test)]
@@ -1282,8 +1425,14 @@ mod tests {
         let far = Instant::now() + std::time::Duration::from_secs(60);
         let mut switches = 0;
         for seed in 0..20 {
-            let mut pa = HiddenPlayer::new(seed, Some(60));
-            let mut pb = HiddenPlayer::new(seed, Some(60));
+            let config = SearchConfig {
+                seed,
+                max_iterations: Some(60),
+                ..SearchConfig::default()
+            };
+            let settings = MctsSettings::default();
+            let mut pa = HiddenPlayer::new(config.clone(), &settings);
+            let mut pb = HiddenPlayer::new(config, &settings);
             let ca = pa.choose(&mut m, &a, far).unwrap();
             let cb = pb.choose(&mut m, &b, far).unwrap();
             assert_eq!(ca.mv, cb.mv, "seed {seed}");

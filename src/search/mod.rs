@@ -12,8 +12,6 @@
 //!   turn-taking constant-sum games.
 //! - [`heuristic`]: a state evaluation learnt at the start clock from random games (fact counts
 //!   that correlate with the outcome), for alpha-beta's leaves.
-//! - [`factor`]: any of them on the game with the moves of sub-games that cannot change the
-//!   outcome pruned (`factor=on`).
 //! - [`puzzle`]: best-first search for a line to goal 100 in single-player games.
 //! - [`duel`]: fast games between two players, the start-clock trials that choose a search
 //!   (`auto`) or how MCTS uses its heuristic.
@@ -27,8 +25,6 @@
 pub mod alphabeta;
 pub mod auto;
 pub mod duel;
-pub mod endgame;
-pub mod factor;
 mod flat;
 pub mod heuristic;
 pub mod hidden;
@@ -37,7 +33,8 @@ pub mod probe;
 pub mod puzzle;
 mod spec;
 
-pub use spec::{ALPHABETA_KEYS, AUTO_KEYS, FACTOR_KEY, MCTS_KEYS, PlayerSpec, SpecError};
+pub use auto::AutoSettings;
+pub use spec::{ALPHABETA_KEYS, AUTO_KEYS, MCTS_KEYS, PlayerSpec, SpecError};
 
 use std::time::Instant;
 
@@ -162,41 +159,19 @@ pub trait Player<M: StateMachine>: Send {
         deadline: Instant,
     ) -> Result<Choice<M::Move>, SearchError>;
 
-    /// Whether the player searches (rather than picking a legal move by a fixed rule): in a
-    /// game of hidden information a searching player is replaced by the information-set
-    /// search over its belief ([`hidden::HiddenPlayer`]), while a random or legal player
-    /// keeps choosing among its legal moves.
-    fn searches(&self) -> bool {
-        true
+    /// The settings of the information-set search ([`hidden::HiddenPlayer`]) that stands in
+    /// for the player where it cannot see the state (a game of hidden information, see
+    /// [`hidden::choose_for_seat`]): the player's own MCTS settings (the defaults for a
+    /// player without any); `None` for a player that picks a legal move by a fixed rule
+    /// (random, legal), which keeps choosing among its legal moves.
+    fn hidden_settings(&self) -> Option<mcts::MctsSettings> {
+        Some(mcts::MctsSettings::default())
     }
 
     /// What the player adds to [`SearchConfig::progress`] as it searches (known after
     /// [`Player::start`]).
     fn work(&self) -> Work {
         Work::Playouts
-    }
-
-    /// Whether the player thinks while it waits ([`Player::ponder`]); the caller does not
-    /// prepare anything for a player that does not.
-    fn ponders(&self) -> bool {
-        false
-    }
-
-    /// Thinks about `state` until `until` for the moves to come, answering nothing: called
-    /// while the player waits for its next request (on the opponents' turns, and between a
-    /// reply and the next message), again and again while no request comes. `Ok(false)` when
-    /// there is nothing worth thinking about (a player that does not ponder, a terminal state,
-    /// a solved one): the caller then waits without calling again until the next request.
-    ///
-    /// # Errors
-    /// The engine failed.
-    fn ponder(
-        &mut self,
-        _machine: &mut M,
-        _state: &M::State,
-        _until: Instant,
-    ) -> Result<bool, SearchError> {
-        Ok(false)
     }
 }
 
@@ -213,41 +188,22 @@ fn new_player_with<M>(spec: &PlayerSpec, config: &SearchConfig) -> Box<dyn Playe
 where
     M: StateMachine + Send + 'static,
 {
-    if spec.factor() {
-        return Box::new(factor::FactoredPlayer::new(
-            spec.without_factor(),
-            config.clone(),
-        ));
-    }
-    new_unfactored_player(spec, config)
-}
-
-/// A new player as `spec` says, ignoring its `factor` option.
-fn new_unfactored_player<M>(spec: &PlayerSpec, config: &SearchConfig) -> Box<dyn Player<M>>
-where
-    M: StateMachine + Send + 'static,
-{
     let config = config.clone();
     match spec.kind {
         PlayerKind::Random => Box::new(SimplePlayer::new(true, config.seed)),
         PlayerKind::Legal => Box::new(SimplePlayer::new(false, config.seed)),
         PlayerKind::Flat => Box::new(flat::FlatPlayer::new(config)),
-        PlayerKind::Mcts => Box::new(mcts::MctsPlayer::with_settings(
-            config,
-            spec.mcts_settings(),
-        )),
+        PlayerKind::Mcts => Box::new(mcts::MctsPlayer::with_settings(config, spec.mcts.clone())),
         PlayerKind::Alphabeta => Box::new(alphabeta::AlphaBetaPlayer::with_settings(
             config,
-            spec.alphabeta_settings(),
+            spec.alphabeta.clone(),
         )),
-        PlayerKind::Puzzle => Box::new(puzzle::PuzzlePlayer::new(config, spec.mcts_settings())),
-        PlayerKind::Auto => {
-            let mut player = auto::AutoPlayer::<M>::new(config, spec.mcts_settings());
-            player.set_trial(spec.auto_trial());
-            player.set_puzzle(spec.auto_puzzle());
-            player.set_endgame(spec.auto_endgame());
-            Box::new(player)
-        }
+        PlayerKind::Puzzle => Box::new(puzzle::PuzzlePlayer::new(config, spec.mcts.clone())),
+        PlayerKind::Auto => Box::new(auto::AutoPlayer::<M>::new(
+            config,
+            spec.mcts.clone(),
+            spec.auto,
+        )),
     }
 }
 
@@ -346,8 +302,8 @@ impl<M: StateMachine> Player<M> for SimplePlayer {
         if self.random { "random" } else { "legal" }.to_string()
     }
 
-    fn searches(&self) -> bool {
-        false
+    fn hidden_settings(&self) -> Option<mcts::MctsSettings> {
+        None
     }
 
     fn start(&mut self, _: &mut M, role: usize, _: Instant) -> Result<(), SearchError> {

@@ -783,6 +783,10 @@ impl<M: StateMachine + Send + 'static> Player<M> for PuzzlePlayer<M> {
         "puzzle".into()
     }
 
+    fn hidden_settings(&self) -> Option<MctsSettings> {
+        Player::<M>::hidden_settings(&self.mcts)
+    }
+
     fn start(
         &mut self,
         machine: &mut M,

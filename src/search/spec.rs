@@ -1,11 +1,13 @@
 //! Player specs: a built-in player and its options in one string, `NAME[:key=value,...]`.
 //!
 //! `mcts`, `mcts:c=0.7`, `alphabeta:leaf=0`, `flat`. The name is a [`PlayerKind`]; the options
-//! set fields of the player's settings ([`MctsSettings`] for `mcts` and `auto`,
-//! [`AlphaBetaSettings`] for `alphabeta`), each key documented by [`MCTS_KEYS`] and
-//! [`ALPHABETA_KEYS`]. A spec is checked when parsed: an unknown name, an unknown key or a bad
-//! value is an error that names it and lists what is allowed. The spec's text (`Display`)
-//! gives the options in the order written, so it can name a variant in a record.
+//! set fields of the player's typed settings ([`MctsSettings`] for `mcts`, `puzzle` and `auto`,
+//! [`AutoSettings`] for `auto`'s own, [`AlphaBetaSettings`] for `alphabeta`), each key
+//! documented by [`MCTS_KEYS`], [`AUTO_KEYS`] and [`ALPHABETA_KEYS`]. A spec is parsed once,
+//! into those settings: an unknown name, an unknown key or a bad value is an error that names
+//! it and lists what is allowed. The spec's text (`Display`) gives the options in the order
+//! written, so it can name a variant in a record; it is never read again. Every command takes
+//! this one type (the tournament wraps it with its own keys).
 
 use std::fmt;
 use std::str::FromStr;
@@ -13,17 +15,24 @@ use std::str::FromStr;
 use clap::ValueEnum;
 
 use super::alphabeta::AlphaBetaSettings;
-use super::mcts::{Anti, MctsSettings, Parallelism};
+use super::auto::AutoSettings;
+use super::mcts::{Anti, MctsSettings};
 use super::{Player, PlayerKind, SearchConfig, new_player_with};
 use crate::machine::StateMachine;
 
-/// A built-in player and its options.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A built-in player and its settings, checked.
+#[derive(Debug, Clone, PartialEq)]
 pub struct PlayerSpec {
     /// The player.
     pub kind: PlayerKind,
-    /// The options as written, checked.
-    options: Vec<(String, String)>,
+    /// The MCTS settings (of `mcts`, `puzzle`'s fallback and `auto`; defaults for others).
+    pub mcts: MctsSettings,
+    /// The alpha-beta settings (of `alphabeta`; defaults for others).
+    pub alphabeta: AlphaBetaSettings,
+    /// `auto`'s own settings (defaults for others).
+    pub auto: AutoSettings,
+    /// The options as written, for [`fmt::Display`] only.
+    written: Vec<(String, String)>,
 }
 
 /// Why a spec is not valid.
@@ -70,12 +79,6 @@ pub const MCTS_KEYS: &[(&str, &str)] = &[
     ("c", "UCB1 exploration constant on 0..1 rewards (number)"),
     ("memory", "MiB all trees may use (integer)"),
     ("steps", "playout length cap in joint moves (integer)"),
-    ("mast", "MAST playouts (on or off)"),
-    ("epsilon", "MAST's chance of a random move (number 0..1)"),
-    (
-        "decisive",
-        "playouts take a win in one when the mover has one (on or off)",
-    ),
     (
         "anti",
         "decisive playouts that also avoid a move after which the next mover wins in one (on, off, or auto, the default: measured at the start clock, on when they run at least 5,000 a second and change at least one choice in two playouts; then they play to the end, without the heuristic)",
@@ -97,46 +100,14 @@ pub const MCTS_KEYS: &[(&str, &str)] = &[
         "heuristic candidates: counts of fact groups, e.g. pieces (on or off)",
     ),
     (
-        "mobility",
-        "heuristic candidates: each role's legal-move count (on or off)",
-    ),
-    (
-        "goal",
-        "heuristic candidates: each role's current goal value, goal stability (on or off)",
-    ),
-    (
-        "progress",
-        "heuristic candidates: how nearly each role's best goal rule holds (on or off)",
-    ),
-    (
-        "latches",
-        "with a heuristic: outcomes proven by latches replace its estimates (on or off)",
-    ),
-    (
         "prior",
         "with a heuristic: visits a new node's heuristic value counts as (integer)",
-    ),
-    (
-        "transpositions",
-        "one node per state, shared by the move orders reaching it (on or off)",
-    ),
-    (
-        "grave",
-        "GRAVE selection: visits a node needs to lend its AMAF statistics (integer, 50 is Cazenave's; 0 for off)",
     ),
     (
         "batch",
         "playouts per round side by side on the propnet's batch, 0 for one at a time (integer)",
     ),
     ("leaf", "with batch: playouts per leaf of a round (integer)"),
-    (
-        "parallel",
-        "threads search a tree each, roots merged (root), or one shared tree with virtual loss (tree)",
-    ),
-    (
-        "ponder",
-        "keep searching while waiting for the next request: the opponents' turns, after a reply (on or off)",
-    ),
 ];
 
 /// The options `auto` has besides those of `mcts`: key and meaning.
@@ -149,18 +120,7 @@ pub const AUTO_KEYS: &[(&str, &str)] = &[
         "puzzle",
         "single-player games played by the puzzle search (on or off)",
     ),
-    (
-        "endgame",
-        "where MCTS plays a two-player turn-taking constant-sum game, an exact alpha-beta search first tries each move for a quarter of its time and plays a proven win (on or off)",
-    ),
 ];
-
-/// The option every searching player (`flat`, `mcts`, `alphabeta`, `auto`) has: key and
-/// meaning (see [`super::factor`]).
-pub const FACTOR_KEY: (&str, &str) = (
-    "factor",
-    "prune the moves of sub-games neither goal nor terminal reads (on or off)",
-);
 
 /// The options of `alphabeta`: key and meaning.
 pub const ALPHABETA_KEYS: &[(&str, &str)] = &[
@@ -185,10 +145,6 @@ pub const ALPHABETA_KEYS: &[(&str, &str)] = &[
         "mobility",
         "with material or a heuristic, leaves also valued by the mover's mobility (on or off)",
     ),
-    (
-        "ponder",
-        "keep deepening while waiting for the next request (on or off)",
-    ),
 ];
 
 impl PlayerSpec {
@@ -197,82 +153,40 @@ impl PlayerSpec {
         kind_name(self.kind)
     }
 
-    /// The MCTS settings the options ask for (defaults elsewhere).
-    pub fn mcts_settings(&self) -> MctsSettings {
-        let mut settings = MctsSettings::default();
-        if matches!(
-            self.kind,
-            PlayerKind::Mcts | PlayerKind::Auto | PlayerKind::Puzzle
-        ) {
-            for (k, v) in &self.options {
-                // Checked when parsed.
-                if !(self.kind == PlayerKind::Auto && AUTO_KEYS.iter().any(|a| a.0 == k)) {
-                    let _ = set_mcts(&mut settings, &self.name(), k, v);
+    /// The spec of player `name` with `options` (key and value pairs, as in
+    /// `NAME:key=value,...`), each checked and set once.
+    ///
+    /// # Errors
+    /// The name is not a built-in player, or a key is not one of its options, or a value
+    /// does not suit its key.
+    pub fn from_options<'a>(
+        name: &str,
+        options: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<PlayerSpec, SpecError> {
+        let mut spec = PlayerSpec::from(parse_kind(name)?);
+        let kind = spec.kind;
+        let player = spec.name();
+        for (k, v) in options {
+            let (k, v) = (k.trim(), v.trim());
+            match kind {
+                PlayerKind::Auto if AUTO_KEYS.iter().any(|a| a.0 == k) => {
+                    set_auto(&mut spec.auto, &player, k, v)?;
+                }
+                PlayerKind::Mcts | PlayerKind::Auto | PlayerKind::Puzzle => {
+                    set_mcts(&mut spec.mcts, &player, k, v)?;
+                }
+                PlayerKind::Alphabeta => set_alphabeta(&mut spec.alphabeta, &player, k, v)?,
+                PlayerKind::Random | PlayerKind::Legal | PlayerKind::Flat => {
+                    return Err(SpecError::UnknownKey {
+                        player,
+                        key: k.to_string(),
+                        known: "none".into(),
+                    });
                 }
             }
+            spec.written.push((k.to_string(), v.to_string()));
         }
-        settings
-    }
-
-    /// Whether `auto` picks its search by a trial at the start clock (`trial=on`, the default).
-    pub fn auto_trial(&self) -> bool {
-        self.auto_switch("trial", true)
-    }
-
-    /// Whether `auto` plays single-player games with the puzzle search (`puzzle=on`, the
-    /// default).
-    pub fn auto_puzzle(&self) -> bool {
-        self.auto_switch("puzzle", true)
-    }
-
-    /// Whether `auto` lets the endgame solver try each MCTS move first (`endgame=on`; off
-    /// by default).
-    pub fn auto_endgame(&self) -> bool {
-        self.auto_switch("endgame", false)
-    }
-
-    /// An on/off key of `auto`, `default` unless the spec says otherwise.
-    fn auto_switch(&self, key: &str, default: bool) -> bool {
-        self.options
-            .iter()
-            .rev()
-            .find(|(k, _)| k == key)
-            .map_or(default, |(_, v)| {
-                switch("auto", key, v, AUTO_KEYS).unwrap_or(default)
-            })
-    }
-
-    /// Whether the player searches the factored game (`factor=on`; off by default).
-    pub fn factor(&self) -> bool {
-        self.options
-            .iter()
-            .rev()
-            .find(|(k, _)| k == FACTOR_KEY.0)
-            .is_some_and(|(_, v)| switch("", FACTOR_KEY.0, v, &[FACTOR_KEY]).unwrap_or(false))
-    }
-
-    /// The same spec without its `factor` option.
-    pub fn without_factor(&self) -> PlayerSpec {
-        PlayerSpec {
-            kind: self.kind,
-            options: self
-                .options
-                .iter()
-                .filter(|(k, _)| k != FACTOR_KEY.0)
-                .cloned()
-                .collect(),
-        }
-    }
-
-    /// The alpha-beta settings the options ask for (defaults elsewhere).
-    pub fn alphabeta_settings(&self) -> AlphaBetaSettings {
-        let mut settings = AlphaBetaSettings::default();
-        if self.kind == PlayerKind::Alphabeta {
-            for (k, v) in &self.options {
-                let _ = set_alphabeta(&mut settings, &self.name(), k, v);
-            }
-        }
-        settings
+        Ok(spec)
     }
 
     /// A new player as the spec says.
@@ -288,7 +202,10 @@ impl From<PlayerKind> for PlayerSpec {
     fn from(kind: PlayerKind) -> PlayerSpec {
         PlayerSpec {
             kind,
-            options: Vec::new(),
+            mcts: MctsSettings::default(),
+            alphabeta: AlphaBetaSettings::default(),
+            auto: AutoSettings::default(),
+            written: Vec::new(),
         }
     }
 }
@@ -298,63 +215,38 @@ impl FromStr for PlayerSpec {
 
     fn from_str(text: &str) -> Result<PlayerSpec, SpecError> {
         let (name, rest) = text.split_once(':').unwrap_or((text, ""));
-        let kind =
-            PlayerKind::from_str(name.trim(), true).map_err(|_| SpecError::UnknownPlayer {
-                name: name.to_string(),
-                known: PlayerKind::value_variants()
-                    .iter()
-                    .map(|&k| kind_name(k))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            })?;
-        let player = kind_name(kind);
+        let player = kind_name(parse_kind(name)?);
         let mut options = Vec::new();
-        let mut mcts = MctsSettings::default();
-        let mut alphabeta = AlphaBetaSettings::default();
         for item in rest.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let (k, v) = item
                 .split_once('=')
                 .ok_or_else(|| SpecError::Malformed(item.to_string(), player.clone()))?;
-            let (k, v) = (k.trim(), v.trim());
-            match kind {
-                PlayerKind::Flat | PlayerKind::Mcts | PlayerKind::Alphabeta | PlayerKind::Auto
-                    if k == FACTOR_KEY.0 =>
-                {
-                    switch(&player, k, v, &[FACTOR_KEY])?;
-                }
-                PlayerKind::Auto if AUTO_KEYS.iter().any(|a| a.0 == k) => {
-                    switch(&player, k, v, AUTO_KEYS)?;
-                }
-                PlayerKind::Mcts | PlayerKind::Auto | PlayerKind::Puzzle => {
-                    set_mcts(&mut mcts, &player, k, v)?;
-                }
-                PlayerKind::Alphabeta => set_alphabeta(&mut alphabeta, &player, k, v)?,
-                PlayerKind::Random | PlayerKind::Legal | PlayerKind::Flat => {
-                    return Err(SpecError::UnknownKey {
-                        player,
-                        key: k.to_string(),
-                        known: if kind == PlayerKind::Flat {
-                            FACTOR_KEY.0.into()
-                        } else {
-                            "none".into()
-                        },
-                    });
-                }
-            }
-            options.push((k.to_string(), v.to_string()));
+            options.push((k, v));
         }
-        Ok(PlayerSpec { kind, options })
+        PlayerSpec::from_options(name, options)
     }
 }
 
 impl fmt::Display for PlayerSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.name())?;
-        for (i, (k, v)) in self.options.iter().enumerate() {
+        for (i, (k, v)) in self.written.iter().enumerate() {
             write!(f, "{}{k}={v}", if i == 0 { ':' } else { ',' })?;
         }
         Ok(())
     }
+}
+
+/// The player named `name` (any case).
+fn parse_kind(name: &str) -> Result<PlayerKind, SpecError> {
+    PlayerKind::from_str(name.trim(), true).map_err(|_| SpecError::UnknownPlayer {
+        name: name.to_string(),
+        known: PlayerKind::value_variants()
+            .iter()
+            .map(|&k| kind_name(k))
+            .collect::<Vec<_>>()
+            .join(", "),
+    })
 }
 
 /// The name `clap` knows a kind by.
@@ -413,14 +305,6 @@ fn set_mcts(s: &mut MctsSettings, player: &str, key: &str, v: &str) -> Result<()
         "c" => s.exploration = value(player, key, v, keys)?,
         "memory" => s.memory_bytes = value::<usize>(player, key, v, keys)?.saturating_mul(1 << 20),
         "steps" => s.max_playout_steps = value(player, key, v, keys)?,
-        "mast" => s.mast = switch(player, key, v, keys)?,
-        "epsilon" => {
-            s.mast_epsilon = value(player, key, v, keys)?;
-            if !(0.0..=1.0).contains(&s.mast_epsilon) {
-                return Err(bad_value(player, key, v, keys));
-            }
-        }
-        "decisive" => s.decisive = switch(player, key, v, keys)?,
         "anti" => {
             s.anti = if v.eq_ignore_ascii_case("auto") {
                 Anti::Auto
@@ -433,14 +317,8 @@ fn set_mcts(s: &mut MctsSettings, player: &str, key: &str, v: &str) -> Result<()
         "heuristic" => s.heuristic = switch(player, key, v, keys)?,
         "htrial" => s.heuristic_trial = switch(player, key, v, keys)?,
         "cutoff" => s.cutoff = value(player, key, v, keys)?,
-        "groups" => s.features.groups = switch(player, key, v, keys)?,
-        "mobility" => s.features.mobility = switch(player, key, v, keys)?,
-        "goal" => s.features.goal = switch(player, key, v, keys)?,
-        "progress" => s.features.progress = switch(player, key, v, keys)?,
-        "latches" => s.features.latches = switch(player, key, v, keys)?,
+        "groups" => s.groups = switch(player, key, v, keys)?,
         "prior" => s.prior = value(player, key, v, keys)?,
-        "transpositions" => s.transpositions = switch(player, key, v, keys)?,
-        "grave" => s.grave = value(player, key, v, keys)?,
         "batch" => s.batch = value(player, key, v, keys)?,
         "leaf" => {
             s.leaf = value(player, key, v, keys)?;
@@ -448,15 +326,17 @@ fn set_mcts(s: &mut MctsSettings, player: &str, key: &str, v: &str) -> Result<()
                 return Err(bad_value(player, key, v, keys));
             }
         }
-        "ponder" => s.ponder = switch(player, key, v, keys)?,
-        "parallel" => {
-            s.parallel = match v.to_ascii_lowercase().as_str() {
-                "root" => Parallelism::Root,
-                "tree" => Parallelism::Tree,
-                _ => return Err(bad_value(player, key, v, keys)),
-            }
-        }
         _ => return Err(unknown(player, key, keys)),
+    }
+    Ok(())
+}
+
+/// Sets one of `auto`'s own options.
+fn set_auto(s: &mut AutoSettings, player: &str, key: &str, v: &str) -> Result<(), SpecError> {
+    match key {
+        "trial" => s.trial = switch(player, key, v, AUTO_KEYS)?,
+        "puzzle" => s.puzzle = switch(player, key, v, AUTO_KEYS)?,
+        _ => return Err(unknown(player, key, AUTO_KEYS)),
     }
     Ok(())
 }
@@ -476,7 +356,6 @@ fn set_alphabeta(
         "heuristic" => s.heuristic = switch(player, key, v, keys)?,
         "material" => s.material = switch(player, key, v, keys)?,
         "mobility" => s.mobility = switch(player, key, v, keys)?,
-        "ponder" => s.ponder = switch(player, key, v, keys)?,
         _ => return Err(unknown(player, key, keys)),
     }
     Ok(())
@@ -491,22 +370,21 @@ mod tests {
         let spec: PlayerSpec = "MCTS:c=0.7, steps=100".parse().unwrap();
         assert_eq!(spec.kind, PlayerKind::Mcts);
         assert_eq!(spec.to_string(), "mcts:c=0.7,steps=100");
-        let s = spec.mcts_settings();
-        assert_eq!(s.exploration, 0.7);
-        assert_eq!(s.max_playout_steps, 100);
+        assert_eq!(spec.mcts.exploration, 0.7);
+        assert_eq!(spec.mcts.max_playout_steps, 100);
         assert_eq!("flat".parse::<PlayerSpec>().unwrap().to_string(), "flat");
     }
 
     #[test]
     fn errors_name_the_offender() {
-        let e = "mcts:mast=maybe".parse::<PlayerSpec>().unwrap_err();
+        let e = "mcts:heuristic=maybe".parse::<PlayerSpec>().unwrap_err();
         assert!(e.to_string().contains("on or off"), "{e}");
         assert!(
-            "mcts:mast=on"
+            !"mcts:heuristic=off"
                 .parse::<PlayerSpec>()
                 .unwrap()
-                .mcts_settings()
-                .mast
+                .mcts
+                .heuristic
         );
         let e = "mcts:rave=maybe".parse::<PlayerSpec>().unwrap_err();
         assert!(
@@ -519,27 +397,35 @@ mod tests {
         let e = "deep".parse::<PlayerSpec>().unwrap_err();
         assert!(e.to_string().contains("flat"), "{e}");
         assert!("random:c=1".parse::<PlayerSpec>().is_err());
-        assert!("random:factor=on".parse::<PlayerSpec>().is_err());
-        assert!("auto:factor=maybe".parse::<PlayerSpec>().is_err());
-        let spec: PlayerSpec = "auto:factor=on,c=0.5".parse().unwrap();
-        assert!(spec.factor());
-        assert_eq!(spec.without_factor().to_string(), "auto:c=0.5");
-        assert_eq!(spec.mcts_settings().exploration, 0.5);
-        assert!(!"auto".parse::<PlayerSpec>().unwrap().factor());
-        assert!("flat:factor=on".parse::<PlayerSpec>().unwrap().factor());
+        assert!("flat:c=1".parse::<PlayerSpec>().is_err());
         assert!("mcts:c".parse::<PlayerSpec>().is_err());
+        assert!("mcts:leaf=0".parse::<PlayerSpec>().is_err());
+        // Removed options are refused (docs/experiments/ says why they went).
+        for removed in [
+            "mcts:mast=on",
+            "mcts:grave=50",
+            "mcts:transpositions=on",
+            "mcts:parallel=tree",
+            "mcts:ponder=on",
+            "mcts:decisive=on",
+            "mcts:mobility=on",
+            "auto:factor=on",
+            "auto:endgame=on",
+            "alphabeta:ponder=on",
+        ] {
+            assert!(removed.parse::<PlayerSpec>().is_err(), "{removed}");
+        }
     }
 
     #[test]
     fn auto_switches_have_their_defaults() {
         let plain: PlayerSpec = "auto".parse().unwrap();
-        assert!(plain.auto_trial() && plain.auto_puzzle() && !plain.auto_endgame());
-        let spec: PlayerSpec = "auto:trial=off,puzzle=off,endgame=on,c=0.5"
-            .parse()
-            .unwrap();
-        assert!(!spec.auto_trial() && !spec.auto_puzzle() && spec.auto_endgame());
-        assert_eq!(spec.mcts_settings().exploration, 0.5);
-        assert!("auto:endgame=maybe".parse::<PlayerSpec>().is_err());
-        assert!("mcts:endgame=on".parse::<PlayerSpec>().is_err());
+        assert_eq!(plain.auto, AutoSettings::default());
+        assert!(plain.auto.trial && plain.auto.puzzle);
+        let spec: PlayerSpec = "auto:trial=off,puzzle=off,c=0.5".parse().unwrap();
+        assert!(!spec.auto.trial && !spec.auto.puzzle);
+        assert_eq!(spec.mcts.exploration, 0.5);
+        assert!("auto:trial=maybe".parse::<PlayerSpec>().is_err());
+        assert!("mcts:trial=on".parse::<PlayerSpec>().is_err());
     }
 }

@@ -28,7 +28,7 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 
-pub use spec::{PlayerSpec, Source, SpecError};
+pub use spec::{Entrant, EntrantError, Source};
 pub use stats::{Errors, Line, Outcome};
 
 use crate::manager::{MatchConfig, MatchRecord};
@@ -249,7 +249,7 @@ pub fn game_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, TournamentError> {
 /// Two players or two games share a name, or a game has more roles than there are players.
 pub fn plan(
     games: &[Game],
-    players: &[PlayerSpec],
+    players: &[Entrant],
     matches: usize,
     seed: u64,
 ) -> Result<Vec<Job>, TournamentError> {
@@ -345,7 +345,7 @@ fn mix(seed: u64, text: &str) -> u64 {
 /// tournament (other players, games or clocks).
 pub fn open_folder(
     games: &[Game],
-    players: &[PlayerSpec],
+    players: &[Entrant],
     settings: &Settings,
 ) -> Result<u64, TournamentError> {
     let io = |path: &Path| {
@@ -422,7 +422,7 @@ pub fn record_path(out: &Path, job: &Job) -> PathBuf {
 /// What a completed record gives the tables; `None` for a record that is missing, cannot be
 /// read, is not completed, does not fit the match (another number of roles), or in which a
 /// player could not be reached (see [`outcome`]).
-pub fn finished(out: &Path, job: &Job, games: &[Game], players: &[PlayerSpec]) -> Option<Outcome> {
+pub fn finished(out: &Path, job: &Job, games: &[Game], players: &[Entrant]) -> Option<Outcome> {
     let record = MatchRecord::load(&record_path(out, job)).ok()?;
     outcome(&record, job, games, players).ok()
 }
@@ -434,7 +434,7 @@ fn outcome(
     record: &MatchRecord,
     job: &Job,
     games: &[Game],
-    players: &[PlayerSpec],
+    players: &[Entrant],
 ) -> Result<Outcome, String> {
     let game = &games[job.game];
     let all = record.goal_values.len();
@@ -484,7 +484,7 @@ fn outcome(
 ///
 /// # Errors
 /// A remote player does not answer.
-pub fn check_players(players: &[PlayerSpec]) -> Result<(), TournamentError> {
+pub fn check_players(players: &[Entrant]) -> Result<(), TournamentError> {
     let client = Client::new().map_err(|e| TournamentError::Io {
         path: PathBuf::from("(http client)"),
         why: e.to_string(),
@@ -516,7 +516,7 @@ pub fn check_players(players: &[PlayerSpec]) -> Result<(), TournamentError> {
 pub fn collect<'a>(
     jobs: &'a [Job],
     games: &[Game],
-    players: &[PlayerSpec],
+    players: &[Entrant],
     out: &Path,
 ) -> (Summary, VecDeque<&'a Job>) {
     let mut summary = Summary::default();
@@ -534,7 +534,7 @@ pub fn collect<'a>(
 }
 
 /// The cores a match takes from the budget: its players' threads, at most the whole budget.
-fn cost(job: &Job, players: &[PlayerSpec], cores: usize) -> usize {
+fn cost(job: &Job, players: &[Entrant], cores: usize) -> usize {
     job.seats
         .iter()
         .map(|&p| players[p].threads)
@@ -548,7 +548,7 @@ fn cost(job: &Job, players: &[PlayerSpec], cores: usize) -> usize {
 pub fn run<F>(
     jobs: &[Job],
     games: &[Game],
-    players: &[PlayerSpec],
+    players: &[Entrant],
     settings: &Settings,
     play: F,
 ) -> Summary
@@ -655,7 +655,7 @@ fn say(bar: &ProgressBar, line: String) {
 }
 
 /// The tables: one per game, then one over every game.
-pub fn tables(outcomes: &[Outcome], games: &[Game], players: &[PlayerSpec]) -> String {
+pub fn tables(outcomes: &[Outcome], games: &[Game], players: &[Entrant]) -> String {
     let names: Vec<String> = players.iter().map(|p| p.name.clone()).collect();
     let mut by_game: BTreeMap<&str, Vec<&Outcome>> = BTreeMap::new();
     for outcome in outcomes {
@@ -681,9 +681,9 @@ pub fn tables(outcomes: &[Outcome], games: &[Game], players: &[PlayerSpec]) -> S
 mod tests {
     use super::*;
 
-    fn players(n: usize) -> Vec<PlayerSpec> {
+    fn players(n: usize) -> Vec<Entrant> {
         (0..n)
-            .map(|i| PlayerSpec::parse(&format!("p{i}=builtin:random"), 1).unwrap())
+            .map(|i| Entrant::parse(&format!("p{i}=builtin:random"), 1).unwrap())
             .collect()
     }
 

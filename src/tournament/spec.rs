@@ -1,9 +1,10 @@
-//! Tournament players as given on the command line.
+//! Tournament players as given on the command line: an [`Entrant`] wraps the one player spec
+//! every command takes ([`search::PlayerSpec`]) with the tournament's own keys.
 //!
 //! `[NAME=]builtin:KIND[:key=value,...]` is a built-in player (KIND any value of
 //! `ggp serve --player`; keys `threads` and `iterations` are the tournament's, every other key
-//! is the player's own option, checked by [`search::PlayerSpec`]), run in-process as a player
-//! server;
+//! is the player's own option, given to [`search::PlayerSpec::from_options`] as read), run
+//! in-process as a player server;
 //! `[NAME=]host:port[@THREADS]` is a player somewhere on the network, THREADS (default 1) the
 //! cores it uses, for the core budget.
 
@@ -12,8 +13,8 @@ use std::str::FromStr;
 use crate::search;
 
 /// One tournament player.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PlayerSpec {
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entrant {
     /// Its name in tables and file names: letters, digits, `_` and `-`.
     pub name: String,
     /// Where it comes from.
@@ -25,7 +26,7 @@ pub struct PlayerSpec {
 }
 
 /// Where a player comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Source {
     /// A built-in player, served in-process for each match.
     Builtin {
@@ -44,21 +45,21 @@ pub enum Source {
 /// A player spec that cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("player `{text}`: {why}")]
-pub struct SpecError {
+pub struct EntrantError {
     /// The spec as given.
     pub text: String,
     /// What is wrong with it.
     pub why: String,
 }
 
-impl PlayerSpec {
+impl Entrant {
     /// Reads a spec; built-in players without a `threads` key get `default_threads`.
     ///
     /// # Errors
     /// The spec is not one of the two forms, names an unknown built-in player or key, or
     /// gives a name or number that is not valid.
-    pub fn parse(text: &str, default_threads: usize) -> Result<PlayerSpec, SpecError> {
-        let bad = |why: String| SpecError {
+    pub fn parse(text: &str, default_threads: usize) -> Result<Entrant, EntrantError> {
+        let bad = |why: String| EntrantError {
             text: text.to_string(),
             why,
         };
@@ -70,7 +71,7 @@ impl PlayerSpec {
             let (kind_text, options) = builtin.split_once(':').unwrap_or((builtin, ""));
             let mut threads = default_threads.max(1);
             let mut iterations = None;
-            let mut player_options = Vec::new();
+            let mut player_options: Vec<(&str, &str)> = Vec::new();
             for option in options.split(',').filter(|o| !o.is_empty()) {
                 let (key, value) = option
                     .split_once('=')
@@ -83,11 +84,10 @@ impl PlayerSpec {
                         iterations =
                             Some(positive(value).map_err(|w| bad(format!("{key}: {w}")))? as u64);
                     }
-                    _ => player_options.push(option),
+                    _ => player_options.push((key, value)),
                 }
             }
-            let player_text = format!("{kind_text}:{}", player_options.join(","));
-            let player = search::PlayerSpec::from_str(&player_text)
+            let player = search::PlayerSpec::from_options(kind_text, player_options)
                 .map_err(|e| bad(format!("{e} (tournament keys: threads, iterations)")))?;
             let default_name = kind_text.to_ascii_lowercase();
             let source = Source::Builtin { player, iterations };
@@ -124,7 +124,7 @@ impl PlayerSpec {
                 "the name `{name}` must be letters, digits, `_` or `-`"
             )));
         }
-        Ok(PlayerSpec {
+        Ok(Entrant {
             name,
             source,
             threads,
@@ -146,10 +146,10 @@ mod tests {
 
     #[test]
     fn reads_builtin_players_with_options() {
-        let p = PlayerSpec::parse("builtin:mcts", 2).unwrap();
+        let p = Entrant::parse("builtin:mcts", 2).unwrap();
         assert_eq!(p.name, "mcts");
         assert_eq!(p.threads, 2);
-        let p = PlayerSpec::parse("big=builtin:MCTS:threads=3,iterations=50", 1).unwrap();
+        let p = Entrant::parse("big=builtin:MCTS:threads=3,iterations=50", 1).unwrap();
         assert_eq!(p.name, "big");
         assert_eq!(p.threads, 3);
         assert_eq!(
@@ -163,10 +163,10 @@ mod tests {
 
     #[test]
     fn reads_remote_players_with_threads() {
-        let p = PlayerSpec::parse("sancho=127.0.0.1:9350@1", 4).unwrap();
+        let p = Entrant::parse("sancho=127.0.0.1:9350@1", 4).unwrap();
         assert_eq!(p.name, "sancho");
         assert_eq!(p.threads, 1);
-        let p = PlayerSpec::parse("example.org:9147@8", 1).unwrap();
+        let p = Entrant::parse("example.org:9147@8", 1).unwrap();
         assert_eq!(p.name, "example_org_9147");
         assert_eq!(p.threads, 8);
         assert_eq!(
@@ -190,7 +190,7 @@ mod tests {
             ("a=localhost:9147@x", "threads after @"),
             ("a b=builtin:random", "the name `a b`"),
         ] {
-            let e = PlayerSpec::parse(text, 1).unwrap_err();
+            let e = Entrant::parse(text, 1).unwrap_err();
             assert!(e.to_string().contains(why), "{text}: {e}");
             assert!(e.to_string().contains(text), "{text}: {e}");
         }

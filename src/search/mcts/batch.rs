@@ -14,12 +14,11 @@
 //! dropped, as an interrupted iteration is.
 //!
 //! A round has three parts: [`gather`] (the descents) and [`settle`] (the back-ups) work on
-//! the tree, [`play`] (the playouts) only on the engine, so that a tree shared by several
-//! threads ([`super::parallel`]) is locked for the first and the last only; the virtual
-//! losses stay on while the playouts run.
+//! the tree, [`play`] (the playouts) only on the engine; the virtual losses stay on while the
+//! playouts run.
 //!
-//! Only uniform playouts run in the batch: with MAST or decisive playouts, or on an engine
-//! that plays one game at a time (Datalog), the search runs one iteration at a time.
+//! Only uniform playouts run in the batch: with anti-decisive playouts, or on an engine that
+//! plays one game at a time (Datalog), the search runs one iteration at a time.
 
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -28,26 +27,23 @@ use crate::search::Halt;
 
 use super::parallel::Context;
 use super::tree::{Leaf, Scratch, Tree};
-use super::{MctsSettings, Policies};
+use super::{MctsSettings, Plan, Playout, Policies};
 
-/// Playouts per round and per leaf for these settings on this engine; `None` when the
-/// search should run one iteration at a time.
+/// Playouts per round and per leaf for these settings and plan on this engine; `None` when
+/// the search should run one iteration at a time.
 pub(super) fn round_size<M: StateMachine>(
     settings: &MctsSettings,
+    plan: &Plan,
     machine: &M,
 ) -> Option<(usize, usize)> {
-    (settings.batch > 1
-        && !settings.mast
-        && !settings.decisive
-        && settings.anti != super::Anti::On
-        && machine.parallel_playouts() > 1)
+    (settings.batch > 1 && plan.playout == Playout::Uniform && machine.parallel_playouts() > 1)
         .then(|| (settings.batch, settings.leaf.clamp(1, settings.batch)))
 }
 
 /// Buffers of a round, reused across rounds.
 pub(super) struct Lanes<S, Mv> {
     /// One path per descent that needs playouts.
-    paths: Vec<Scratch<S, Mv>>,
+    paths: Vec<Scratch<Mv>>,
     /// One start state per playout.
     starts: Vec<S>,
     /// For each playout, the path (index into `paths`) it belongs to.
@@ -104,7 +100,7 @@ pub(super) fn round<M: StateMachine>(
 /// lanes and a virtual loss on its path (left on until [`settle`]); descents that end at a
 /// settled node are backed up at once.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn gather<M: StateMachine>(
+fn gather<M: StateMachine>(
     tree: &mut Tree<M::State, M::Move>,
     machine: &mut M,
     rng: &mut Xoshiro256PlusPlus,
@@ -127,7 +123,7 @@ pub(super) fn gather<M: StateMachine>(
         let scratch = &mut lanes.paths[lanes.used];
         match tree.descend(machine, rng, ctx, policies, scratch) {
             Ok(Leaf::Value(v)) => {
-                tree.complete(n_roles, policies, scratch, v);
+                tree.complete(n_roles, scratch, v);
                 round.iterations += 1;
                 attempts += 1;
             }
@@ -158,7 +154,7 @@ pub(super) fn gather<M: StateMachine>(
 /// The middle of a round, which needs no tree: the lanes' playouts in one call to the
 /// engine; whether they all ended (false when the deadline passed or the engine failed,
 /// noted in `round`).
-pub(super) fn play<M: StateMachine>(
+fn play<M: StateMachine>(
     machine: &mut M,
     rng: &mut Xoshiro256PlusPlus,
     ctx: &Context,
@@ -190,7 +186,7 @@ pub(super) fn play<M: StateMachine>(
 
 /// The last part of a round, on the tree: the virtual losses taken off and, if the
 /// playouts `ran`, each lane backed up along its own leaf's path.
-pub(super) fn settle<M: StateMachine>(
+fn settle<M: StateMachine>(
     tree: &mut Tree<M::State, M::Move>,
     machine: &mut M,
     policies: &mut Policies<M>,
@@ -220,7 +216,7 @@ pub(super) fn settle<M: StateMachine>(
                 }
             }
         }
-        tree.complete(n_roles, policies, &mut lanes.paths[owner], rewards.clone());
+        tree.complete(n_roles, &mut lanes.paths[owner], rewards.clone());
         round.iterations += 1;
     }
 }
@@ -252,7 +248,7 @@ mod tests {
             let description =
                 Description::from_text(include_str!("../../../rules/ticTacToe.kif")).unwrap();
             let mut m = PropnetMachine::new(&description, &Budget::default()).unwrap();
-            let mut tree = Tree::new(64 << 20, false);
+            let mut tree = Tree::new(64 << 20);
             let initial = m.initial_state();
             tree.reset(Node::new(&mut m, initial).unwrap());
             let settings = MctsSettings::default();
@@ -261,8 +257,8 @@ mod tests {
                 tree,
                 policies: Policies {
                     select: settings.selection(),
-                    playout: settings.playout(),
-                    eval: settings.evaluation(None),
+                    playout: Box::new(crate::search::mcts::UniformPlayout::default()),
+                    eval: Box::new(crate::search::mcts::GoalEvaluation),
                 },
                 ctx: Context {
                     deadline: Instant::now() + Duration::from_secs(3600),

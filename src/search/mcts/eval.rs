@@ -75,11 +75,10 @@ pub struct HeuristicEvaluation {
 }
 
 impl HeuristicEvaluation {
-    /// The evaluation by one heuristic per role (`None`: 50 for that role), giving the
-    /// outcomes latches prove instead when `proving` (see [`Evaluator::proving`]).
-    pub fn new(heuristics: Vec<Option<Heuristic>>, proving: bool) -> HeuristicEvaluation {
+    /// The evaluation by one heuristic per role (`None`: 50 for that role).
+    pub fn new(heuristics: Vec<Option<Heuristic>>) -> HeuristicEvaluation {
         HeuristicEvaluation {
-            evaluator: Evaluator::new(heuristics).proving(proving),
+            evaluator: Evaluator::new(heuristics),
         }
     }
 }

@@ -28,22 +28,19 @@
 //!
 //! **Tree reuse.** The tree of the previous search is kept. When [`Player::choose`] is called
 //! with a new state, it is looked for among the previous root's children and grandchildren
-//! (with transpositions: anywhere, by its hash); if found, what it reaches becomes the new
-//! tree (copied into a fresh arena, dropping the rest), else a new tree is started.
+//! if found, what it reaches becomes the new tree (copied into a fresh arena, dropping the
+//! rest), else a new tree is started.
 //!
-//! **Transpositions** ([`MctsSettings::transpositions`]) make the tree a graph with one node
-//! per state, and **GRAVE** ([`MctsSettings::grave`], [`Grave`]) blends AMAF statistics into
-//! selection; both are off by default (see [`tree`] and [`select`]; the README gives the
-//! matches).
+//! **Settings and the start clock.** [`MctsSettings`] are what the spec asks for, checked once
+//! and never changed; [`MctsPlayer::start`] turns them into a [`Plan`] for the match (the
+//! heuristics learnt, anti-decisive playouts on or off, playouts cut or not), a new value
+//! computed from the settings by each start.
 //!
-//! **Threads** ([`MctsSettings::parallel`], see [`parallel`]). Each thread has its own machine
-//! (from [`StateMachine::fork`]), random generator and policies. By default (root
-//! parallelisation) each also has its own tree, and the trees' root statistics are merged to
-//! choose the move: no lock, no virtual loss, each thread deterministic for a seed (Chaslot,
-//! Winands and van den Herik, "Parallel Monte-Carlo Tree Search", 2008). With
-//! [`Parallelism::Tree`] the threads share one tree under a lock, with a virtual loss on each
-//! path while its playout runs, so that the threads spread over the tree and a deep line is
-//! searched once rather than once per thread. Engines that cannot fork run one thread.
+//! **Threads** (see [`parallel`]). Each thread has its own machine (from
+//! [`StateMachine::fork`]), random generator, policies and tree, and the trees' root
+//! statistics are merged to choose the move: no lock, no virtual loss, each thread
+//! deterministic for a seed (Chaslot, Winands and van den Herik, "Parallel Monte-Carlo Tree
+//! Search", 2008). Engines that cannot fork run one thread.
 //!
 //! **Clock and memory.** The clock is checked before every iteration and before every move
 //! of a playout; an iteration cut by the deadline is dropped. Nodes are counted with an
@@ -105,7 +102,7 @@ const MIN_HEURISTIC_TRIAL_MOVE: std::time::Duration = std::time::Duration::from_
 /// clock, off). `Auto` is the default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Anti {
-    /// Uniform playouts (or MAST, or decisive ones, as the other settings say).
+    /// Uniform playouts.
     Off,
     /// Anti-decisive playouts.
     On,
@@ -115,14 +112,13 @@ pub enum Anti {
 }
 
 pub use eval::{Evaluation, GoalEvaluation, HeuristicEvaluation};
-pub use parallel::Parallelism;
-use parallel::{Context, Hand, MoveSummary, Worker, merge_root, run_all, run_shared};
-pub use playout::{DecisivePlayout, MastPlayout, PlayoutPolicy, UniformPlayout};
-pub use select::{Grave, MoveView, Selection, Ucb1};
+use parallel::{Context, Hand, MoveSummary, Worker, merge_root, run_all};
+pub use playout::{DecisivePlayout, PlayoutPolicy, UniformPlayout};
+pub use select::{MoveView, Selection, Ucb1};
 use tree::{Node, Tree};
 
-/// Tuning of the MCTS player.
-#[derive(Debug, Clone)]
+/// Tuning of the MCTS player: what a spec asks for, checked when the spec is parsed.
+#[derive(Debug, Clone, PartialEq)]
 pub struct MctsSettings {
     /// The UCB1 exploration constant, on rewards scaled to 0..1.
     pub exploration: f64,
@@ -131,16 +127,9 @@ pub struct MctsSettings {
     /// A playout that has not ended after this many moves is scored by the goals of its last
     /// state.
     pub max_playout_steps: usize,
-    /// Playouts by MAST ([`MastPlayout`]) instead of uniformly random moves.
-    pub mast: bool,
-    /// MAST's chance of a uniformly random move.
-    pub mast_epsilon: f64,
-    /// Playouts that take a win in one when the mover has one ([`DecisivePlayout`]; MAST,
-    /// when on, comes first).
-    pub decisive: bool,
     /// Decisive playouts that also avoid, where they can, a move after which the next mover
-    /// wins in one (anti-decisive moves, [`DecisivePlayout::new`]); on, it implies `decisive`.
-    /// By default chosen at the start clock ([`Anti::Auto`]).
+    /// wins in one ([`DecisivePlayout`]). By default chosen at the start clock
+    /// ([`Anti::Auto`]).
     pub anti: Anti,
     /// Learn a heuristic per role at the start clock ([`crate::search::heuristic`], a quarter
     /// of it, at most 8 s) and value playouts cut after [`cutoff`](Self::cutoff) moves with it.
@@ -151,91 +140,142 @@ pub struct MctsSettings {
     /// use it. For three quarters of the start clock left, MCTS with playouts cut after
     /// [`cutoff`](Self::cutoff) moves and valued by the heuristic plays
     /// [`HEURISTIC_TRIAL_GAMES`] fast games against MCTS with playouts to the end and the
-    /// heuristic as new nodes' prior ([`MctsSettings::with_full_playouts`]), seats taking
+    /// heuristic as new nodes' prior ([`Plan::with_full_playouts`]), seats taking
     /// turns; playouts are cut only if that scores more than half (playouts to the end are
     /// the safe way, cutting them a bet the trial must win). A heuristic
     /// correlates with random games' outcomes, which is not the same as leading a search well
     /// when it cuts its playouts (in dots and boxes, taking boxes greedily is the classic way
     /// to lose). On by default.
     pub heuristic_trial: bool,
-    /// With a heuristic: the kinds of candidate features it tries (fact-group counts,
-    /// mobility, goal stability, goal progress) and whether outcomes proven by latches
-    /// replace its estimates ([`heuristic::Candidates`]).
-    pub features: heuristic::Candidates,
+    /// With a heuristic: fact-group counts (pieces) are its candidate features (on by default;
+    /// off, nothing is learnt).
+    pub groups: bool,
     /// With a heuristic: moves a playout makes before its state is valued by the heuristic.
     pub cutoff: usize,
     /// With a heuristic: a new node's estimate counts as this many visits of its move.
     pub prior: u32,
-    /// Share one node among the move orders that reach the same state (see [`tree`]).
-    pub transpositions: bool,
-    /// GRAVE selection ([`Grave`]) with this reference threshold; 0 for plain UCB1.
-    pub grave: u32,
     /// Playouts per round run side by side on an engine that plays many at once (the
     /// propnet's batch, [`StateMachine::playouts_from`]); 0 or 1: one iteration at a time.
-    /// Uniform playouts only: with MAST or decisive playouts, or on an engine that plays one
+    /// Uniform playouts only: with anti-decisive playouts, or on an engine that plays one
     /// at a time, iterations run one at a time. See [`batch`].
     pub batch: usize,
     /// With `batch`: playouts from each leaf of a round (leaf parallelism; 1: every playout
     /// from its own leaf).
     pub leaf: usize,
-    /// How several threads share the search: a tree each (root) or one tree (tree).
-    pub parallel: Parallelism,
-    /// Keep searching while waiting for the next request ([`Player::ponder`]): on the
-    /// opponents' turns, from the start clock's end to the first move, and after a reply.
-    pub ponder: bool,
 }
 
-impl MctsSettings {
-    /// These settings with playouts to the end and a learnt heuristic used as new nodes'
-    /// prior (at least [`TRIAL_PRIOR`] visits) instead of valuing cut playouts.
-    pub fn with_full_playouts(self) -> MctsSettings {
+impl Default for MctsSettings {
+    fn default() -> MctsSettings {
         MctsSettings {
+            exploration: 0.4,
+            memory_bytes: 512 << 20,
+            max_playout_steps: 5000,
+            anti: Anti::Auto,
+            heuristic: true,
+            heuristic_trial: true,
+            groups: true,
+            cutoff: 2,
+            prior: 0,
+            batch: 256,
+            leaf: 8,
+        }
+    }
+}
+
+/// How playouts choose their moves in a match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Playout {
+    /// Uniformly random moves ([`UniformPlayout`]), batched where the engine can.
+    Uniform,
+    /// Decisive and anti-decisive moves ([`DecisivePlayout`]).
+    AntiDecisive,
+}
+
+/// What a match is played with: [`MctsSettings`] as the start clock resolved them (see
+/// [`MctsPlayer::start`]); before a start, [`Plan::unstarted`].
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The playout policy.
+    pub playout: Playout,
+    /// One heuristic per role when one was learnt for some role; `None`: goals only.
+    pub heuristics: Option<Vec<Option<Heuristic>>>,
+    /// With heuristics: moves a playout makes before the heuristic values its state
+    /// (`usize::MAX`: playouts go to the end).
+    pub cutoff: usize,
+    /// With heuristics: visits a new node's estimate counts as.
+    pub prior: u32,
+}
+
+impl Plan {
+    /// The plan before any start clock: no heuristic, anti-decisive playouts only when asked
+    /// for outright.
+    pub fn unstarted(settings: &MctsSettings) -> Plan {
+        Plan {
+            playout: if settings.anti == Anti::On {
+                Playout::AntiDecisive
+            } else {
+                Playout::Uniform
+            },
+            heuristics: None,
+            cutoff: settings.cutoff,
+            prior: settings.prior,
+        }
+    }
+
+    /// This plan with playouts to the end and the heuristics used as new nodes' prior (at
+    /// least [`TRIAL_PRIOR`] visits) instead of valuing cut playouts.
+    pub fn with_full_playouts(self) -> Plan {
+        Plan {
             cutoff: usize::MAX,
             prior: self.prior.max(TRIAL_PRIOR),
             ..self
         }
     }
 
-    /// The selection rule these settings ask for.
-    pub fn selection(&self) -> Box<dyn Selection> {
-        if self.grave > 0 {
-            return Box::new(Grave {
-                exploration: self.exploration,
-                reference: self.grave,
-                bias: Grave::BIAS,
-            });
-        }
-        Box::new(Ucb1 {
-            exploration: self.exploration,
-        })
+    /// Whether a heuristic is in use (learnt for some role).
+    pub fn heuristic(&self) -> bool {
+        self.heuristics
+            .as_ref()
+            .is_some_and(|h| h.iter().any(Option::is_some))
     }
 
     /// A playout policy for one search thread.
-    pub fn playout<M: StateMachine + 'static>(&self) -> Box<dyn PlayoutPolicy<M>> {
-        if self.mast {
-            Box::new(MastPlayout::new(self.mast_epsilon))
-        } else if self.decisive || self.anti == Anti::On {
-            Box::new(DecisivePlayout::new(self.anti == Anti::On))
-        } else {
-            Box::new(UniformPlayout::default())
+    fn playout_policy<M: StateMachine + 'static>(&self) -> Box<dyn PlayoutPolicy<M>> {
+        match self.playout {
+            Playout::AntiDecisive => Box::new(DecisivePlayout::new()),
+            Playout::Uniform => Box::new(UniformPlayout::default()),
         }
     }
 
     /// An evaluation for one search thread: by the learnt heuristics when there are some.
-    pub fn evaluation<M: StateMachine + 'static>(
-        &self,
-        heuristics: Option<&[Option<Heuristic>]>,
-    ) -> Box<dyn Evaluation<M>> {
-        match heuristics {
-            Some(h) if self.heuristic && h.iter().any(Option::is_some) => {
-                Box::new(HeuristicEvaluation::new(h.to_vec(), self.features.latches))
-            }
+    fn evaluation<M: StateMachine + 'static>(&self) -> Box<dyn Evaluation<M>> {
+        match &self.heuristics {
+            Some(h) if self.heuristic() => Box::new(HeuristicEvaluation::new(h.clone())),
             _ => Box::new(GoalEvaluation),
         }
     }
 }
 
-/// The replaceable parts one search thread runs with (see [`MctsSettings`]).
+impl MctsSettings {
+    /// The selection rule these settings ask for.
+    pub fn selection(&self) -> Box<dyn Selection> {
+        Box::new(Ucb1 {
+            exploration: self.exploration,
+        })
+    }
+}
+
+/// How a start finds the match's [`Plan`].
+enum Planning {
+    /// Learns the heuristics and decides the rest at the start clock (the default).
+    Analyse,
+    /// Decides at the start clock with these heuristics instead of learning its own.
+    Given(Vec<Option<Heuristic>>),
+    /// Plays this plan (the heuristic trial's players).
+    Fixed(Plan),
+}
+
+/// The replaceable parts one search thread runs with (see [`MctsSettings`] and [`Plan`]).
 pub struct Policies<M: StateMachine> {
     /// Scores moves in the tree.
     pub select: Box<dyn Selection>,
@@ -245,31 +285,6 @@ pub struct Policies<M: StateMachine> {
     pub eval: Box<dyn Evaluation<M>>,
 }
 
-impl Default for MctsSettings {
-    fn default() -> MctsSettings {
-        MctsSettings {
-            exploration: 0.4,
-            memory_bytes: 512 << 20,
-            max_playout_steps: 5000,
-            mast: false,
-            mast_epsilon: 0.4,
-            decisive: false,
-            anti: Anti::Auto,
-            heuristic: true,
-            heuristic_trial: true,
-            features: heuristic::Candidates::default(),
-            cutoff: 2,
-            prior: 0,
-            transpositions: false,
-            grave: 0,
-            batch: 256,
-            leaf: 8,
-            parallel: Parallelism::Root,
-            ponder: false,
-        }
-    }
-}
-
 /// What the last search did.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct MctsStats {
@@ -277,9 +292,6 @@ pub struct MctsStats {
     pub iterations: u64,
     /// Iterations dropped because the engine failed.
     pub errors: u64,
-    /// Iterations run by pondering ([`Player::ponder`]) since the move before (after a
-    /// choice; 0 after a pondering search).
-    pub pondered: u64,
     /// Nodes in all trees after the search.
     pub nodes: usize,
     /// Nodes kept from the previous search's trees.
@@ -297,7 +309,12 @@ pub struct MctsStats {
 /// The MCTS player.
 pub struct MctsPlayer<M: StateMachine> {
     config: SearchConfig,
+    /// The settings as given (never changed).
     settings: MctsSettings,
+    /// What the match is played with, from the last start.
+    plan: Plan,
+    /// How each start finds the plan.
+    planning: Planning,
     role: usize,
     /// Machines for threads 1.. (thread 0 uses the caller's).
     forks: Vec<M>,
@@ -305,18 +322,7 @@ pub struct MctsPlayer<M: StateMachine> {
     trees: Vec<Tree<M::State, M::Move>>,
     rngs: Vec<Xoshiro256PlusPlus>,
     policies: Vec<Policies<M>>,
-    /// One heuristic per role, learnt at the start clock when asked for.
-    heuristics: Option<Vec<Option<Heuristic>>>,
     stats: MctsStats,
-    /// Iterations run by [`Player::ponder`] since the last move was chosen.
-    pondered: u64,
-    /// Whether the settings said `anti=auto` (each start measures and decides again).
-    anti_auto: bool,
-    /// Heuristics given instead of learnt (a heuristic trial's players share the match's).
-    given: Option<Vec<Option<Heuristic>>>,
-    /// The settings' `cutoff` and `prior` as given (each start's heuristic trial decides
-    /// again from them).
-    cut_and_prior: (usize, u32),
 }
 
 impl<M: StateMachine> MctsPlayer<M> {
@@ -335,45 +341,75 @@ impl<M: StateMachine> MctsPlayer<M> {
             trees: Vec::new(),
             rngs: Vec::new(),
             policies: Vec::new(),
-            heuristics: None,
             stats: MctsStats::default(),
-            pondered: 0,
-            anti_auto: settings.anti == Anti::Auto,
-            given: None,
-            cut_and_prior: (settings.cutoff, settings.prior),
+            plan: Plan::unstarted(&settings),
+            planning: Planning::Analyse,
             settings,
         }
     }
 
-    /// A player that uses `heuristics` (one per role) instead of learning its own at the
-    /// start (with `settings.heuristic` on): the heuristic trial's players share the match's.
+    /// A player that plays every match with `plan` instead of the one its start would find
+    /// (the heuristic trial's players share the match's heuristics).
+    pub fn with_plan(config: SearchConfig, settings: MctsSettings, plan: Plan) -> MctsPlayer<M> {
+        MctsPlayer {
+            planning: Planning::Fixed(plan),
+            ..MctsPlayer::with_settings(config, settings)
+        }
+    }
+
+    /// A player whose starts use `heuristics` (one per role, with `settings.heuristic` on)
+    /// instead of learning their own, and decide the rest of the plan as usual.
     pub fn with_heuristics(
         config: SearchConfig,
         settings: MctsSettings,
         heuristics: Vec<Option<Heuristic>>,
     ) -> MctsPlayer<M> {
         MctsPlayer {
-            given: Some(heuristics),
+            planning: Planning::Given(heuristics),
             ..MctsPlayer::with_settings(config, settings)
         }
     }
 
-    /// Whether a heuristic is in use: asked for, and learnt for some role.
-    fn heuristic_learnt(&self) -> bool {
-        self.settings.heuristic
-            && self
-                .heuristics
-                .as_ref()
-                .is_some_and(|h| h.iter().any(Option::is_some))
-    }
-
     /// Moves a playout makes: to the heuristic's cut-off when one is in use, else to the cap.
     fn playout_steps(&self) -> usize {
-        if self.heuristic_learnt() {
-            self.settings.cutoff.min(self.settings.max_playout_steps)
+        if self.plan.heuristic() {
+            self.plan.cutoff.min(self.settings.max_playout_steps)
         } else {
             self.settings.max_playout_steps
         }
+    }
+
+    /// The heuristics the settings ask for: given, or learnt (a quarter of the start clock
+    /// left, at most [`MAX_LEARNING`]); `None` when none is asked for or none was learnt.
+    fn learn_heuristics(
+        &self,
+        machine: &mut M,
+        deadline: Instant,
+    ) -> Result<Option<Vec<Option<Heuristic>>>, SearchError> {
+        if !self.settings.heuristic {
+            return Ok(None);
+        }
+        if let Planning::Given(given) = &self.planning {
+            return Ok(Some(given.clone()).filter(|h| h.iter().any(Option::is_some)));
+        }
+        let now = Instant::now();
+        let until = now + (deadline.saturating_duration_since(now) / 4).min(MAX_LEARNING);
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(self.config.seed ^ 0x4845_5552);
+        let heuristics = heuristic::learn_roles_with(
+            machine,
+            &mut rng,
+            until,
+            MAX_LEARNING_GAMES,
+            self.settings.groups,
+        )?;
+        let roles = machine.roles();
+        for (r, h) in heuristics.iter().enumerate() {
+            let features = h
+                .as_ref()
+                .map_or_else(|| "none".to_string(), |h| h.describe());
+            tracing::info!("heuristic of {}: {features}", roles[r]);
+        }
+        Ok(Some(heuristics).filter(|h| h.iter().any(Option::is_some)))
     }
 
     /// With `anti=auto`: measures anti-decisive playouts to the end of the game from states
@@ -381,19 +417,20 @@ impl<M: StateMachine> MctsPlayer<M> {
     /// and turns them on when they are worth it (at least [`ANTI_MIN_CHANGES`] choices a
     /// playout differ from the uniform ones) and affordable (at least [`ANTI_MIN_RATE`] a
     /// second). On, they play to the end: a learnt heuristic is dropped, since its cut-off
-    /// after a few moves would leave them nothing to act on.
+    /// after a few moves would leave them nothing to act on. Returns the plan so decided.
     fn decide_anti(
-        &mut self,
+        &self,
         machine: &mut M,
         initial: &M::State,
         deadline: Instant,
-    ) -> Result<(), SearchError> {
+        plan: Plan,
+    ) -> Result<Plan, SearchError> {
         use rand::Rng;
         let started = Instant::now();
         let until = started + (deadline.saturating_duration_since(started) / 10).min(ANTI_PROBE);
         let steps = self.settings.max_playout_steps;
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(self.config.seed ^ 0x414e_5449);
-        let mut policy = DecisivePlayout::new(true);
+        let mut policy = DecisivePlayout::new();
         let mut buffers = super::PlayoutBuffers::default();
         let mut game = Vec::new();
         let mut playouts = 0u64;
@@ -402,7 +439,7 @@ impl<M: StateMachine> MctsPlayer<M> {
             // A state from along a random game, so that the whole game is measured.
             game.clear();
             let mut state = initial.clone();
-            while game.len() < self.settings.max_playout_steps && !machine.is_terminal(&state)? {
+            while game.len() < steps && !machine.is_terminal(&state)? {
                 machine.random_joint_move_into(
                     &state,
                     &mut rng,
@@ -428,23 +465,31 @@ impl<M: StateMachine> MctsPlayer<M> {
         let (decisions, changed) = policy.decisions();
         let per_playout = changed as f64 / playouts.max(1) as f64;
         let on = rate >= ANTI_MIN_RATE && per_playout >= ANTI_MIN_CHANGES;
-        self.settings.anti = if on { Anti::On } else { Anti::Off };
-        if on && self.heuristic_learnt() {
-            self.heuristics = None;
-            tracing::info!("heuristic dropped: anti-decisive playouts play to the end");
-        }
         tracing::info!(
             "anti-decisive playouts {}: {rate:.0} a second (at least {ANTI_MIN_RATE:.0} wanted); \
              {changed} of {decisions} choices in {playouts} playouts changed, \
              {per_playout:.2} a playout (at least {ANTI_MIN_CHANGES} wanted)",
             if on { "on" } else { "off" },
         );
-        Ok(())
+        if !on {
+            return Ok(Plan {
+                playout: Playout::Uniform,
+                ..plan
+            });
+        }
+        if plan.heuristic() {
+            tracing::info!("heuristic dropped: anti-decisive playouts play to the end");
+        }
+        Ok(Plan {
+            playout: Playout::AntiDecisive,
+            heuristics: None,
+            ..plan
+        })
     }
 
     /// Whether anti-decisive playouts are in use (with `anti=auto`, what the start decided).
-    pub fn anti(&self) -> Anti {
-        self.settings.anti
+    pub fn anti(&self) -> bool {
+        self.plan.playout == Playout::AntiDecisive
     }
 
     /// The moves after which a playout is cut and valued by the heuristic, when it is (a
@@ -460,9 +505,9 @@ impl<M: StateMachine> MctsPlayer<M> {
         &self.stats
     }
 
-    /// The heuristics learnt at the start clock (one per role), if any.
+    /// The heuristics learnt at the start clock (one per role), if any is in use.
     pub fn heuristics(&self) -> Option<&[Option<Heuristic>]> {
-        self.heuristics.as_deref()
+        self.plan.heuristics.as_deref()
     }
 
     /// Nodes in the trees now.
@@ -490,14 +535,8 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
             }
         }
         let threads = self.forks.len() + 1;
-        let trees = match self.settings.parallel {
-            Parallelism::Root => threads,
-            Parallelism::Tree => 1,
-        };
-        let budget = self.settings.memory_bytes / trees;
-        self.trees = (0..trees)
-            .map(|_| Tree::new(budget, self.settings.transpositions))
-            .collect();
+        let budget = self.settings.memory_bytes / threads;
+        self.trees = (0..threads).map(|_| Tree::new(budget)).collect();
         self.rngs = (0..threads as u64)
             .map(|i| {
                 Xoshiro256PlusPlus::seed_from_u64(
@@ -508,8 +547,8 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
         self.policies = (0..threads)
             .map(|_| Policies {
                 select: self.settings.selection(),
-                playout: self.settings.playout(),
-                eval: self.settings.evaluation(self.heuristics.as_deref()),
+                playout: self.plan.playout_policy(),
+                eval: self.plan.evaluation(),
             })
             .collect();
     }
@@ -533,14 +572,17 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
                 tree.reset(root);
             }
         }
-        let heuristic = self.heuristic_learnt();
         let ctx = Context {
             deadline,
             stop: AtomicBool::new(false),
             max_steps: self.playout_steps(),
-            prior: if heuristic { self.settings.prior } else { 0 },
+            prior: if self.plan.heuristic() {
+                self.plan.prior
+            } else {
+                0
+            },
             progress: self.config.progress.clone(),
-            batch: batch::round_size(&self.settings, &*machine),
+            batch: batch::round_size(&self.settings, &self.plan, &*machine),
         };
         let threads = self.rngs.len();
         let limit = self.config.max_iterations.unwrap_or(u64::MAX);
@@ -563,23 +605,18 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
                 rng,
                 policies,
             });
-        let counts = match self.settings.parallel {
-            Parallelism::Tree => run_shared(&mut self.trees[0], hands.collect(), limit, &ctx),
-            Parallelism::Root => {
-                let workers: Vec<Worker<'_, M>> = self
-                    .trees
-                    .iter_mut()
-                    .zip(hands)
-                    .enumerate()
-                    .map(|(i, (tree, hand))| Worker {
-                        tree,
-                        hand,
-                        quota: quota(i),
-                    })
-                    .collect();
-                run_all(workers, &ctx)
-            }
-        };
+        let workers: Vec<Worker<'_, M>> = self
+            .trees
+            .iter_mut()
+            .zip(hands)
+            .enumerate()
+            .map(|(i, (tree, hand))| Worker {
+                tree,
+                hand,
+                quota: quota(i),
+            })
+            .collect();
+        let counts = run_all(workers, &ctx);
         self.stats = MctsStats {
             iterations: counts.iter().map(|c| c.iterations).sum(),
             errors: counts.iter().map(|c| c.errors).sum(),
@@ -589,7 +626,6 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
             seconds: started.elapsed().as_secs_f64(),
             root_settled: self.trees.iter().any(Tree::root_settled),
             last_error: counts.into_iter().find_map(|c| c.last_error),
-            pondered: 0,
         };
         Ok(())
     }
@@ -600,7 +636,13 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
     /// playouts are cut only if that scores more than half. The games' expected length comes
     /// from random games (a tenth of the trial's time, at most [`HEURISTIC_TRIAL_PROBES`] of
     /// them). A player with an iteration limit gives its trial players the same limit.
-    fn try_heuristic(&mut self, machine: &mut M, deadline: Instant) -> Result<(), SearchError> {
+    /// Returns `plan` (cut playouts) or `plan` with full playouts, as the trial decided.
+    fn try_heuristic(
+        &self,
+        machine: &mut M,
+        deadline: Instant,
+        plan: Plan,
+    ) -> Result<Plan, SearchError> {
         let now = Instant::now();
         let until = now + deadline.saturating_duration_since(now) * 3 / 4;
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(self.config.seed ^ 0x5452_4941);
@@ -613,9 +655,9 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
         );
         if found.playouts == 0 {
             tracing::info!("heuristic values cut playouts: no random game ended, no trial");
-            return Ok(());
+            return Ok(plan);
         }
-        let plan = DuelPlan {
+        let duel_plan = DuelPlan {
             iterations: self.config.max_iterations,
             ..DuelPlan::fitted(
                 HEURISTIC_TRIAL_GAMES,
@@ -626,27 +668,19 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
                 self.config.seed ^ 0x5452_4941,
             )
         };
-        let cut = MctsSettings {
-            heuristic_trial: false,
-            ..self.settings.clone()
-        };
-        let prior = cut.clone().with_full_playouts();
-        let heuristics = self.heuristics.clone().unwrap_or_default();
-        let result = duel(machine, &plan, |side, config| -> Box<dyn Player<M>> {
-            let settings = match side {
-                Side::A => cut.clone(),
-                Side::B => prior.clone(),
+        let full = plan.clone().with_full_playouts();
+        let result = duel(machine, &duel_plan, |side, config| -> Box<dyn Player<M>> {
+            let side_plan = match side {
+                Side::A => plan.clone(),
+                Side::B => full.clone(),
             };
-            Box::new(MctsPlayer::with_heuristics(
+            Box::new(MctsPlayer::with_plan(
                 config,
-                settings,
-                heuristics.clone(),
+                self.settings.clone(),
+                side_plan,
             ))
         })?;
         let keep = result.score > 0.5;
-        if !keep {
-            self.settings = std::mem::take(&mut self.settings).with_full_playouts();
-        }
         tracing::info!(
             "heuristic {}: cut playouts scored {:.2} against full playouts with the heuristic \
              as prior in {} trial games ({} finished, {} ms a move)",
@@ -658,9 +692,30 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
             result.score,
             result.games,
             result.finished,
-            plan.slice.as_millis(),
+            duel_plan.slice.as_millis(),
         );
-        Ok(())
+        Ok(if keep { plan } else { full })
+    }
+
+    /// The start-clock analysis: the match's [`Plan`] from the settings (heuristics learnt,
+    /// anti-decisive playouts measured with `anti=auto`, the heuristic trial).
+    fn analyse(
+        &self,
+        machine: &mut M,
+        initial: &M::State,
+        deadline: Instant,
+    ) -> Result<Plan, SearchError> {
+        let mut plan = Plan {
+            heuristics: self.learn_heuristics(machine, deadline)?,
+            ..Plan::unstarted(&self.settings)
+        };
+        if self.settings.anti == Anti::Auto {
+            plan = self.decide_anti(machine, initial, deadline, plan)?;
+        }
+        if self.settings.heuristic_trial && plan.heuristic() && machine.roles().len() > 1 {
+            plan = self.try_heuristic(machine, deadline, plan)?;
+        }
+        Ok(plan)
     }
 
     /// The move to play from the trees' roots.
@@ -711,6 +766,10 @@ impl<M: StateMachine + Send + 'static> Player<M> for MctsPlayer<M> {
         "mcts".into()
     }
 
+    fn hidden_settings(&self) -> Option<MctsSettings> {
+        Some(self.settings.clone())
+    }
+
     fn start(
         &mut self,
         machine: &mut M,
@@ -721,42 +780,15 @@ impl<M: StateMachine + Send + 'static> Player<M> for MctsPlayer<M> {
         self.forked = false;
         self.forks.clear();
         self.trees.clear();
-        self.heuristics = None;
+        self.plan = Plan::unstarted(&self.settings);
         let initial = machine.initial_state();
         if machine.is_terminal(&initial)? {
             return Ok(());
         }
-        (self.settings.cutoff, self.settings.prior) = self.cut_and_prior;
-        if let Some(given) = &self.given {
-            self.heuristics = Some(given.clone());
-        } else if self.settings.heuristic {
-            let now = Instant::now();
-            let until = now + (deadline.saturating_duration_since(now) / 4).min(MAX_LEARNING);
-            let mut rng = Xoshiro256PlusPlus::seed_from_u64(self.config.seed ^ 0x4845_5552);
-            self.heuristics = Some(heuristic::learn_roles_with(
-                machine,
-                &mut rng,
-                until,
-                MAX_LEARNING_GAMES,
-                self.settings.features,
-            )?);
-            let roles = machine.roles();
-            for (r, h) in self.heuristics.iter().flatten().enumerate() {
-                let features = h
-                    .as_ref()
-                    .map_or_else(|| "none".to_string(), |h| h.describe(roles));
-                tracing::info!("heuristic of {}: {features}", roles[r]);
-            }
-            if self.settings.features.latches {
-                tracing::info!("latches: {}", heuristic::describe_latches(&*machine));
-            }
-        }
-        if self.anti_auto {
-            self.decide_anti(machine, &initial, deadline)?;
-        }
-        if self.settings.heuristic_trial && self.heuristic_learnt() && machine.roles().len() > 1 {
-            self.try_heuristic(machine, deadline)?;
-        }
+        self.plan = match &self.planning {
+            Planning::Fixed(plan) => plan.clone(),
+            Planning::Analyse | Planning::Given(_) => self.analyse(machine, &initial, deadline)?,
+        };
         self.search(machine, &initial, deadline)
     }
 
@@ -773,37 +805,7 @@ impl<M: StateMachine + Send + 'static> Player<M> for MctsPlayer<M> {
             return Err(SearchError::NoMove);
         }
         self.search(machine, state, deadline)?;
-        self.stats.pondered = std::mem::take(&mut self.pondered);
-        if self.stats.pondered > 0 {
-            tracing::info!(
-                iterations = self.stats.iterations,
-                pondered = self.stats.pondered,
-                reused = self.stats.reused,
-                "mcts: searched after pondering"
-            );
-        }
         self.best()
-    }
-
-    fn ponders(&self) -> bool {
-        self.settings.ponder && self.config.max_iterations.is_none()
-    }
-
-    /// Searches `state` until `until`, growing the tree the next [`Player::choose`] reuses;
-    /// nothing to do when pondering is off, under an iteration budget (which is per move), or
-    /// once the state is terminal or its value settled.
-    fn ponder(
-        &mut self,
-        machine: &mut M,
-        state: &M::State,
-        until: Instant,
-    ) -> Result<bool, SearchError> {
-        if !self.ponders() || machine.is_terminal(state)? {
-            return Ok(false);
-        }
-        self.search(machine, state, until)?;
-        self.pondered += self.stats.iterations;
-        Ok(!self.stats.root_settled)
     }
 }
 
@@ -887,7 +889,6 @@ mod tests {
             low: vec![0.0; 3].into(),
             high: vec![1.0; 3].into(),
             n_joint: 6,
-            amaf: Vec::new(),
         };
         let key = node.key(&[2, 0, 1]);
         assert_eq!(key, 2 + 3);

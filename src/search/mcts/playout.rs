@@ -2,11 +2,11 @@
 //!
 //! A [`PlayoutPolicy`] plays joint moves from the state where the tree stops until a terminal
 //! state (or a step limit) and returns the last state, which the [`super::eval`] evaluation
-//! then scores. After the iteration is backed up, the policy is told the joint moves chosen
-//! in the tree and the rewards, so a policy that learns during the match (MAST, N-grams) can
-//! update itself; the moves of its own playout it remembers itself. Each search thread has
-//! its own policy. To try another policy, implement the trait and return it from
-//! [`super::MctsSettings::playout`].
+//! then scores. Each search thread has its own policy (the decisive one remembers the moves
+//! it saw end a game). To try another policy, implement the trait and return it from the
+//! match's [`super::Plan`] (its `playout_policy`). MAST, and decisive playouts without the
+//! anti-decisive check, were measured and removed: see `docs/experiments/mast.md` and
+//! `docs/experiments/decisive-playouts.md`.
 
 use std::time::Instant;
 
@@ -30,22 +30,10 @@ pub trait PlayoutPolicy<M: StateMachine>: Send {
         deadline: Instant,
         max_steps: usize,
     ) -> Result<M::State, Halt>;
-
-    /// The iteration ended: `tree_moves` are the joint moves chosen in the tree (root first,
-    /// one move per role each), `rewards` each role's reward 0..1. The policy's playout since
-    /// the previous call, if it played one, belongs to this iteration.
-    fn learn(&mut self, tree_moves: &[M::Move], n_roles: usize, rewards: &[f64]) {
-        let _ = (tree_moves, n_roles, rewards);
-    }
-
-    /// Whether [`learn`](Self::learn) does anything (the tree skips collecting its moves
-    /// otherwise).
-    fn learns(&self) -> bool {
-        false
-    }
 }
 
-/// How a policy plays one step of [`play_out`]: each role's move, then the next state.
+/// How the decisive policy plays one step of [`play_out`]: each role's move, then the next
+/// state.
 trait MoveChoice<M: StateMachine> {
     /// Role `role`'s move among `legal` (not empty; the policy may keep the list, leaving
     /// another in its place).
@@ -70,7 +58,7 @@ trait MoveChoice<M: StateMachine> {
     }
 }
 
-/// The playout loop the policies share: from `state` until a terminal state or `max_steps`
+/// The decisive policy's playout loop: from `state` until a terminal state or `max_steps`
 /// joint moves, looking at the clock before every move, each step's moves picked by `choice`.
 fn play_out<M: StateMachine>(
     choice: &mut impl MoveChoice<M>,
@@ -133,159 +121,13 @@ impl<M: StateMachine> PlayoutPolicy<M> for UniformPlayout<M::Move> {
     }
 }
 
-/// MAST (move-average sampling, Finnsson and Björnsson 2008): every (role, move) pair keeps
-/// the average reward of the iterations it was played in, whatever the state, learnt from the
-/// tree part and the playouts of every iteration of the match. In a playout each role with a
-/// choice plays, with probability `epsilon`, a uniformly random move and otherwise its move
-/// with the best average (ε-greedy, as Tak, Winands and Björnsson found best with N-grams in
-/// 2012); a move never seen counts as the best possible, so it gets tried.
-pub struct MastPlayout<Mv> {
-    moves: MastMoves<Mv>,
-    buffers: PlayoutBuffers<Mv>,
-}
-
-/// MAST's averages and its move choice.
-struct MastMoves<Mv> {
-    /// (role, move) → (summed reward, count).
-    table: hashbrown::HashMap<(u32, Mv), (f64, f64)>,
-    /// The joint moves of the last playout, one move per role each.
-    played: Vec<Mv>,
-    epsilon: f64,
-}
-
-impl<Mv> MastPlayout<Mv> {
-    /// A policy playing a random move with probability `epsilon`, else the best average.
-    pub fn new(epsilon: f64) -> MastPlayout<Mv> {
-        MastPlayout {
-            moves: MastMoves {
-                table: hashbrown::HashMap::new(),
-                played: Vec::new(),
-                epsilon,
-            },
-            buffers: PlayoutBuffers::default(),
-        }
-    }
-}
-
-impl<Mv: Copy + Eq + std::hash::Hash> MastPlayout<Mv> {
-    /// The average reward of `role` playing `mv`, if it was ever played.
-    pub fn average(&self, role: usize, mv: Mv) -> Option<f64> {
-        self.moves.average(role, mv)
-    }
-
-    /// Adds `rewards` to the averages of `moves`, joint moves of `n_roles` moves each.
-    pub fn update(&mut self, moves: &[Mv], n_roles: usize, rewards: &[f64]) {
-        self.moves.update(moves, n_roles, rewards);
-    }
-}
-
-impl<Mv: Copy + Eq + std::hash::Hash> MastMoves<Mv> {
-    fn average(&self, role: usize, mv: Mv) -> Option<f64> {
-        self.table
-            .get(&(role as u32, mv))
-            .map(|&(sum, n)| sum / n.max(1.0))
-    }
-
-    fn update(&mut self, moves: &[Mv], n_roles: usize, rewards: &[f64]) {
-        let n = n_roles.max(1);
-        for (i, &mv) in moves.iter().enumerate() {
-            let role = i % n;
-            let entry = self.table.entry((role as u32, mv)).or_insert((0.0, 0.0));
-            entry.0 += rewards[role];
-            entry.1 += 1.0;
-        }
-    }
-
-    /// Role `role`'s move among `legal` (not empty).
-    fn choose(&self, role: usize, legal: &[Mv], rng: &mut Xoshiro256PlusPlus) -> Mv {
-        use rand::Rng;
-        let n = legal.len();
-        if n == 1 || rng.random_bool(self.epsilon) {
-            return legal[rng.random_range(0..n)];
-        }
-        let mut best = f64::NEG_INFINITY;
-        let mut ties = 0u32;
-        let mut pick = legal[0];
-        for &mv in legal {
-            let value = self.average(role, mv).unwrap_or(1.0);
-            if value > best {
-                best = value;
-                pick = mv;
-                ties = 1;
-            } else if value == best {
-                // Reservoir sampling among equals.
-                ties += 1;
-                if rng.random_range(0..ties) == 0 {
-                    pick = mv;
-                }
-            }
-        }
-        pick
-    }
-}
-
-impl<M: StateMachine> MoveChoice<M> for MastMoves<M::Move> {
-    fn pick(
-        &mut self,
-        role: usize,
-        legal: &mut Vec<M::Move>,
-        rng: &mut Xoshiro256PlusPlus,
-    ) -> M::Move {
-        self.choose(role, legal, rng)
-    }
-
-    fn next(
-        &mut self,
-        machine: &mut M,
-        state: &M::State,
-        joint: &mut [M::Move],
-    ) -> Result<M::State, Halt> {
-        self.played.extend_from_slice(joint);
-        Ok(machine.next_state_unchecked(state, joint)?)
-    }
-}
-
-impl<M: StateMachine> PlayoutPolicy<M> for MastPlayout<M::Move> {
-    fn playout(
-        &mut self,
-        machine: &mut M,
-        state: &M::State,
-        rng: &mut Xoshiro256PlusPlus,
-        deadline: Instant,
-        max_steps: usize,
-    ) -> Result<M::State, Halt> {
-        self.moves.played.clear();
-        play_out(
-            &mut self.moves,
-            machine,
-            state,
-            rng,
-            deadline,
-            max_steps,
-            &mut self.buffers,
-        )
-    }
-
-    fn learns(&self) -> bool {
-        true
-    }
-
-    fn learn(&mut self, tree_moves: &[M::Move], n_roles: usize, rewards: &[f64]) {
-        self.moves.update(tree_moves, n_roles, rewards);
-        let mut played = std::mem::take(&mut self.moves.played);
-        self.moves.update(&played, n_roles, rewards);
-        played.clear();
-        self.moves.played = played;
-    }
-}
-
 /// Decisive moves (Teytaud and Teytaud, "On the Huge Benefit of Decisive Moves in Monte-Carlo
 /// Tree Search Algorithms", 2010): where one role alone has a choice, it plays a move that
 /// ends the game with its best goal (100) if it has one; every other move is uniformly
 /// random. Each such step tries all the mover's moves, so a playout costs about the branching
 /// factor times more; in return the playouts stop missing wins in one.
 ///
-/// With anti-decisive moves (`anti`, the same paper) the mover also avoids, where it can, a
+/// With anti-decisive moves (the same paper) the mover also avoids, where it can, a
 /// move after which the next mover has a win in one: it tries its moves in random order and
 /// plays the first after which no such win exists, so that a threat gets blocked in the
 /// playout as it would in a game. The check of the move played is the next mover's own search
@@ -311,8 +153,6 @@ struct DecisiveMoves<Mv> {
     mover: Option<usize>,
     /// Roles with a choice this step.
     choosers: usize,
-    /// Also avoid moves that hand the next mover a win in one.
-    anti: bool,
     /// The step's state is known to give its mover no win in one (the previous step's
     /// anti-decisive check found none), so the search for one is skipped.
     no_win: bool,
@@ -331,14 +171,13 @@ struct DecisiveMoves<Mv> {
 }
 
 impl<Mv> DecisivePlayout<Mv> {
-    /// Decisive playouts; with `anti`, anti-decisive too.
-    pub fn new(anti: bool) -> Self {
+    /// Decisive and anti-decisive playouts.
+    pub fn new() -> Self {
         DecisivePlayout {
             moves: DecisiveMoves {
                 options: Vec::new(),
                 mover: None,
                 choosers: 0,
-                anti,
                 no_win: false,
                 joint: Vec::new(),
                 legal: Vec::new(),
@@ -362,7 +201,7 @@ impl<Mv> DecisivePlayout<Mv> {
 
 impl<Mv> Default for DecisivePlayout<Mv> {
     fn default() -> Self {
-        DecisivePlayout::new(false)
+        DecisivePlayout::new()
     }
 }
 
@@ -435,17 +274,12 @@ impl<M: StateMachine> MoveChoice<M> for DecisiveMoves<M::Move> {
         self.choosers += 1;
         self.mover = Some(role);
         std::mem::swap(&mut self.options, legal);
-        if self.anti {
-            self.options.shuffle(rng);
-            self.options[0]
-        } else {
-            use rand::Rng;
-            self.options[rng.random_range(0..self.options.len())]
-        }
+        self.options.shuffle(rng);
+        self.options[0]
     }
 
-    /// Where one role alone had a choice, its first move that wins outright, if any; with
-    /// anti-decisive moves, otherwise its first move (in random order) after which the next
+    /// Where one role alone had a choice, its first move that wins outright, if any;
+    /// otherwise its first move (in random order) after which the next
     /// mover cannot win outright, if any.
     fn next(
         &mut self,
@@ -475,29 +309,27 @@ impl<M: StateMachine> MoveChoice<M> for DecisiveMoves<M::Move> {
             // The candidates' states are computed again rather than kept from the search for
             // a win: on the propnet, going back and forth between `state` and a candidate's
             // state (for the next mover's check) in one pass measured 3% slower.
-            if self.anti {
-                for i in 0..self.options.len() {
-                    joint[m] = self.options[i];
-                    let next = machine.next_state_unchecked(state, joint)?;
-                    if machine.is_terminal(&next)? {
-                        // Not a known win (those were tried first): learn it, and take it if
-                        // it wins; a move that ends the game otherwise is avoided.
-                        self.terminating.insert(self.options[i]);
-                        if wins(machine, &next, m)? {
-                            self.changed += u64::from(i > 0);
-                            return Ok(next);
-                        }
-                        continue;
+            for i in 0..self.options.len() {
+                joint[m] = self.options[i];
+                let next = machine.next_state_unchecked(state, joint)?;
+                if machine.is_terminal(&next)? {
+                    // Not a known win (those were tried first): learn it, and take it if
+                    // it wins; a move that ends the game otherwise is avoided.
+                    self.terminating.insert(self.options[i]);
+                    if wins(machine, &next, m)? {
+                        self.changed += u64::from(i > 0);
+                        return Ok(next);
                     }
-                    // A win in one for the mover itself (moving again, or in a puzzle) is
-                    // no threat.
-                    match self.gives_win(machine, &next)? {
-                        Some((n, true)) if n != m => continue,
-                        found => {
-                            self.no_win = matches!(found, Some((_, false)));
-                            self.changed += u64::from(i > 0);
-                            return Ok(next);
-                        }
+                    continue;
+                }
+                // A win in one for the mover itself (moving again, or in a puzzle) is
+                // no threat.
+                match self.gives_win(machine, &next)? {
+                    Some((n, true)) if n != m => continue,
+                    found => {
+                        self.no_win = matches!(found, Some((_, false)));
+                        self.changed += u64::from(i > 0);
+                        return Ok(next);
                     }
                 }
             }
@@ -541,30 +373,5 @@ impl<M: StateMachine> PlayoutPolicy<M> for DecisivePlayout<M::Move> {
             }
         }
         Ok(end)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use rand::SeedableRng;
-
-    #[test]
-    fn mast_prefers_the_move_that_wins_more() {
-        let mut mast: MastPlayout<u8> = MastPlayout::new(0.0);
-        // Two roles; role 0 won with move 1 and lost with move 2; role 1's moves are 9.
-        for _ in 0..5 {
-            mast.update(&[1, 9], 2, &[1.0, 0.0]);
-            mast.update(&[2, 9], 2, &[0.0, 1.0]);
-        }
-        assert_eq!(mast.average(0, 1), Some(1.0));
-        assert_eq!(mast.average(0, 2), Some(0.0));
-        assert_eq!(mast.average(1, 9), Some(0.5));
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
-        for _ in 0..20 {
-            assert_eq!(mast.moves.choose(0, &[2, 1], &mut rng), 1);
-        }
-        // A move never seen counts as the best possible.
-        assert_eq!(mast.moves.choose(0, &[2, 3], &mut rng), 3);
     }
 }

@@ -5,7 +5,7 @@
 
 use super::tree::Tree;
 
-impl<S: Clone + Eq + std::hash::Hash, Mv: Copy + Eq + std::hash::Hash> Tree<S, Mv> {
+impl<S: Clone + Eq, Mv: Copy + Eq> Tree<S, Mv> {
     /// Recomputes node `id`'s bounds from its children; true if they changed.
     ///
     /// With a single mover m: m is sure of the best `low` among the children and can get at

@@ -1,23 +1,15 @@
 //! The search tree: nodes in an arena, selection down the tree, expansion, back-up, and
 //! tree reuse between moves.
 //!
-//! **Transpositions** (when on): the arena is a graph. A state reached again by another order
-//! of moves is found by its hash (checked equal, so a collision only misses a share) and the
-//! existing node is linked as the new child, so every path to it shares its statistics and
-//! subtree. Statistics stay on the edges (per move at the parent, as without transpositions),
-//! and a node's visit count adds the visits through all its parents (UCT1 of Childs, Brodeur
-//! and Kocsis, "Transpositions and Move Groups in Monte Carlo Tree Search", 2008). In GGP a
-//! state determines its whole future (legal moves, goals and successors depend on the state
-//! alone), so sharing by state is sound whatever the move history; the solver's bounds stay
-//! sound too, because a node's bounds only come from its children's. A badly formed game may
-//! repeat a state (a cycle): the descent stops where it would reach a node already on its path
-//! and plays out from there, so the back-up never counts a node twice.
+//! Every new state gets a node of its own (no transpositions: a state reached by two orders of
+//! moves is two nodes; sharing them was measured, see `docs/experiments/transpositions.md`),
+//! so the arena is a tree and a descent never meets a node twice.
 //!
 //! **Node pool.** The arena holds at most [`super::MctsSettings::memory_bytes`] (estimated)
 //! per tree; when full the tree stops growing and keeps playing out from its leaves. After
-//! each move the new root's graph is kept (copied breadth first into a fresh arena, the
-//! index rebuilt) and every node it does not reach is dropped, so the pool recycles the
-//! abandoned part of the previous search and a long match never grows past the bound.
+//! each move the new root's subtree is kept (copied breadth first into a fresh arena) and
+//! every other node is dropped, so the pool recycles the abandoned part of the previous
+//! search and a long match never grows past the bound.
 //!
 //! A node holds every role's legal moves and one [`Stat`] per move; children are keyed by the
 //! joint move. [`Tree::iterate`] runs one iteration with the thread's [`Policies`]: the
@@ -26,9 +18,6 @@
 //! selecting.
 
 use std::collections::VecDeque;
-use std::hash::{BuildHasher, Hash};
-
-use hashbrown::{DefaultHashBuilder, HashMap};
 
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -65,9 +54,6 @@ pub(super) struct Node<S, Mv> {
     pub(super) high: Box<[f64]>,
     /// Number of joint moves (product of the move counts).
     pub(super) n_joint: u64,
-    /// With GRAVE: per role, AMAF statistics (visits, summed reward) of every move the role
-    /// chose below this node (empty until the first update).
-    pub(super) amaf: Vec<HashMap<Mv, (u32, f64)>>,
 }
 
 impl<S: Clone, Mv: Copy> Node<S, Mv> {
@@ -86,7 +72,6 @@ impl<S: Clone, Mv: Copy> Node<S, Mv> {
             low: vec![0.0; n_roles].into(),
             high: vec![1.0; n_roles].into(),
             n_joint: 1,
-            amaf: Vec::new(),
         };
         if machine.is_terminal(&node.state)? {
             let goals = (0..n_roles)
@@ -126,7 +111,6 @@ impl<S: Clone, Mv: Copy> Node<S, Mv> {
             low: vec![0.0; n_roles].into(),
             high: vec![0.0; n_roles].into(),
             n_joint: 1,
-            amaf: Vec::new(),
         }
     }
 
@@ -151,11 +135,6 @@ impl<S: Clone, Mv: Copy> Node<S, Mv> {
                 .moves
                 .iter()
                 .map(|m| m.len() * per_move + 48)
-                .sum::<usize>()
-            + self
-                .amaf
-                .iter()
-                .map(|a| a.capacity() * AMAF_BYTES + 48)
                 .sum::<usize>()
     }
 
@@ -198,79 +177,50 @@ impl<S: Clone, Mv: Copy> Node<S, Mv> {
 pub(super) enum Leaf<S> {
     /// At a settled node (or a new one, terminal or dead): its value per role, 0..1.
     Value(Vec<f64>),
-    /// At a new node (or one the full tree could not keep, or a repeated one): a playout
-    /// starts from its state.
+    /// At a new node (or one the full tree could not keep): a playout starts from its state.
     Playout(S),
 }
 
 /// Buffers reused across iterations.
-pub(super) struct Scratch<S, Mv> {
+pub(super) struct Scratch<Mv> {
     /// Nodes from the root to the last node reached.
     path: Vec<u32>,
     /// Move index per role at each path node but the last.
     choices: Vec<u32>,
     joint: Vec<Mv>,
     rewards: Vec<f64>,
-    /// The joint moves chosen in the tree, for the playout policy to learn from.
-    tree_moves: Vec<Mv>,
     /// A new node's estimated rewards.
     estimate: Vec<f64>,
-    /// The state a new node is made for.
-    fresh: Option<S>,
-    /// Per role, the moves chosen at and below a path node (AMAF updates).
-    seen: Vec<Vec<Mv>>,
 }
 
-impl<S, Mv> Default for Scratch<S, Mv> {
+impl<Mv> Default for Scratch<Mv> {
     fn default() -> Self {
         Scratch {
             path: Vec::new(),
             choices: Vec::new(),
             joint: Vec::new(),
             rewards: Vec::new(),
-            tree_moves: Vec::new(),
             estimate: Vec::new(),
-            fresh: None,
-            seen: Vec::new(),
         }
     }
 }
 
-/// Estimated bytes of one entry of the transposition index.
-const INDEX_BYTES: usize = 24;
-/// Estimated bytes of one AMAF entry (move, visits, sum, the table's slack).
-const AMAF_BYTES: usize = 40;
-
-/// The most entries a table's capacity grows by when one more is inserted.
-fn growth<K, V>(table: &HashMap<K, V>) -> usize {
-    if table.len() < table.capacity() {
-        0
-    } else {
-        table.capacity() + 8
-    }
-}
-
-/// One search tree (a graph with transpositions) in an arena; the root is node 0.
+/// One search tree in an arena; the root is node 0.
 pub(super) struct Tree<S, Mv> {
     pub(super) nodes: Vec<Node<S, Mv>>,
     /// Estimated bytes in use.
     bytes: usize,
     /// Estimated bytes allowed.
     budget: usize,
-    /// With transpositions: node id by the hash of its state.
-    index: Option<HashMap<u64, u32>>,
-    hasher: DefaultHashBuilder,
 }
 
-impl<S: Clone + Eq + Hash, Mv: Copy + Eq + Hash> Tree<S, Mv> {
-    /// An empty tree of at most `budget` estimated bytes, sharing transpositions if asked.
-    pub(super) fn new(budget: usize, transpositions: bool) -> Tree<S, Mv> {
+impl<S: Clone + Eq, Mv: Copy + Eq> Tree<S, Mv> {
+    /// An empty tree of at most `budget` estimated bytes.
+    pub(super) fn new(budget: usize) -> Tree<S, Mv> {
         Tree {
             nodes: Vec::new(),
             bytes: 0,
             budget,
-            index: transpositions.then(HashMap::new),
-            hasher: DefaultHashBuilder::default(),
         }
     }
 
@@ -283,66 +233,17 @@ impl<S: Clone + Eq + Hash, Mv: Copy + Eq + Hash> Tree<S, Mv> {
         self.bytes = root.bytes();
         self.nodes.clear();
         self.nodes.push(root);
-        self.reindex();
-    }
-
-    /// Rebuilds the transposition index from the arena.
-    fn reindex(&mut self) {
-        let Some(mut index) = self.index.take() else {
-            return;
-        };
-        index.clear();
-        for (id, node) in self.nodes.iter().enumerate() {
-            index
-                .entry(self.hasher.hash_one(&node.state))
-                .or_insert(id as u32);
-        }
-        self.bytes += index.len() * INDEX_BYTES;
-        self.index = Some(index);
-    }
-
-    /// The node holding `state`, if the transposition index knows it.
-    pub(super) fn find(&self, state: &S) -> Option<u32> {
-        let index = self.index.as_ref()?;
-        let &id = index.get(&self.hasher.hash_one(state))?;
-        (self.nodes[id as usize].state == *state).then_some(id)
-    }
-
-    /// Links the existing node `child` as the child `key` of `parent` (a transposition), if
-    /// the budget allows.
-    fn link(&mut self, parent: u32, key: u64, child: u32) -> bool {
-        if self.bytes + 16 > self.budget {
-            return false;
-        }
-        self.bytes += 16;
-        let p = &mut self.nodes[parent as usize];
-        p.children.push((key, child));
-        if let Some(m) = p.mover() {
-            let i = p.index_in(key, m);
-            p.stats[m][i].child = Some(child);
-        }
-        true
     }
 
     pub(super) fn root_settled(&self) -> bool {
         self.nodes.first().is_some_and(Node::settled)
     }
 
-    /// Makes the node for `state` the new root, keeping its subtree (or subgraph); false if
-    /// there is none. Without transpositions it is looked for among the root, its children and
-    /// its grandchildren.
+    /// Makes the node for `state` the new root, keeping its subtree; false if there is none.
+    /// It is looked for among the root, its children and its grandchildren.
     pub(super) fn reroot(&mut self, state: &S) -> bool {
         if self.nodes.is_empty() {
             return false;
-        }
-        if self.index.is_some() {
-            return match self.find(state) {
-                Some(found) => {
-                    self.compact(found);
-                    true
-                }
-                None => false,
-            };
         }
         let mut level = vec![0u32];
         for _ in 0..3 {
@@ -402,7 +303,6 @@ impl<S: Clone + Eq + Hash, Mv: Copy + Eq + Hash> Tree<S, Mv> {
             self.bytes += node.bytes() + node.children.len() * 16;
             self.nodes.push(node);
         }
-        self.reindex();
     }
 
     /// Adds a node as the child `key` of `parent`, if the budget allows.
@@ -413,13 +313,6 @@ impl<S: Clone + Eq + Hash, Mv: Copy + Eq + Hash> Tree<S, Mv> {
         }
         let id = self.nodes.len() as u32;
         self.bytes += bytes;
-        if let Some(index) = &mut self.index
-            && let hashbrown::hash_map::Entry::Vacant(e) =
-                index.entry(self.hasher.hash_one(&node.state))
-        {
-            e.insert(id);
-            self.bytes += INDEX_BYTES;
-        }
         self.nodes.push(node);
         let p = &mut self.nodes[parent as usize];
         p.children.push((key, id));
@@ -440,7 +333,6 @@ impl<S: Clone + Eq + Hash, Mv: Copy + Eq + Hash> Tree<S, Mv> {
         role: usize,
         rule: &dyn Selection,
         mover: bool,
-        amaf_ref: u32,
         rng: &mut impl Rng,
     ) -> u32 {
         let node = &self.nodes[id as usize];
@@ -448,17 +340,8 @@ impl<S: Clone + Eq + Hash, Mv: Copy + Eq + Hash> Tree<S, Mv> {
         if stats.len() == 1 {
             return 0;
         }
-        // With GRAVE, the reference node's AMAF statistics of each move (none while empty).
-        let amaf = rule
-            .amaf_ref()
-            .and_then(|_| self.nodes[amaf_ref as usize].amaf.get(role))
-            .filter(|a| !a.is_empty());
-        let amaf_of = |i: usize| {
-            amaf.and_then(|a| a.get(&node.moves[role][i]))
-                .map(|&(n, sum)| (n, sum / f64::from(n.max(1))))
-        };
-        // A move not yet visited is tried first, at random, unless AMAF statistics value it.
-        let fresh = |i: usize, s: &Stat| s.visits == 0 && amaf_of(i).is_none();
+        // A move not yet visited is tried first, at random.
+        let fresh = |s: &Stat| s.visits == 0;
         let sure = node.low[role];
         let worth = |s: &Stat| match s.child {
             Some(child) if mover => {
@@ -469,17 +352,13 @@ impl<S: Clone + Eq + Hash, Mv: Copy + Eq + Hash> Tree<S, Mv> {
         };
         let open = stats.iter().filter(|s| worth(s)).count();
         let consider = |s: &Stat| open == 0 || worth(s);
-        let unvisited = stats
-            .iter()
-            .enumerate()
-            .filter(|&(i, s)| fresh(i, s) && consider(s))
-            .count();
+        let unvisited = stats.iter().filter(|s| fresh(s) && consider(s)).count();
         if unvisited > 0 {
             let k = rng.random_range(0..unvisited);
             let i = stats
                 .iter()
                 .enumerate()
-                .filter(|&(i, s)| fresh(i, s) && consider(s))
+                .filter(|&(_, s)| fresh(s) && consider(s))
                 .nth(k)
                 .map_or(0, |(i, _)| i);
             return i as u32;
@@ -497,7 +376,6 @@ impl<S: Clone + Eq + Hash, Mv: Copy + Eq + Hash> Tree<S, Mv> {
                 visits: s.visits,
                 mean: settled.unwrap_or(s.sum / f64::from(s.visits.max(1))),
                 parent_visits: node.visits,
-                amaf: amaf_of(i),
             };
             let score = rule.score(&view);
             if score > best.0 {
@@ -515,7 +393,7 @@ impl<S: Clone + Eq + Hash, Mv: Copy + Eq + Hash> Tree<S, Mv> {
         rng: &mut Xoshiro256PlusPlus,
         ctx: &Context,
         policies: &mut Policies<M>,
-        scratch: &mut Scratch<S, Mv>,
+        scratch: &mut Scratch<Mv>,
     ) -> Result<(), Halt>
     where
         M: StateMachine<State = S, Move = Mv>,
@@ -524,7 +402,7 @@ impl<S: Clone + Eq + Hash, Mv: Copy + Eq + Hash> Tree<S, Mv> {
             Leaf::Value(v) => v,
             Leaf::Playout(state) => play_out(machine, rng, ctx, policies, &state)?,
         };
-        self.complete(machine.roles().len(), policies, scratch, rewards);
+        self.complete(machine.roles().len(), scratch, rewards);
         Ok(())
     }
 
@@ -537,7 +415,7 @@ impl<S: Clone + Eq + Hash, Mv: Copy + Eq + Hash> Tree<S, Mv> {
         rng: &mut Xoshiro256PlusPlus,
         ctx: &Context,
         policies: &mut Policies<M>,
-        scratch: &mut Scratch<S, Mv>,
+        scratch: &mut Scratch<Mv>,
     ) -> Result<Leaf<S>, Halt>
     where
         M: StateMachine<State = S, Move = Mv>,
@@ -546,101 +424,56 @@ impl<S: Clone + Eq + Hash, Mv: Copy + Eq + Hash> Tree<S, Mv> {
         scratch.path.clear();
         scratch.choices.clear();
         let mut id = 0u32;
-        let reference = policies.select.amaf_ref();
-        // The closest node of the path with enough visits to lend its AMAF statistics.
-        let mut amaf_ref = 0u32;
         loop {
             scratch.path.push(id);
             let node = &self.nodes[id as usize];
             if let Some(v) = node.value() {
                 return Ok(Leaf::Value(v.to_vec()));
             }
-            if reference.is_some_and(|r| node.visits >= r) {
-                amaf_ref = id;
-            }
             let mover = node.mover();
             let start = scratch.choices.len();
             for r in 0..n_roles {
-                let pick = self.select(id, r, &*policies.select, mover == Some(r), amaf_ref, rng);
+                let pick = self.select(id, r, &*policies.select, mover == Some(r), rng);
                 scratch.choices.push(pick);
             }
             let node = &self.nodes[id as usize];
             let key = node.key(&scratch.choices[start..]);
-            let child = match node.child(key) {
-                Some(child) => Some(child),
-                None => {
-                    scratch.joint.clear();
-                    scratch.joint.extend(
-                        (0..n_roles).map(|r| node.moves[r][scratch.choices[start + r] as usize]),
-                    );
-                    let state = machine.next_state_unchecked(&node.state, &scratch.joint)?;
-                    if past(ctx.deadline) {
-                        return Err(Halt::Deadline);
-                    }
-                    match self.find(&state) {
-                        // A transposition: share the node reached by another order of moves.
-                        Some(other) if self.link(id, key, other) => Some(other),
-                        _ => {
-                            scratch.fresh = Some(state);
-                            None
-                        }
-                    }
-                }
-            };
-            return Ok(match child {
-                Some(child) if !scratch.path.contains(&child) => {
-                    id = child;
-                    continue;
-                }
-                // A cycle (the game repeats a state): play out from the repeated node.
-                Some(child) => Leaf::Playout(self.nodes[child as usize].state.clone()),
-                None => {
-                    let Some(state) = scratch.fresh.take() else {
-                        unreachable!("the new state was just stored");
-                    };
-                    match self.expand(id, key, &state, start, machine, ctx, policies, scratch) {
-                        Some(v) => Leaf::Value(v),
-                        None => Leaf::Playout(state),
-                    }
-                }
-            });
+            if let Some(child) = node.child(key) {
+                id = child;
+                continue;
+            }
+            scratch.joint.clear();
+            scratch
+                .joint
+                .extend((0..n_roles).map(|r| node.moves[r][scratch.choices[start + r] as usize]));
+            let state = machine.next_state_unchecked(&node.state, &scratch.joint)?;
+            if past(ctx.deadline) {
+                return Err(Halt::Deadline);
+            }
+            return Ok(
+                match self.expand(id, key, &state, start, machine, ctx, policies, scratch) {
+                    Some(v) => Leaf::Value(v),
+                    None => Leaf::Playout(state),
+                },
+            );
         }
     }
 
-    /// The second half of an iteration: backs `rewards` up the path `scratch` holds, updates
-    /// the AMAF statistics if the selection uses them, and tells the playout policy.
-    pub(super) fn complete<M>(
+    /// The second half of an iteration: backs `rewards` up the path `scratch` holds.
+    pub(super) fn complete(
         &mut self,
         n_roles: usize,
-        policies: &mut Policies<M>,
-        scratch: &mut Scratch<S, Mv>,
+        scratch: &mut Scratch<Mv>,
         rewards: Vec<f64>,
-    ) where
-        M: StateMachine<State = S, Move = Mv>,
-    {
+    ) {
         scratch.rewards = rewards;
         self.back_up(scratch, n_roles);
-        if policies.select.amaf_ref().is_some() {
-            self.update_amaf(scratch, n_roles);
-        }
-        if policies.playout.learns() {
-            scratch.tree_moves.clear();
-            for (k, pick) in scratch.choices.chunks(n_roles.max(1)).enumerate() {
-                let node = &self.nodes[scratch.path[k] as usize];
-                for (r, &i) in pick.iter().enumerate() {
-                    scratch.tree_moves.push(node.moves[r][i as usize]);
-                }
-            }
-            policies
-                .playout
-                .learn(&scratch.tree_moves, n_roles, &scratch.rewards);
-        }
     }
 
     /// A virtual loss on the path `scratch` holds: one visit worth nothing added to every node
     /// and move on it (`add`), or taken off again before the real back-up. Several descents
     /// made before any playout is backed up then spread over the tree.
-    pub(super) fn virtual_loss(&mut self, scratch: &Scratch<S, Mv>, n_roles: usize, add: bool) {
+    pub(super) fn virtual_loss(&mut self, scratch: &Scratch<Mv>, n_roles: usize, add: bool) {
         let n_chosen = scratch.choices.len() / n_roles.max(1);
         for k in 0..n_chosen {
             let node = &mut self.nodes[scratch.path[k] as usize];
@@ -671,7 +504,7 @@ impl<S: Clone + Eq + Hash, Mv: Copy + Eq + Hash> Tree<S, Mv> {
         machine: &mut M,
         ctx: &Context,
         policies: &mut Policies<M>,
-        scratch: &mut Scratch<S, Mv>,
+        scratch: &mut Scratch<Mv>,
     ) -> Option<Vec<f64>>
     where
         M: StateMachine<State = S, Move = Mv>,
@@ -701,50 +534,8 @@ impl<S: Clone + Eq + Hash, Mv: Copy + Eq + Hash> Tree<S, Mv> {
         settled
     }
 
-    /// Adds the rewards to the AMAF statistics of every move each role chose at or below each
-    /// path node (each move once per iteration); new entries only while the budget allows.
-    fn update_amaf(&mut self, scratch: &mut Scratch<S, Mv>, n_roles: usize) {
-        let n_chosen = scratch.choices.len() / n_roles.max(1);
-        scratch.seen.resize_with(n_roles, Vec::new);
-        for seen in &mut scratch.seen {
-            seen.clear();
-        }
-        for k in (0..n_chosen).rev() {
-            let node = &mut self.nodes[scratch.path[k] as usize];
-            for r in 0..n_roles {
-                let mv = node.moves[r][scratch.choices[k * n_roles + r] as usize];
-                if !scratch.seen[r].contains(&mv) {
-                    scratch.seen[r].push(mv);
-                }
-            }
-            if node.amaf.is_empty() {
-                if self.bytes + n_roles * 48 > self.budget {
-                    continue;
-                }
-                node.amaf = vec![HashMap::new(); n_roles];
-                self.bytes += n_roles * 48;
-            }
-            for r in 0..n_roles {
-                if node.moves[r].len() < 2 {
-                    continue;
-                }
-                let table = &mut node.amaf[r];
-                for mv in &scratch.seen[r] {
-                    if let Some(e) = table.get_mut(mv) {
-                        e.0 = e.0.saturating_add(1);
-                        e.1 += scratch.rewards[r];
-                    } else if self.bytes + growth(table) * AMAF_BYTES <= self.budget {
-                        let before = table.capacity();
-                        table.insert(*mv, (1, scratch.rewards[r]));
-                        self.bytes += (table.capacity() - before) * AMAF_BYTES;
-                    }
-                }
-            }
-        }
-    }
-
     /// Adds the rewards along the path and tightens the bounds bottom up, while they change.
-    fn back_up(&mut self, scratch: &Scratch<S, Mv>, n_roles: usize) {
+    fn back_up(&mut self, scratch: &Scratch<Mv>, n_roles: usize) {
         let n_chosen = scratch.choices.len() / n_roles.max(1);
         for k in 0..n_chosen {
             let node = &mut self.nodes[scratch.path[k] as usize];
@@ -782,7 +573,6 @@ pub(super) fn play_out<M: StateMachine>(
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashSet;
     use std::sync::atomic::AtomicBool;
     use std::time::{Duration, Instant};
 
@@ -793,15 +583,14 @@ mod tests {
     use crate::propnet::{Budget, PropnetMachine};
     use crate::search::mcts::{GoalEvaluation, Ucb1, UniformPlayout};
 
-    /// A tic-tac-toe tree after `iterations` iterations, with or without transpositions.
+    /// A tic-tac-toe tree after `iterations` iterations.
     fn searched(
-        transpositions: bool,
         iterations: usize,
     ) -> Tree<<PropnetMachine as StateMachine>::State, <PropnetMachine as StateMachine>::Move> {
         let text = include_str!("../../../rules/ticTacToe.kif");
         let d = Description::from_text(text).expect("the sheet parses");
         let mut m = PropnetMachine::new(&d, &Budget::default()).expect("the game grounds");
-        let mut tree = Tree::new(64 << 20, transpositions);
+        let mut tree = Tree::new(64 << 20);
         let initial = m.initial_state();
         let root = Node::new(&mut m, initial).expect("the root expands");
         tree.reset(root);
@@ -829,25 +618,8 @@ mod tests {
     }
 
     #[test]
-    fn a_state_reached_by_two_orders_shares_one_node() {
-        let tree = searched(true, 3000);
-        let states: HashSet<_> = tree.nodes.iter().map(|n| n.state.clone()).collect();
-        assert_eq!(states.len(), tree.nodes.len(), "one node per state");
-        let links: usize = tree.nodes.iter().map(|n| n.children.len()).sum();
-        assert!(
-            links > tree.nodes.len() - 1,
-            "some node has two parents: {links} links, {} nodes",
-            tree.nodes.len()
-        );
-        // Without transpositions the same search holds the same state more than once.
-        let plain = searched(false, 3000);
-        let states: HashSet<_> = plain.nodes.iter().map(|n| n.state.clone()).collect();
-        assert!(states.len() < plain.nodes.len());
-    }
-
-    #[test]
     fn the_new_root_keeps_only_what_it_reaches() {
-        let mut tree = searched(true, 3000);
+        let mut tree = searched(3000);
         let (_, child) = tree.nodes[0].children[0];
         let (_, grandchild) = tree.nodes[child as usize].children[0];
         let state = tree.nodes[grandchild as usize].state.clone();
@@ -855,7 +627,7 @@ mod tests {
         assert!(tree.reroot(&state));
         assert_eq!(tree.nodes[0].state, state);
         assert!(tree.nodes.len() < before);
-        // Every kept node is reached from the new root, and the index finds each.
+        // Every kept node is reached from the new root.
         let mut seen = vec![false; tree.nodes.len()];
         let mut stack = vec![0u32];
         while let Some(id) = stack.pop() {
@@ -864,8 +636,5 @@ mod tests {
             }
         }
         assert!(seen.iter().all(|&s| s));
-        for (id, node) in tree.nodes.iter().enumerate() {
-            assert_eq!(tree.find(&node.state), Some(id as u32));
-        }
     }
 }
