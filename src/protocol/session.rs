@@ -552,12 +552,57 @@ fn follow<M: StateMachine>(
                 return Err(SessionError::JointMoveInHiddenState);
             };
             let mut state = state.clone();
-            advance(machine, &mut state, joint)?;
+            if let Err(e) = advance(machine, &mut state, joint) {
+                // A referee that could not deliver one PLAY (it timed out sending it, and
+                // played a random move for us) then sends a joint move of the step after.
+                let Some(bridged) = bridge_missed_step(machine, &state, joint)? else {
+                    return Err(e);
+                };
+                tracing::warn!("{e}: a PLAY was missed; followed by a joint move that fits");
+                state = bridged;
+            }
             *belief = Belief::known(state, belief.role(), belief.cap());
             Ok(())
         }
         Heard::Seen { mv, percepts } => Ok(belief.update(machine, mv, percepts, deadline, rng)?),
     }
+}
+
+/// Most joint moves tried for a missed step ([`bridge_missed_step`]).
+const BRIDGE_TRIES: usize = 10_000;
+
+/// The state after a missed step and `joint`: the first joint move from `state`, in the
+/// machine's order of legal moves, after which `joint` is legal (so that the tracker and the
+/// search thread bridge alike); `None` if none of the first [`BRIDGE_TRIES`] is.
+fn bridge_missed_step<M: StateMachine>(
+    machine: &mut M,
+    state: &M::State,
+    joint: &[Term],
+) -> Result<Option<M::State>, SessionError> {
+    if machine.is_terminal(state)? {
+        return Ok(None);
+    }
+    let legal: Vec<Vec<M::Move>> = (0..machine.roles().len())
+        .map(|r| machine.legal_moves(state, r))
+        .collect::<Result<_, _>>()?;
+    let mut index = vec![0usize; legal.len()];
+    for _ in 0..BRIDGE_TRIES {
+        let missed: Vec<M::Move> = index.iter().zip(&legal).map(|(&i, m)| m[i]).collect();
+        let mut after = machine.next_state(state, &missed)?;
+        if !machine.is_terminal(&after)? && advance(machine, &mut after, joint).is_ok() {
+            return Ok(Some(after));
+        }
+        // The next joint move, the last role's move turning fastest.
+        let Some(r) = (0..legal.len())
+            .rev()
+            .find(|&r| index[r] + 1 < legal[r].len())
+        else {
+            return Ok(None);
+        };
+        index[r] += 1;
+        index[r + 1..].iter_mut().for_each(|i| *i = 0);
+    }
+    Ok(None)
 }
 
 /// Moves `state` on by a joint move given as terms, checking each move.
@@ -727,6 +772,17 @@ mod tests {
         // Still in the initial state: b waits.
         let played = session.play(None, soon(100), soon(200)).unwrap();
         assert_eq!(played.mv.to_string(), "wait");
+    }
+
+    /// A referee that could not deliver a PLAY plays a random move for us and sends the next
+    /// step's joint move, illegal where we are: the session finds the step it missed.
+    #[test]
+    fn a_missed_play_is_bridged_by_a_joint_move_that_fits() {
+        let player = new_player::<DatalogMachine>(PlayerKind::Random, &SearchConfig::default());
+        let session = launch(machine(), player, 1, soon(100), "datalog", 1);
+        // Missed: (go 1) wait. Heard: b's move, in the state after it.
+        let goals = session.stop(Some(&joint(&["wait", "(go 2)"]))).unwrap();
+        assert_eq!(goals, Some(vec![50, 50]));
     }
 
     #[test]
