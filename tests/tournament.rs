@@ -516,13 +516,14 @@ fn a_filler_takes_the_seats_left_over_and_is_left_out_of_the_tables() {
     let extra = ["--matches", "3", "--filler", "f=builtin:random"];
     let (code, report, err) = tournament(&[&game], &players, &extra, &records_dir);
     assert_eq!(code, 0, "{report}{err}");
-    // Seats x y f, then y f x, then f x y: x is above y in the first and the third.
+    // Seats x y f, then y f x, then f x y (the records name each seat by its player's own
+    // name, x random, y legal): x is above y in the first and the third.
     let names: Vec<Vec<String>> = records(&records_dir)
         .into_iter()
         .map(|(_, r)| r.player_names_from_host.unwrap())
         .collect();
-    assert_eq!(names[0], ["x", "y", "f"]);
-    assert_eq!(names[2], ["f", "x", "y"]);
+    assert_eq!(names[0], ["random", "legal", "random"]);
+    assert_eq!(names[2], ["random", "random", "legal"]);
     let rows = rows(&report, "threeRoles");
     assert_eq!(rows.len(), 2, "{report}");
     let x = rows.iter().find(|r| r.0 == "x").unwrap();
