@@ -463,3 +463,71 @@ fn bad_input_is_refused_clearly() {
     );
     assert!(!out.exists(), "a refused tournament leaves no folder");
 }
+
+#[test]
+fn a_pool_of_addresses_is_one_player_whose_matches_spread_over_the_pool() {
+    let out = out_dir("pool");
+    let servers: Vec<_> = (0..3).map(|_| recording_player()).collect();
+    let addresses: Vec<&str> = servers.iter().map(|(a, _)| a.as_str()).collect();
+    let pool = format!("pool={}", addresses.join(","));
+    let players = [pool.as_str(), "r=builtin:random"];
+    let extra = ["--matches", "6", "--cores", "8"];
+    let (code, report, err) = tournament(&[TIC_TAC_TOE], &players, &extra, &out);
+    assert_eq!(code, 0, "{report}{err}");
+    assert!(
+        report.starts_with("6 matches planned, 6 finished"),
+        "{report}"
+    );
+    // One name in the tables, all six matches in its line.
+    let rows = rows(&report, "ticTacToe");
+    assert_eq!(rows.len(), 2, "{report}");
+    assert!(
+        rows.iter().any(|r| r.0 == "pool" && r.2[0] == 6),
+        "{report}"
+    );
+    // The first three matches start side by side, one on each address of the pool.
+    let starts: Vec<usize> = servers
+        .iter()
+        .map(|(_, got)| {
+            let got = got.lock().unwrap();
+            got.iter().filter(|m| m.starts_with("START")).count()
+        })
+        .collect();
+    assert_eq!(starts.iter().sum::<usize>(), 6, "{starts:?}");
+    assert!(starts.iter().all(|&n| n >= 1), "{starts:?}");
+    std::fs::remove_dir_all(&out).ok();
+}
+
+/// Three roles, one simultaneous step; goals a 100, b 50, c 0.
+const THREE_ROLES: &str = "(role a) (role b) (role c) (init start)
+    (<= (legal ?r wait) (role ?r) (true start))
+    (<= (next done) (true start)) (<= terminal (true done))
+    (goal a 100) (goal b 50) (goal c 0)";
+
+#[test]
+fn a_filler_takes_the_seats_left_over_and_is_left_out_of_the_tables() {
+    let out = out_dir("filler");
+    std::fs::create_dir_all(&out).unwrap();
+    let game = out.join("threeRoles.kif");
+    std::fs::write(&game, THREE_ROLES).unwrap();
+    let game = game.to_str().unwrap().to_string();
+    let records_dir = out.join("records");
+    let players = ["x=builtin:random", "y=builtin:legal"];
+    let extra = ["--matches", "3", "--filler", "f=builtin:random"];
+    let (code, report, err) = tournament(&[&game], &players, &extra, &records_dir);
+    assert_eq!(code, 0, "{report}{err}");
+    // Seats x y f, then y f x, then f x y (the records name each seat by its player's own
+    // name, x random, y legal): x is above y in the first and the third.
+    let names: Vec<Vec<String>> = records(&records_dir)
+        .into_iter()
+        .map(|(_, r)| r.player_names_from_host.unwrap())
+        .collect();
+    assert_eq!(names[0], ["random", "legal", "random"]);
+    assert_eq!(names[2], ["random", "random", "legal"]);
+    let rows = rows(&report, "threeRoles");
+    assert_eq!(rows.len(), 2, "{report}");
+    let x = rows.iter().find(|r| r.0 == "x").unwrap();
+    assert_eq!((x.1.as_str(), x.2), ("y", [3, 2, 0, 1]), "{report}");
+    assert!(!report.contains("\nf "), "{report}");
+    std::fs::remove_dir_all(&out).ok();
+}

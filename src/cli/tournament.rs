@@ -24,9 +24,18 @@ pub struct TournamentArgs {
     #[arg(required = true)]
     games: Vec<PathBuf>,
     /// A player: `[NAME=]builtin:KIND[:threads=N,iterations=N]` (KIND any value of
-    /// `ggp serve --player`) or `[NAME=]host:port[@THREADS]`. Give at least two.
+    /// `ggp serve --player`) or `[NAME=]host:port[,host:port...][@THREADS]`, several
+    /// addresses being a pool of servers of one player: each match is played on one that no
+    /// running match uses, and waits while all are busy; THREADS (default 1) is the cores of
+    /// each. Give at least two players, or one and --filler.
     #[arg(long = "player", value_name = "PLAYER", required = true)]
     players: Vec<String>,
+    /// A player (same forms as --player, usually `builtin:random`) for the seats left over in
+    /// games with more roles than there are players: it rotates with them, is in no pairing,
+    /// and is left out of the tables, so that in such a game a player wins when its goal is
+    /// above every other --player's.
+    #[arg(long, value_name = "PLAYER")]
+    filler: Option<String>,
     /// Matches per pairing (per group of players) on each game; seats rotate from one match
     /// to the next.
     #[arg(long, default_value_t = 2)]
@@ -85,11 +94,16 @@ pub fn run(args: TournamentArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("--matches must be at least 1");
     }
     let margin = margin(args.margin)?;
-    let players: Vec<Entrant> = args
+    let mut players: Vec<Entrant> = args
         .players
         .iter()
         .map(|text| Entrant::parse(text, args.threads))
         .collect::<Result<_, _>>()?;
+    if let Some(text) = &args.filler {
+        let mut filler = Entrant::parse(text, args.threads)?;
+        filler.filler = true;
+        players.push(filler);
+    }
     let mut games = Vec::new();
     let mut loaded = Vec::new();
     for path in tournament::game_files(&args.games)? {
@@ -141,9 +155,10 @@ pub fn run(args: TournamentArgs) -> anyhow::Result<ExitCode> {
     settings.seed = tournament::open_folder(&games, &players, &settings)?;
     log_to(&args.out.join("players.log"))?;
     let jobs = tournament::plan(&games, &players, settings.matches, settings.seed)?;
-    let play = |job: &Job, config: MatchConfig| -> Result<MatchRecord, String> {
+    let play = |job: &Job, lease: &[Option<String>], config: MatchConfig| {
         play_one(
             job,
+            lease,
             config,
             &players,
             &loaded[job.game],
@@ -212,10 +227,12 @@ fn log_to(path: &std::path::Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Plays one match: serves its built-in players, refers it on a copy of the game's engine,
+/// Plays one match: serves its built-in players, plays the remote ones at the addresses
+/// `lease` gives each seat, refers it on a copy of the game's engine,
 /// and stops the servers.
 fn play_one(
     job: &Job,
+    lease: &[Option<String>],
     config: MatchConfig,
     players: &[Entrant],
     game: &GameEngine,
@@ -251,7 +268,9 @@ fn play_one(
                 servers.push(server);
                 address
             }
-            Source::Remote { address } => address.clone(),
+            Source::Remote { .. } => lease[role]
+                .clone()
+                .context("no address of the pool was given to the match")?,
         };
         contestants[slot] = Contestant {
             address,

@@ -5,7 +5,12 @@
 //! The plan is fixed by the players, the games and the number of matches per group: for each
 //! game with k roles, every group of k players (every pairing, for two-player games) plays N
 //! matches, match i seating the group rotated by i places, so that over k matches each player
-//! has played each role once. Each match has a key (`GAME.P1-vs-P2.007`) naming its record,
+//! has played each role once. A game with more roles than there are players is played by all
+//! the players and, in the seats left over, the filler (`--filler`, e.g. `builtin:random`),
+//! which rotates with them and is left out of the results: a match's outcome holds only the
+//! players' seats, so in a three-role game of A and B with a filler, A wins when its goal is
+//! above B's. A remote player may be a pool of addresses ([`Pools`]): each match is played on
+//! one that no running match is using, and waits while every one is busy. Each match has a key (`GAME.P1-vs-P2.007`) naming its record,
 //! `OUT/KEY.json`, and a seed derived from the tournament's seed and the key. The folder also
 //! holds `tournament.json`, the manifest: players, games (with a hash of each rule sheet),
 //! clocks and seed. Running the same command on the same folder resumes: a match whose record
@@ -241,7 +246,7 @@ pub fn game_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, TournamentError> {
     Ok(files)
 }
 
-/// Every match of the tournament, interleaved so that a stopped tournament has played about
+/// Every match of the tournament (the filler, if any, is the one player marked so), interleaved so that a stopped tournament has played about
 /// as many matches of each game and group: first match 1 of every game and group, then
 /// match 2, and so on.
 ///
@@ -258,6 +263,8 @@ pub fn plan(
             return Err(TournamentError::DuplicateName(p.name.clone()));
         }
     }
+    let main: Vec<usize> = (0..players.len()).filter(|&p| !players[p].filler).collect();
+    let filler = players.iter().position(|p| p.filler);
     for (i, g) in games.iter().enumerate() {
         if let Some(h) = games[..i].iter().find(|h| h.name == g.name) {
             return Err(TournamentError::DuplicateGame(
@@ -266,23 +273,36 @@ pub fn plan(
                 g.path.display().to_string(),
             ));
         }
-        if g.roles > players.len() {
+        if g.roles > main.len() && filler.is_none() {
             return Err(TournamentError::TooFewPlayers {
                 game: g.name.clone(),
                 roles: g.roles,
-                players: players.len(),
+                players: main.len(),
             });
         }
     }
     let groups: Vec<Vec<Vec<usize>>> = games
         .iter()
-        .map(|g| combinations(players.len(), g.roles))
+        .map(|g| {
+            combinations(main.len(), g.roles.min(main.len()))
+                .into_iter()
+                .map(|group| {
+                    let mut seats: Vec<usize> = group.iter().map(|&i| main[i]).collect();
+                    seats.resize(g.roles, filler.unwrap_or(0));
+                    seats
+                })
+                .collect()
+        })
         .collect();
     let mut jobs = Vec::new();
     for index in 0..matches {
         for (game, groups) in groups.iter().enumerate() {
             for group in groups {
-                let names: Vec<&str> = group.iter().map(|&p| players[p].name.as_str()).collect();
+                let names: Vec<&str> = group
+                    .iter()
+                    .filter(|&&p| !players[p].filler)
+                    .map(|&p| players[p].name.as_str())
+                    .collect();
                 let key = format!(
                     "{}.{}.{:03}",
                     games[game].name,
@@ -362,7 +382,11 @@ pub fn open_folder(
             .iter()
             .map(|p| ManifestPlayer {
                 name: p.name.clone(),
-                spec: p.text.clone(),
+                spec: if p.filler {
+                    format!("--filler {}", p.text)
+                } else {
+                    p.text.clone()
+                },
             })
             .collect(),
         games: games
@@ -468,48 +492,147 @@ fn outcome(
             unreachable.join(", ")
         ));
     }
+    // The filler's seats are left out: the players are judged against each other.
+    let kept: Vec<usize> = (0..job.seats.len())
+        .filter(|&i| !players[job.seats[i]].filler)
+        .collect();
     Ok(Outcome {
         game: game.name.clone(),
-        seats: job.seats.clone(),
-        goals: game
-            .player_roles
+        seats: kept.iter().map(|&i| job.seats[i]).collect(),
+        goals: kept
             .iter()
-            .map(|&r| record.goal_values[r])
+            .map(|&i| record.goal_values[game.player_roles[i]])
             .collect(),
-        errors,
+        errors: kept.iter().map(|&i| errors[i]).collect(),
     })
 }
 
-/// Sends INFO to every remote player; one that cannot be reached within 5 s is an error.
+/// Sends INFO to every address of every remote player; one that cannot be reached within 5 s
+/// is an error.
 ///
 /// # Errors
-/// A remote player does not answer.
+/// A remote player does not answer at one of its addresses.
 pub fn check_players(players: &[Entrant]) -> Result<(), TournamentError> {
-    let client = Client::new().map_err(|e| TournamentError::Io {
-        path: PathBuf::from("(http client)"),
-        why: e.to_string(),
-    })?;
     for player in players {
-        if let Source::Remote { address } = &player.source {
-            let reply = client.send(
-                address,
-                &player.name,
-                &Style::GgpBase.info(),
-                Duration::from_secs(5),
-            );
-            if let Err(e) = reply {
-                return Err(TournamentError::Unreachable {
-                    name: player.name.clone(),
-                    address: address.clone(),
-                    why: match e {
-                        SendError::Timeout => "no reply within 5 s".into(),
-                        SendError::Connection(why) => why,
-                    },
-                });
+        if let Source::Remote { addresses } = &player.source {
+            for address in addresses {
+                check_address(player, address)?;
             }
         }
     }
     Ok(())
+}
+
+/// Sends INFO to one address of a player.
+///
+/// # Errors
+/// It does not answer within 5 s.
+pub fn check_address(player: &Entrant, address: &str) -> Result<(), TournamentError> {
+    let client = Client::new().map_err(|e| TournamentError::Io {
+        path: PathBuf::from("(http client)"),
+        why: e.to_string(),
+    })?;
+    let reply = client.send(
+        address,
+        &player.name,
+        &Style::GgpBase.info(),
+        Duration::from_secs(5),
+    );
+    reply.map(|_| ()).map_err(|e| TournamentError::Unreachable {
+        name: player.name.clone(),
+        address: address.to_string(),
+        why: match e {
+            SendError::Timeout => "no reply within 5 s".into(),
+            SendError::Connection(why) => why,
+        },
+    })
+}
+
+/// The address of each seat of a running match: `Some` for a remote player, the address of
+/// its pool the match is played on; `None` for a built-in player.
+pub type Lease = Vec<Option<String>>;
+
+/// The pools of addresses of the remote players: which are in use by a running match, and
+/// which are down (no match is played on them any more).
+#[derive(Debug)]
+pub struct Pools {
+    /// Per player, each address with its state; empty for a built-in player.
+    slots: Vec<Vec<(String, Slot)>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    Free,
+    Busy,
+    Down,
+}
+
+impl Pools {
+    /// Every address free.
+    pub fn new(players: &[Entrant]) -> Pools {
+        let slots = players
+            .iter()
+            .map(|p| match &p.source {
+                Source::Remote { addresses } => {
+                    addresses.iter().map(|a| (a.clone(), Slot::Free)).collect()
+                }
+                Source::Builtin { .. } => Vec::new(),
+            })
+            .collect();
+        Pools { slots }
+    }
+
+    /// Takes a free address for each remote player of `job` (marking it busy), or takes
+    /// nothing and returns `None` when one of them has none free.
+    pub fn take(&mut self, job: &Job) -> Option<Lease> {
+        let mut picks = Vec::with_capacity(job.seats.len());
+        for &p in &job.seats {
+            if self.slots[p].is_empty() {
+                picks.push(None);
+                continue;
+            }
+            // The same player in two seats of one match takes two addresses.
+            let free = self.slots[p]
+                .iter()
+                .enumerate()
+                .position(|(i, (_, slot))| *slot == Slot::Free && !picks.contains(&Some((p, i))))?;
+            picks.push(Some((p, free)));
+        }
+        Some(
+            picks
+                .into_iter()
+                .map(|pick| {
+                    pick.map(|(p, i)| {
+                        self.slots[p][i].1 = Slot::Busy;
+                        self.slots[p][i].0.clone()
+                    })
+                })
+                .collect(),
+        )
+    }
+
+    /// Gives back the addresses of a match that ended, however it ended.
+    pub fn give_back(&mut self, job: &Job, lease: &[Option<String>]) {
+        for (&p, address) in job.seats.iter().zip(lease) {
+            if let Some(address) = address {
+                for (a, slot) in &mut self.slots[p] {
+                    if a == address && *slot == Slot::Busy {
+                        *slot = Slot::Free;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Marks an address of a player down; returns whether the player has any other left.
+    pub fn down(&mut self, player: usize, address: &str) -> bool {
+        for (a, slot) in &mut self.slots[player] {
+            if a == address {
+                *slot = Slot::Down;
+            }
+        }
+        self.slots[player].iter().any(|(_, s)| *s != Slot::Down)
+    }
 }
 
 /// The matches already finished in `out` (as a summary) and the ones still to play.
@@ -533,18 +656,22 @@ pub fn collect<'a>(
     (summary, pending)
 }
 
-/// The cores a match takes from the budget: its players' threads, at most the whole budget.
+/// The cores a match takes from the budget: its players' threads (the filler's count for
+/// none), at most the whole budget.
 fn cost(job: &Job, players: &[Entrant], cores: usize) -> usize {
     job.seats
         .iter()
+        .filter(|&&p| !players[p].filler)
         .map(|&p| players[p].threads)
         .sum::<usize>()
         .min(cores.max(1))
 }
 
 /// Plays every job whose record is not complete, at most `settings.cores` threads' worth at
-/// a time, with a progress bar; `play` plays one match given its referee settings (record
-/// path included) and returns its record.
+/// a time, each on free addresses of its remote players' pools (a match waits while a pool
+/// has none free), with a progress bar; `play` plays one match given the address of each
+/// seat (`None` for a built-in player) and its referee settings (record path included), and
+/// returns its record.
 pub fn run<F>(
     jobs: &[Job],
     games: &[Game],
@@ -553,7 +680,26 @@ pub fn run<F>(
     play: F,
 ) -> Summary
 where
-    F: Fn(&Job, MatchConfig) -> Result<MatchRecord, String> + Sync,
+    F: Fn(&Job, &[Option<String>], MatchConfig) -> Result<MatchRecord, String> + Sync,
+{
+    schedule(jobs, games, players, settings, play, |p, address| {
+        check_address(&players[p], address)
+    })
+}
+
+/// [`run`], with `check` telling whether a player's address still answers after a match on
+/// it failed.
+fn schedule<F, C>(
+    jobs: &[Job],
+    games: &[Game],
+    players: &[Entrant],
+    settings: &Settings,
+    play: F,
+    check: C,
+) -> Summary
+where
+    F: Fn(&Job, &[Option<String>], MatchConfig) -> Result<MatchRecord, String> + Sync,
+    C: Fn(usize, &str) -> Result<(), TournamentError>,
 {
     let (mut summary, mut pending) = collect(jobs, games, players, &settings.out);
     let bar = ProgressBar::new(jobs.len() as u64);
@@ -566,16 +712,27 @@ where
     );
     bar.set_position(summary.resumed as u64);
     let cores = settings.cores.max(1);
+    let mut pools = Pools::new(players);
     std::thread::scope(|scope| {
-        let (done, results) = mpsc::channel::<(&Job, Result<MatchRecord, String>)>();
+        type Done<'j> = (&'j Job, Lease, Result<MatchRecord, String>);
+        let (done, results) = mpsc::channel::<Done>();
         let mut free = cores;
         let mut running = 0;
         loop {
-            while let Some(at) = pending
-                .iter()
-                .position(|job| cost(job, players, cores) <= free)
-                .filter(|_| !crate::manager::stop_requested())
-            {
+            while !crate::manager::stop_requested() {
+                let mut started = None;
+                for (at, job) in pending.iter().enumerate() {
+                    if cost(job, players, cores) > free {
+                        continue;
+                    }
+                    if let Some(lease) = pools.take(job) {
+                        started = Some((at, lease));
+                        break;
+                    }
+                }
+                let Some((at, lease)) = started else {
+                    break;
+                };
                 let job = pending.remove(at).expect("found");
                 free -= cost(job, players, cores);
                 running += 1;
@@ -593,19 +750,20 @@ where
                 let done = done.clone();
                 let play = &play;
                 scope.spawn(move || {
-                    let result = play(job, config);
-                    let _ = done.send((job, result));
+                    let result = play(job, &lease, config);
+                    let _ = done.send((job, lease, result));
                 });
             }
             bar.set_message(format!("{running} running"));
             if running == 0 {
                 break;
             }
-            let Ok((job, result)) = results.recv() else {
+            let Ok((job, lease, result)) = results.recv() else {
                 break;
             };
             running -= 1;
             free += cost(job, players, cores);
+            pools.give_back(job, &lease);
             bar.inc(1);
             match result.and_then(|record| outcome(&record, job, games, players)) {
                 Ok(outcome) => {
@@ -621,12 +779,18 @@ where
                 Err(why) => {
                     say(&bar, format!("{}: failed: {why}", job.key));
                     summary.failures.push((job.key.clone(), why));
-                    // A remote player of this match that is now down fails every match
-                    // still to play with it, at once (they are played on a rerun).
-                    for &p in &job.seats {
-                        let Err(down) = check_players(std::slice::from_ref(&players[p])) else {
+                    // An address of this match that is now down plays no more matches; a
+                    // player with no address left fails every match still to play with it,
+                    // at once (they are played on a rerun).
+                    for (&p, address) in job.seats.iter().zip(&lease) {
+                        let Some(address) = address else { continue };
+                        let Err(down) = check(p, address) else {
                             continue;
                         };
+                        if pools.down(p, address) {
+                            say(&bar, format!("{down}; no more matches there"));
+                            continue;
+                        }
                         let why = format!("not played: {down}");
                         say(&bar, format!("{why}; its other matches are not played"));
                         let (gone, kept): (VecDeque<&Job>, VecDeque<&Job>) =
@@ -733,6 +897,128 @@ mod tests {
             plan(&[game("two", 2)], &twins, 1, 0),
             Err(TournamentError::DuplicateName(_))
         ));
+    }
+
+    fn pool_players() -> Vec<Entrant> {
+        vec![
+            Entrant::parse("a=h:1,h:2", 1).unwrap(),
+            Entrant::parse("b=builtin:random", 1).unwrap(),
+        ]
+    }
+
+    fn job(key: &str) -> Job {
+        Job {
+            key: key.into(),
+            game: 0,
+            seats: vec![0, 1],
+            seed: 0,
+        }
+    }
+
+    #[test]
+    fn matches_side_by_side_get_different_addresses_and_give_them_back() {
+        let mut pools = Pools::new(&pool_players());
+        let one = pools.take(&job("one")).unwrap();
+        let two = pools.take(&job("two")).unwrap();
+        assert_eq!(one, vec![Some("h:1".to_string()), None]);
+        assert_eq!(two, vec![Some("h:2".to_string()), None]);
+        assert_eq!(pools.take(&job("three")), None, "every address is busy");
+        pools.give_back(&job("two"), &two);
+        assert_eq!(
+            pools.take(&job("three")).unwrap()[0].as_deref(),
+            Some("h:2")
+        );
+        // A down address is never handed out again; the last one down says so.
+        pools.give_back(&job("one"), &one);
+        assert!(pools.down(0, "h:1"));
+        assert_eq!(pools.take(&job("four")), None);
+        assert!(!pools.down(0, "h:2"));
+    }
+
+    fn settings(out: &Path, cores: usize) -> Settings {
+        Settings {
+            matches: 1,
+            start_clock: 1,
+            play_clock: 1,
+            cores,
+            seed: 0,
+            out: out.to_path_buf(),
+        }
+    }
+
+    #[test]
+    fn every_match_is_played_on_a_free_address_even_when_matches_fail() {
+        use std::sync::Mutex;
+        let out = std::env::temp_dir().join(format!("ggp-pool-{}", std::process::id()));
+        let players = pool_players();
+        let jobs = plan(&[game("two", 2)], &players, 6, 0).unwrap();
+        assert_eq!(jobs.len(), 6);
+        let in_use: Mutex<Vec<String>> = Mutex::new(Vec::new());
+        let used: Mutex<Vec<String>> = Mutex::new(Vec::new());
+        let most = Mutex::new(0);
+        let play = |_: &Job, lease: &[Option<String>], _: MatchConfig| {
+            // Seats rotate: the pool's player is in either seat, the built-in has none.
+            let addresses: Vec<&String> = lease.iter().flatten().collect();
+            assert_eq!(addresses.len(), 1, "{lease:?}");
+            let address = addresses[0].clone();
+            {
+                let mut in_use = in_use.lock().unwrap();
+                assert!(!in_use.contains(&address), "{address} used twice at once");
+                in_use.push(address.clone());
+                let mut most = most.lock().unwrap();
+                *most = (*most).max(in_use.len());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+            in_use.lock().unwrap().retain(|a| a != &address);
+            used.lock().unwrap().push(address);
+            // Every match fails: its address must come back all the same.
+            Err::<MatchRecord, String>("the match failed".into())
+        };
+        let summary = schedule(
+            &jobs,
+            &[game("two", 2)],
+            &players,
+            &settings(&out, 8),
+            play,
+            |_, _| Ok(()),
+        );
+        assert_eq!(summary.failures.len(), 6);
+        assert_eq!(used.lock().unwrap().len(), 6, "every match was played");
+        assert_eq!(*most.lock().unwrap(), 2, "two at a time, one per address");
+        let used = used.lock().unwrap();
+        assert!(used.contains(&"h:1".to_string()) && used.contains(&"h:2".to_string()));
+        let _ = std::fs::remove_dir_all(&out);
+    }
+
+    #[test]
+    fn a_filler_sits_in_the_seats_left_over_and_is_left_out_of_the_outcome() {
+        let mut players = players(2);
+        let mut filler = Entrant::parse("rnd=builtin:random", 1).unwrap();
+        filler.filler = true;
+        players.push(filler);
+        let games = [game("two", 2), game("four", 4)];
+        let jobs = plan(&games, &players, 4, 0).unwrap();
+        // One pairing per game: the filler plays no two-player match.
+        assert_eq!(jobs.len(), 8);
+        assert_eq!(jobs[0].key, "two.p0-vs-p1.001");
+        assert_eq!(jobs[1].key, "four.p0-vs-p1.001");
+        assert_eq!(jobs[1].seats, vec![0, 1, 2, 2]);
+        assert_eq!(jobs[3].seats, vec![1, 2, 2, 0]);
+        assert_eq!(cost(&jobs[1], &players, 8), 2);
+        let record: MatchRecord = serde_json::from_value(serde_json::json!({
+            "matchId": "m", "randomToken": "t", "startTime": 0, "isCompleted": true,
+            "states": [], "moves": [], "stateTimes": [], "startClock": 1, "playClock": 1,
+            "errors": [["", "", "", ""]], "goalValues": [0, 100, 50, 100],
+        }))
+        .unwrap();
+        // Job 3 seats p1, the filler twice, then p0.
+        let got = outcome(&record, &jobs[3], &games, &players).unwrap();
+        assert_eq!(got.seats, vec![1, 0]);
+        assert_eq!(got.goals, vec![0, 100]);
+        // p0 (100) is above p1 (0): a win, though a filler also has 100.
+        let lines = stats::lines(&[&got]);
+        let p0 = lines.iter().find(|l| l.player == 0).unwrap();
+        assert_eq!((p0.wins, p0.draws, p0.losses), (1, 0, 0));
     }
 
     #[test]

@@ -5,8 +5,10 @@
 //! `ggp serve --player`; keys `threads` and `iterations` are the tournament's, every other key
 //! is the player's own option, given to [`search::PlayerSpec::from_options`] as read), run
 //! in-process as a player server;
-//! `[NAME=]host:port[@THREADS]` is a player somewhere on the network, THREADS (default 1) the
-//! cores it uses, for the core budget.
+//! `[NAME=]host:port[,host:port...][@THREADS]` is a player somewhere on the network, THREADS
+//! (default 1) the cores it uses in one match, for the core budget. Several addresses are a
+//! pool of servers of one player (one name in the tables): each match is played on an address
+//! that no running match is using (see [`super::Pools`]); `@THREADS` applies to each of them.
 
 use std::str::FromStr;
 
@@ -23,6 +25,9 @@ pub struct Entrant {
     pub threads: usize,
     /// The text it was given as, for the manifest.
     pub text: String,
+    /// A filler (`ggp tournament --filler`): it sits in the seats of a game that has more
+    /// roles than there are players, belongs to no pairing, and is left out of the results.
+    pub filler: bool,
 }
 
 /// Where a player comes from.
@@ -35,10 +40,10 @@ pub enum Source {
         /// Stop each search after this many playouts or nodes.
         iterations: Option<u64>,
     },
-    /// A player server at `host:port`.
+    /// A player server at `host:port`, or a pool of them.
     Remote {
-        /// `host:port`.
-        address: String,
+        /// `host:port` of each server of the pool (at least one, no two alike).
+        addresses: Vec<String>,
     },
 }
 
@@ -93,26 +98,33 @@ impl Entrant {
             let source = Source::Builtin { player, iterations };
             (source, threads, default_name)
         } else {
-            let (address, threads) = match body.rsplit_once('@') {
-                Some((address, threads)) => (
-                    address,
+            let (pool, threads) = match body.rsplit_once('@') {
+                Some((pool, threads)) => (
+                    pool,
                     positive(threads).map_err(|w| bad(format!("threads after @: {w}")))?,
                 ),
                 None => (body, 1),
             };
-            let port = address
-                .rsplit_once(':')
-                .filter(|(host, _)| !host.is_empty())
-                .and_then(|(_, port)| u16::from_str(port).ok())
-                .filter(|&port| port != 0);
-            if port.is_none() {
-                return Err(bad(
-                    "expected builtin:KIND[:key=value,...] or host:port[@THREADS]".into(),
-                ));
+            let mut addresses: Vec<String> = Vec::new();
+            for address in pool.split(',') {
+                let port = address
+                    .rsplit_once(':')
+                    .filter(|(host, _)| !host.is_empty())
+                    .and_then(|(_, port)| u16::from_str(port).ok())
+                    .filter(|&port| port != 0);
+                if port.is_none() {
+                    return Err(bad(
+                        "expected builtin:KIND[:key=value,...] or host:port[,host:port...][@THREADS]"
+                            .into(),
+                    ));
+                }
+                if addresses.iter().any(|a| a == address) {
+                    return Err(bad(format!("{address} is twice in the pool")));
+                }
+                addresses.push(address.to_string());
             }
-            let default_name = address.replace([':', '.'], "_");
-            let address = address.to_string();
-            (Source::Remote { address }, threads, default_name)
+            let default_name = addresses[0].replace([':', '.'], "_");
+            (Source::Remote { addresses }, threads, default_name)
         };
         let name = name.map_or(default_name, str::to_string);
         if name.is_empty()
@@ -129,6 +141,7 @@ impl Entrant {
             source,
             threads,
             text: text.to_string(),
+            filler: false,
         })
     }
 }
@@ -172,9 +185,29 @@ mod tests {
         assert_eq!(
             p.source,
             Source::Remote {
-                address: "example.org:9147".into()
+                addresses: vec!["example.org:9147".into()]
             }
         );
+    }
+
+    #[test]
+    fn reads_a_pool_of_addresses_as_one_player() {
+        let p = Entrant::parse("sancho=10.0.0.1:9350,10.0.0.2:9350,localhost:9351@2", 1).unwrap();
+        assert_eq!(p.name, "sancho");
+        assert_eq!(p.threads, 2);
+        assert_eq!(
+            p.source,
+            Source::Remote {
+                addresses: vec![
+                    "10.0.0.1:9350".into(),
+                    "10.0.0.2:9350".into(),
+                    "localhost:9351".into()
+                ]
+            }
+        );
+        let p = Entrant::parse("h1:1,h2:2", 1).unwrap();
+        assert_eq!(p.name, "h1_1");
+        assert_eq!(p.threads, 1);
     }
 
     #[test]
@@ -188,6 +221,9 @@ mod tests {
             ("localhost:http", "expected builtin:"),
             (":9147", "expected builtin:"),
             ("a=localhost:9147@x", "threads after @"),
+            ("a=localhost:9147,", "expected builtin:"),
+            ("a=localhost:9147,localhost@2", "expected builtin:"),
+            ("a=h:1,h:2,h:1", "h:1 is twice in the pool"),
             ("a b=builtin:random", "the name `a b`"),
         ] {
             let e = Entrant::parse(text, 1).unwrap_err();

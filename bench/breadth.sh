@@ -1,0 +1,141 @@
+#!/bin/sh
+# The breadth run (issue 27): ggp against Sancho 1.61c on games nobody tuned on, every class.
+#
+#   sh bench/breadth.sh select               writes bench/breadth/classes.txt, set-a.txt, set-b.txt
+#   sh bench/breadth.sh run SET OUT          plays SET (a set file) into the folder OUT
+#
+# Selection (never by results): every sheet of ../shared/games/base, in alphabetical order, is
+# classified by `ggp playout SHEET --count 3 --seed 1 --max-steps 100` (the trace format: one
+# LEGAL line per role and step, `random` left out): ROLES is the number of roles, and it is
+# simultaneous when, at some step of those three random playouts, two or more roles have more
+# than one legal move. Sheets whose three playouts do not finish within 20 s (on the loaded
+# 2-core machine the lists were made on: amazons and the like are left out) or that fail (no load, or a role without a legal move) are left out, and so are sheets with
+# one role or more than four. The classes:
+#   turn   two roles, not simultaneous        (14 per set)
+#   sim    two roles, simultaneous            (5 per set)
+#   multi  three or four roles                (5 per set)
+# In each class's alphabetical list of L sheets, with T per set and n = floor(L / T), set A is
+# the sheets at positions 0, n, 2n, ... and set B those at n/2, n/2 + n, ... (n/2 rounded
+# down), T of each: two disjoint sets of 24 games, B for confirming a change tuned on A.
+# Set files hold `CLASS SHEET` lines.
+#
+# Run: one `ggp tournament` over the set's games, `ggp=$GGP_PLAYER` against `sancho=$SANCHO`,
+# seats rotating; games of three or four roles get `builtin:random` in the seats left over
+# (`--filler`, left out of the tables: a win is ggp's goal above Sancho's). Then it prints the
+# tables of each class (`ggp tournament --report` on the class's games) and over all games.
+# Rerun the same command to resume. Environment (all optional):
+#   START=60 PLAY=5      the clocks
+#   MATCHES=2            matches per game (seats rotate from one to the next)
+#   GGP=target/release/ggp
+#   GGP_PLAYER=builtin:auto   or HOST:PORT[,HOST:PORT...] of `ggp serve` players
+#   SANCHO=              HOST:PORT[,HOST:PORT...] of Sancho players (a pool spreads the run
+#                        over machines); empty: one Sancho is started here on port
+#                        SANCHO_PORT=9230, pinned to core 0 (SANCHO_THREADS=1
+#                        SANCHO_SAFETY_MS=1000), and stopped at the end
+#   SANCHO_RUN=../shared/sparring/sancho/run
+#   GGP_CPUS=1           the core `ggp tournament` (with its built-in players) is pinned to
+#   CORES=2              --cores of the tournament: 2 per match (one core each), so raise it
+#                        to 2 × the pool size when both players are pools
+set -u
+BASE=${BASE:-../shared/games/base}
+GGP=${GGP:-target/release/ggp}
+DIR=$(dirname "$0")/breadth
+
+select_sets() {
+    mkdir -p "$DIR"
+    : > "$DIR/classes.txt"
+    for sheet in "$BASE"/*.kif; do
+        name=$(basename "$sheet" .kif)
+        line="0 0"
+        if timeout 20 "$GGP" playout "$sheet" --count 3 --seed 1 --max-steps 100 \
+            --engine auto > "$DIR/.playout" 2> /dev/null; then
+            line=$(awk -f "$DIR/classify.awk" "$DIR/.playout")
+        fi
+        set -- $line
+        if [ "$1" = 0 ]; then class=failed
+        elif [ "$1" = 2 ] && [ "$2" = 0 ]; then class=turn
+        elif [ "$1" = 2 ]; then class=sim
+        elif [ "$1" -ge 3 ] && [ "$1" -le 4 ]; then class=multi
+        else class=other; fi
+        echo "$name $1 $2 $class" >> "$DIR/classes.txt"
+    done
+    rm -f "$DIR/.playout"
+    : > "$DIR/set-a.txt"
+    : > "$DIR/set-b.txt"
+    for spec in turn:14 sim:5 multi:5; do
+        class=${spec%:*}
+        want=${spec#*:}
+        awk -v c="$class" -v t="$want" -v a="$DIR/set-a.txt" -v b="$DIR/set-b.txt" '
+            $4 == c { s[n++] = $1 }
+            END {
+                step = int(n / t)
+                if (step < 2) { print c ": only " n " sheets" > "/dev/stderr"; exit 1 }
+                for (i = 0; i < t; i++) {
+                    print c, s[i * step] >> a
+                    print c, s[i * step + int(step / 2)] >> b
+                }
+            }' "$DIR/classes.txt" || exit 1
+    done
+    awk '{print $4}' "$DIR/classes.txt" | sort | uniq -c
+    echo "set A:"; cat "$DIR/set-a.txt"
+    echo "set B:"; cat "$DIR/set-b.txt"
+}
+
+run_set() {
+    SET=$1
+    OUT=$2
+    START=${START:-60}
+    PLAY=${PLAY:-5}
+    MATCHES=${MATCHES:-2}
+    GGP_PLAYER=${GGP_PLAYER:-builtin:auto}
+    GGP_CPUS=${GGP_CPUS:-1}
+    CORES=${CORES:-2}
+    SANCHO=${SANCHO:-}
+    sancho_pid=
+    mkdir -p "$OUT"
+    if [ -z "$SANCHO" ]; then
+        port=${SANCHO_PORT:-9230}
+        SANCHO_THREADS=1 SANCHO_CPUS=0 SANCHO_SAFETY_MS=1000 \
+            "${SANCHO_RUN:-../shared/sparring/sancho/run}" "$port" > "$OUT/sancho.out" 2>&1 &
+        sancho_pid=$!
+        trap '[ -n "$sancho_pid" ] && kill "$sancho_pid"' EXIT INT TERM
+        SANCHO=127.0.0.1:$port
+        # Wait until it answers (its JVM takes a few seconds).
+        for _ in $(seq 60); do
+            curl -s -m 2 -d '(info)' "http://$SANCHO/" > /dev/null 2>&1 && break
+            sleep 1
+        done
+    fi
+    games=$(awk -v b="$BASE" '{print b "/" $2 ".kif"}' "$SET")
+    players="--player ggp=$GGP_PLAYER --player sancho=$SANCHO --filler random=builtin:random"
+    # shellcheck disable=SC2086
+    taskset -c "$GGP_CPUS" "$GGP" tournament $games $players --matches "$MATCHES" \
+        --startclock "$START" --playclock "$PLAY" --cores "$CORES" --threads 1 --out "$OUT" \
+        > "$OUT/run.log" 2>&1
+    status=$?
+    echo "tournament exit $status; each match's line and the tables: $OUT/run.log"
+    echo
+    for class in turn sim multi; do
+        case $class in
+            turn) title="two-player turn-taking" ;;
+            sim) title="simultaneous moves" ;;
+            multi) title="three or more roles (random players in the other seats)" ;;
+        esac
+        list=$(awk -v b="$BASE" -v c="$class" '$1 == c {print b "/" $2 ".kif"}' "$SET")
+        [ -n "$list" ] || continue
+        echo "== $title =="
+        # shellcheck disable=SC2086
+        "$GGP" tournament $list $players --out "$OUT" --report 2> /dev/null \
+            | sed -n '/^all games/,$p'
+        echo
+    done
+    echo "== overall =="
+    sed -n '/matches planned/p; /^all games/,$p' "$OUT/run.log"
+    return $status
+}
+
+case ${1:-} in
+    select) select_sets ;;
+    run) run_set "${2:?usage: sh bench/breadth.sh run SET OUT}" "${3:?usage: sh bench/breadth.sh run SET OUT}" ;;
+    *) sed -n '2,5p' "$0"; exit 2 ;;
+esac
