@@ -626,11 +626,23 @@ impl Engine {
     }
 
     fn run_plan_untimed(&mut self, rule: usize, delta: Option<usize>) {
+        // A stopped evaluation runs nothing more. Planning is not timed while it reads whole
+        // relations (estimates, new indexes: seconds for millions of rows on a loaded
+        // machine), so the deadline and the memory limit are looked at before it too.
+        if self.stopped.is_some() {
+            return;
+        }
         let missing = match delta {
             None => self.rules[rule].full.is_none(),
             Some(d) => self.rules[rule].deltas[d].1.is_none(),
         };
         if missing {
+            if self.stop.is_set() {
+                self.stopped = self.stop.reached(true);
+                if self.stopped.is_some() {
+                    return;
+                }
+            }
             let spec = self.rules[rule].spec.clone();
             let own = self.rules[rule].own.clone();
             match delta {
@@ -1033,6 +1045,47 @@ mod tests {
         });
         let result = engine.evaluate(0);
         (engine, result)
+    }
+
+    /// Past the deadline nothing more is planned or run: planning reads whole relations
+    /// (estimates, indexes), untimed, and made grounding overrun its budget by seconds.
+    #[test]
+    fn nothing_is_planned_past_the_deadline() {
+        let mut pool = TermPool::default();
+        let nodes: Vec<GTerm> = (0..100)
+            .map(|i| pool.constant(Sym::new(&format!("n{i}"))))
+            .collect();
+        let (node, pair) = (RelId(0), RelId(1));
+        let rules = vec![RuleSpec {
+            head_rel: pair,
+            head: vec![Pat::Var(0), Pat::Var(1)],
+            body: vec![
+                BodyLit::Pos(node, vec![Pat::Var(0)]),
+                BodyLit::Pos(node, vec![Pat::Var(1)]),
+            ],
+            n_vars: 2,
+        }];
+        let strata = vec![Stratum {
+            rels: vec![pair],
+            rules: vec![0],
+        }];
+        let mut engine = Engine::new(pool, &[1, 2], rules, strata, Limits::default());
+        for &x in &nodes {
+            engine.insert(node, &[x]);
+        }
+        let deadline = std::time::Instant::now();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        engine.set_stop(Stop {
+            deadline: Some(deadline),
+            memory: None,
+        });
+        assert_eq!(engine.evaluate(0), Err(EvalError::Deadline));
+        assert!(engine.rules[0].full.is_none());
+        assert_eq!(engine.relation(pair).len(), 0);
+        // With the deadline lifted, it plans and runs.
+        engine.set_stop(Stop::default());
+        assert_eq!(engine.evaluate(0), Ok(()));
+        assert_eq!(engine.relation(pair).len(), 100 * 100);
     }
 
     #[test]
