@@ -1011,11 +1011,11 @@ mod tests {
         assert!(engine.relation(unreached).contains(&[n[3], n[0]]));
     }
 
-    /// `(<= (pair ?x ?y) (node ?x) (node ?y))` over enough nodes that more than
-    /// [`MEMORY_CHECK_ROWS`] rows are tried, with the memory in use read by `in_use`.
-    fn pairs_with_memory(in_use: fn() -> Option<u64>) -> (Engine, Result<(), EvalError>) {
+    /// `(<= (pair ?x ?y) (node ?x) (node ?y))` over `n` nodes, not yet evaluated: the engine
+    /// and the `pair` relation.
+    fn pairs(n: usize) -> (Engine, RelId) {
         let mut pool = TermPool::default();
-        let nodes: Vec<GTerm> = (0..1100)
+        let nodes: Vec<GTerm> = (0..n)
             .map(|i| pool.constant(Sym::new(&format!("n{i}"))))
             .collect();
         let (node, pair) = (RelId(0), RelId(1));
@@ -1036,6 +1036,13 @@ mod tests {
         for &x in &nodes {
             engine.insert(node, &[x]);
         }
+        (engine, pair)
+    }
+
+    /// [`pairs`] over enough nodes that more than [`MEMORY_CHECK_ROWS`] rows are tried, with
+    /// the memory in use read by `in_use`.
+    fn pairs_with_memory(in_use: fn() -> Option<u64>) -> (Engine, Result<(), EvalError>) {
+        let (mut engine, _) = pairs(1100);
         engine.set_stop(Stop {
             deadline: None,
             memory: Some(MemoryLimit {
@@ -1051,28 +1058,7 @@ mod tests {
     /// (estimates, indexes), untimed, and made grounding overrun its budget by seconds.
     #[test]
     fn nothing_is_planned_past_the_deadline() {
-        let mut pool = TermPool::default();
-        let nodes: Vec<GTerm> = (0..100)
-            .map(|i| pool.constant(Sym::new(&format!("n{i}"))))
-            .collect();
-        let (node, pair) = (RelId(0), RelId(1));
-        let rules = vec![RuleSpec {
-            head_rel: pair,
-            head: vec![Pat::Var(0), Pat::Var(1)],
-            body: vec![
-                BodyLit::Pos(node, vec![Pat::Var(0)]),
-                BodyLit::Pos(node, vec![Pat::Var(1)]),
-            ],
-            n_vars: 2,
-        }];
-        let strata = vec![Stratum {
-            rels: vec![pair],
-            rules: vec![0],
-        }];
-        let mut engine = Engine::new(pool, &[1, 2], rules, strata, Limits::default());
-        for &x in &nodes {
-            engine.insert(node, &[x]);
-        }
+        let (mut engine, pair) = pairs(100);
         let deadline = std::time::Instant::now();
         std::thread::sleep(std::time::Duration::from_millis(2));
         engine.set_stop(Stop {
