@@ -278,40 +278,6 @@ pub trait StateMachine {
         self.has_percepts() || (0..self.roles().len()).any(|r| self.is_nature(r))
     }
 
-    /// Writes into `out` (cleared first), per role, how nearly `state` satisfies the rules of
-    /// that role's highest goal, from 0 to 1 (a fuzzy reading of the rules: the share of a
-    /// rule body that holds, the best of several rules). `Ok(false)`, `out` empty, when the
-    /// engine cannot tell (the default). Heuristics use it as a candidate feature.
-    ///
-    /// # Errors
-    /// The engine failed.
-    fn goal_progress_into(
-        &mut self,
-        state: &Self::State,
-        out: &mut Vec<f64>,
-    ) -> Result<bool, MachineError> {
-        let _ = state;
-        out.clear();
-        Ok(false)
-    }
-
-    /// The facts of the game proven to be latches from the rules: `(fact, stays_true,
-    /// stays_false)`, where `stays_true` means once true it is true in every later state and
-    /// `stays_false` once false it stays false. Empty when the engine cannot tell (the
-    /// default) or there are none.
-    fn latches(&self) -> Vec<(Term, bool, bool)> {
-        Vec::new()
-    }
-
-    /// Writes into `out` (cleared first), per role, the goal value the latches true or false
-    /// in `state` already prove for the end of the game (`None`: not proven). `false`, `out`
-    /// empty, when the engine cannot tell or no goal reads a latch (the default).
-    fn latched_goals_into(&mut self, state: &Self::State, out: &mut Vec<Option<u8>>) -> bool {
-        let _ = state;
-        out.clear();
-        false
-    }
-
     /// The legal moves of role number `role` in `state`.
     ///
     /// # Errors

@@ -21,7 +21,7 @@
 //! Percepts (GDL-II `sees`) are not in the net: a game with `sees` rules keeps a Datalog
 //! machine beside it that answers them, from the state's facts and the joint move's terms.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Instant;
 
 use rand::Rng;
@@ -30,7 +30,6 @@ use crate::datalog::{DatalogMachine, Demand};
 use crate::gdl::{Description, Term};
 use crate::machine::{EngineFailure, MachineError, PlayoutBatch, PlayoutEnd, StateMachine};
 
-use super::analysis::Analysis;
 use super::batch::{BatchRunner, LaneRecord, Width};
 use super::ground::{Budget, Clock, Exceeded, GroundError, ground_with_demand};
 use super::net::{MoveId, NO_NODE, Net, TRUE_COUNT};
@@ -76,11 +75,6 @@ pub struct PropnetMachine {
     /// state it was asked about with its own form of that state.
     seer: Option<Box<DatalogMachine>>,
     seer_state: Option<Box<(PropnetState, crate::datalog::DatalogState)>>,
-    /// The goal and latch analysis of the net, made on first use and shared by clones.
-    analysis: Arc<OnceLock<Analysis>>,
-    /// Scratch of the analysis: fuzzy and three-valued node values.
-    fuzzy: Vec<f32>,
-    kleene: Vec<u8>,
 }
 
 /// The mutable part of a machine: counters and the sets derived from them.
@@ -523,15 +517,7 @@ impl PropnetMachine {
             wide: None,
             seer: None,
             seer_state: None,
-            analysis: Arc::new(OnceLock::new()),
-            fuzzy: Vec::new(),
-            kleene: Vec::new(),
         }
-    }
-
-    /// The goal and latch analysis (see [`super::analysis`]), made on first use.
-    fn analysis(&self) -> &Analysis {
-        self.analysis.get_or_init(|| Analysis::new(&self.net))
     }
 
     /// The network.
@@ -716,44 +702,6 @@ impl StateMachine for PropnetMachine {
     fn find_move(&self, term: &Term) -> Option<MoveId> {
         let t = self.net.pool.find(term)?;
         self.net.move_ids.get(&t).copied()
-    }
-
-    fn goal_progress_into(
-        &mut self,
-        state: &PropnetState,
-        out: &mut Vec<f64>,
-    ) -> Result<bool, MachineError> {
-        out.clear();
-        if !self.analysis().has_progress() {
-            return Ok(false);
-        }
-        self.load(state)?;
-        let analysis = self.analysis.get_or_init(|| Analysis::new(&self.net));
-        analysis.progress(&self.net, &self.rt.w.counts, &mut self.fuzzy, out);
-        Ok(true)
-    }
-
-    fn latches(&self) -> Vec<(Term, bool, bool)> {
-        self.analysis()
-            .latches
-            .iter()
-            .enumerate()
-            .filter(|(_, l)| l.stays_true || l.stays_false)
-            .map(|(i, l)| {
-                let fact = self.net.pool.term(self.net.base_terms[i]);
-                (fact, l.stays_true, l.stays_false)
-            })
-            .collect()
-    }
-
-    fn latched_goals_into(&mut self, state: &PropnetState, out: &mut Vec<Option<u8>>) -> bool {
-        let analysis = self.analysis.get_or_init(|| Analysis::new(&self.net));
-        if !analysis.has_latched_goals() {
-            out.clear();
-            return false;
-        }
-        analysis.latched_goals(&self.net, &state.0, &mut self.kleene, out);
-        true
     }
 
     fn fact_ids_into(&self, state: &PropnetState, out: &mut Vec<u32>) -> bool {

@@ -23,7 +23,6 @@
 //! [`Exceeded`]; both tries: [`Exceeded::Retried`]) or
 //! [`GroundError::Time`], and the caller falls back to the Datalog engine.
 
-pub mod analysis;
 pub mod batch;
 pub mod ground;
 pub mod machine;
