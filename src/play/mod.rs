@@ -29,7 +29,7 @@ use crate::protocol::message::{spaced, state_text, term_to_sexp};
 use rand::SeedableRng;
 
 use crate::search::auto::{AutoPlayer, LevelBudget};
-use crate::search::hidden::{Belief, HiddenPlayer, choose_for_seat};
+use crate::search::hidden::{Belief, BeliefError, HiddenPlayer, choose_for_seat};
 use crate::search::{Choice, Player, PlayerKind, SearchConfig, SearchError, Work, new_player};
 use progress::Progress;
 
@@ -295,11 +295,9 @@ struct RoleView<S, Mv> {
 
 /// Most states of a role's belief in `ggp play` and `ggp web`.
 const VIEW_BELIEF: usize = 256;
-/// Time allowed to follow one step in a role's belief. An update cut short keeps a small
-/// sample, and what a small sample holds in every state is not what the role knows: at 0.5 s
-/// a loaded machine cut Dominup's deal short and the view showed a tile of another hand. The
-/// updates take milliseconds unloaded; this bounds a pathological game's wait.
-const VIEW_UPDATE: Duration = Duration::from_secs(3);
+/// Time allowed to follow one step in a role's belief when the bounded update finds no state
+/// consistent with what the role saw (the belief is then lost, and a guess is kept).
+const VIEW_LOST_UPDATE: Duration = Duration::from_secs(3);
 
 type InfoCache<Mv> = (usize, usize, Vec<MoveInfo<Mv>>);
 
@@ -521,10 +519,18 @@ impl<M: StateMachine + Send + 'static> Game<M> {
         };
         let mv = self.machine.move_term(joint[role]);
         let mut rng = rand::rngs::StdRng::seed_from_u64(self.seed ^ step as u64);
-        let deadline = Instant::now() + VIEW_UPDATE;
         let before = view.beliefs.last().expect("one per state");
+        // Without a deadline the update does a bounded amount of work, the same on a loaded
+        // machine as on an idle one. An update cut short by a clock keeps a small sample, and
+        // what a small sample holds in every state is not what the role knows: with 0.5 s, a
+        // loaded machine cut Dominup's deal short and the view showed a tile of another hand.
         let mut belief = before.clone();
-        let updated = belief.update(&mut self.machine, &mv, &percepts, Some(deadline), &mut rng);
+        let mut updated = belief.update(&mut self.machine, &mv, &percepts, None, &mut rng);
+        if matches!(updated, Err(BeliefError::Inconsistent)) {
+            belief = before.clone();
+            let deadline = Some(Instant::now() + VIEW_LOST_UPDATE);
+            updated = belief.update(&mut self.machine, &mv, &percepts, deadline, &mut rng);
+        }
         if let Err(e) = &updated {
             tracing::warn!(
                 "cannot follow what {} knows: {e}",
