@@ -31,7 +31,7 @@
 #   SANCHO=              HOST:PORT[,HOST:PORT...] of Sancho players (a pool spreads the run
 #                        over machines); empty: one Sancho is started here on port
 #                        SANCHO_PORT=9230, pinned to core 0 (SANCHO_THREADS=1
-#                        SANCHO_SAFETY_MS=1000), and stopped at the end
+#                        SANCHO_SAFETY_MS=1000, JAVA_TOOL_OPTIONS=-Xss64m), and stopped at the end
 #   SANCHO_RUN=../shared/sparring/sancho/run
 #   GGP_CPUS=1           the core `ggp tournament` (with its built-in players) is pinned to
 #   CORES=2              --cores of the tournament: 2 per match (one core each), so raise it
@@ -95,7 +95,11 @@ run_set() {
     mkdir -p "$OUT"
     if [ -z "$SANCHO" ]; then
         port=${SANCHO_PORT:-9230}
-        SANCHO_THREADS=1 SANCHO_CPUS=0 SANCHO_SAFETY_MS=1000 \
+        # A deep stack: Sancho's propnet builder recurses once per gate along a path, and on
+        # atariGo_7x7 it overflowed the JVM's default 1 MB, which ended its player thread (it
+        # answered nothing after, and every later match failed).
+        JAVA_TOOL_OPTIONS="${JAVA_TOOL_OPTIONS:--Xss64m}" \
+            SANCHO_THREADS=1 SANCHO_CPUS=0 SANCHO_SAFETY_MS=1000 \
             "${SANCHO_RUN:-../shared/sparring/sancho/run}" "$port" > "$OUT/sancho.out" 2>&1 &
         sancho_pid=$!
         trap '[ -n "$sancho_pid" ] && kill "$sancho_pid"' EXIT INT TERM
