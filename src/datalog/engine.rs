@@ -1,9 +1,9 @@
 //! The bottom-up evaluator: rules over relations of ground terms, stratum by stratum.
 //!
 //! A rule's body is compiled once into a [`Plan`]: a join order chosen greedily from what is
-//! bound (filters first, then the positive literal whose index key covers the most bound
-//! places), with `not` as an anti-join against a completed lower stratum and `distinct` as a
-//! filter. A recursive stratum is evaluated semi-naively: after one full round, each rule is
+//! bound (filters first, then the positive literal expected to match the fewest rows per
+//! probe: one whose every place is bound matches at most one), with `not` as an anti-join
+//! against a completed lower stratum and `distinct` as a filter. A recursive stratum is evaluated semi-naively: after one full round, each rule is
 //! re-run once per recursive body literal with that literal reading only the rows the previous
 //! round added, until a round adds nothing.
 //!
@@ -480,7 +480,15 @@ impl Engine {
             return (relation.len() as f64).max(floor);
         }
         let (matching, distinct) = relation.selectivity(&spec, &self.pool);
-        (matching as f64 / distinct.max(1) as f64).max(floor)
+        let estimate = (matching as f64 / distinct.max(1) as f64).max(floor);
+        // A literal with every place bound is a membership test: at most one row, however
+        // volatile. (`(true (step 20))` behind twenty `(bit ?b)` of two rows each ran 2^20
+        // joins per state.)
+        if pats.iter().all(|p| is_bound(p, bound)) {
+            estimate.min(1.0)
+        } else {
+            estimate
+        }
     }
 
     /// Evaluates stratum `s` to its fixpoint, adding to whatever its relations already hold.
