@@ -264,7 +264,9 @@ async function main() {
       for (const game of Object.keys(expect)) {
         await page.setViewportSize({ width: 1200, height: 900 });
         await start(page, game, ["random", "random"]);
-        await page.waitForFunction(() => window.currentView && (window.currentView.step >= 20 || window.currentView.terminal), null, { timeout: 60000 });
+        // The server takes milliseconds a step; the page's drawing under a load of 6 on two
+        // cores (a build beside the test) took more than 60 s for twenty.
+        await page.waitForFunction(() => window.currentView && (window.currentView.step >= 20 || window.currentView.terminal), null, { timeout: 240000 });
         const view = await page.evaluate(() => window.currentView);
         if (!view.display) throw new Error(`${game}: no display description`);
         const shapes = await page.$$eval(`#board ${expect[game]}`, (e) => e.length);
