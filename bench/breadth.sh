@@ -31,7 +31,8 @@
 #   SANCHO=              HOST:PORT[,HOST:PORT...] of Sancho players (a pool spreads the run
 #                        over machines); empty: one Sancho is started here on port
 #                        SANCHO_PORT=9230, pinned to core 0 (SANCHO_THREADS=1
-#                        SANCHO_SAFETY_MS=1000, JAVA_TOOL_OPTIONS=-Xss64m), and stopped at the end
+#                        SANCHO_SAFETY_MS=1000, JAVA_TOOL_OPTIONS=-Xss64m, SANCHO_XMX=8g), started
+#                        again if it stops answering, and stopped at the end
 #   SANCHO_RUN=../shared/sparring/sancho/run
 #   GGP_CPUS=1           the core `ggp tournament` (with its built-in players) is pinned to
 #   CORES=2              --cores of the tournament: 2 per match (one core each), so raise it
@@ -81,6 +82,28 @@ select_sets() {
     echo "set B:"; cat "$DIR/set-b.txt"
 }
 
+# Whether Sancho answers an INFO.
+answers() {
+    curl -s -m 5 -d '(info)' "http://$SANCHO/" > /dev/null 2>&1
+}
+
+# Starts Sancho here, on $SANCHO's port, pinned to core 0, and waits until it answers (its JVM
+# takes a few seconds).
+start_sancho() {
+    # A deep stack: Sancho's propnet builder recurses once per gate along a path, and on
+    # atariGo_7x7 it overflowed the JVM's default 1 MB, which ended its player thread (it
+    # answered nothing after, and every later match failed). A 4 GB heap ran out on
+    # double_tictactoe_dengji, with the same end.
+    JAVA_TOOL_OPTIONS="${JAVA_TOOL_OPTIONS:--Xss64m}" SANCHO_XMX=${SANCHO_XMX:-8g} \
+        SANCHO_THREADS=1 SANCHO_CPUS=0 SANCHO_SAFETY_MS=1000 \
+        "${SANCHO_RUN:-../shared/sparring/sancho/run}" "${SANCHO##*:}" >> "$OUT/sancho.out" 2>&1 &
+    sancho_pid=$!
+    for _ in $(seq 60); do
+        answers && break
+        sleep 1
+    done
+}
+
 run_set() {
     SET=$1
     OUT=$2
@@ -93,30 +116,34 @@ run_set() {
     SANCHO=${SANCHO:-}
     sancho_pid=
     mkdir -p "$OUT"
+    local_sancho=
     if [ -z "$SANCHO" ]; then
-        port=${SANCHO_PORT:-9230}
-        # A deep stack: Sancho's propnet builder recurses once per gate along a path, and on
-        # atariGo_7x7 it overflowed the JVM's default 1 MB, which ended its player thread (it
-        # answered nothing after, and every later match failed).
-        JAVA_TOOL_OPTIONS="${JAVA_TOOL_OPTIONS:--Xss64m}" \
-            SANCHO_THREADS=1 SANCHO_CPUS=0 SANCHO_SAFETY_MS=1000 \
-            "${SANCHO_RUN:-../shared/sparring/sancho/run}" "$port" > "$OUT/sancho.out" 2>&1 &
-        sancho_pid=$!
+        local_sancho=1
+        SANCHO=127.0.0.1:${SANCHO_PORT:-9230}
         trap '[ -n "$sancho_pid" ] && kill "$sancho_pid"' EXIT INT TERM
-        SANCHO=127.0.0.1:$port
-        # Wait until it answers (its JVM takes a few seconds).
-        for _ in $(seq 60); do
-            curl -s -m 2 -d '(info)' "http://$SANCHO/" > /dev/null 2>&1 && break
-            sleep 1
-        done
+        start_sancho
     fi
     games=$(awk -v b="$BASE" '{print b "/" $2 ".kif"}' "$SET")
     players="--player ggp=$GGP_PLAYER --player sancho=$SANCHO --filler random=builtin:random"
-    # shellcheck disable=SC2086
-    taskset -c "$GGP_CPUS" "$GGP" tournament $games $players --matches "$MATCHES" \
-        --startclock "$START" --playclock "$PLAY" --cores "$CORES" --threads 1 --out "$OUT" \
-        > "$OUT/run.log" 2>&1
-    status=$?
+    # A local Sancho that stops answering (its player thread ended by an error: a heap too small
+    # for one game's propnet) is started again and the run resumed, three times at most; the
+    # match it failed in is played again, and the others not played yet are played.
+    restarts=0
+    while :; do
+        # shellcheck disable=SC2086
+        taskset -c "$GGP_CPUS" "$GGP" tournament $games $players --matches "$MATCHES" \
+            --startclock "$START" --playclock "$PLAY" --cores "$CORES" --threads 1 \
+            --out "$OUT" >> "$OUT/run.log" 2>&1
+        status=$?
+        [ -n "$local_sancho" ] || break
+        answers && break
+        [ "$restarts" -lt 3 ] || break
+        restarts=$((restarts + 1))
+        echo "sancho stopped answering: started again ($restarts of 3)" | tee -a "$OUT/run.log"
+        kill "$sancho_pid" 2> /dev/null
+        wait "$sancho_pid" 2> /dev/null
+        start_sancho
+    done
     echo "tournament exit $status; each match's line and the tables: $OUT/run.log"
     echo
     for class in turn sim multi; do
@@ -129,12 +156,14 @@ run_set() {
         [ -n "$list" ] || continue
         echo "== $title =="
         # shellcheck disable=SC2086
-        "$GGP" tournament $list $players --out "$OUT" --report 2> /dev/null \
+        "$GGP" tournament $list $players --matches "$MATCHES" --out "$OUT" --report 2> /dev/null \
             | sed -n '/^all games/,$p'
         echo
     done
     echo "== overall =="
-    sed -n '/matches planned/p; /^all games/,$p' "$OUT/run.log"
+    # shellcheck disable=SC2086
+    "$GGP" tournament $games $players --matches "$MATCHES" --out "$OUT" --report 2> /dev/null \
+        | sed -n '/matches planned/p; /^all games/,$p'
     return $status
 }
 
