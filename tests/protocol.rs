@@ -30,6 +30,8 @@ enum Behaviour {
     Panicky,
     /// The default search player on an engine that sleeps 100 ms in every step.
     SlowEngine,
+    /// The random player, on an engine that takes 4 s to build (longer than the start clock).
+    SlowBuild,
 }
 
 struct Factory(Behaviour);
@@ -45,6 +47,17 @@ impl SessionFactory for Factory {
             .map_err(|e| SessionError::Build(e.into()))?;
         let config = SearchConfig::default();
         Ok(match self.0 {
+            Behaviour::SlowBuild => {
+                std::thread::sleep(Duration::from_secs(4));
+                launch(
+                    machine,
+                    new_player(PlayerKind::Random, &config),
+                    role,
+                    deadline,
+                    "propnet",
+                    1,
+                )
+            }
             Behaviour::Random => launch(
                 machine,
                 new_player(PlayerKind::Random, &config),
@@ -73,6 +86,20 @@ impl SessionFactory for Factory {
                 1,
             ),
         })
+    }
+
+    fn stand_in(&self, description: &Description, role: usize) -> Result<Session, SessionError> {
+        Factory::random_session(description, role)
+    }
+}
+
+impl Factory {
+    /// The stand-in every behaviour offers: the random player on the propnet.
+    fn random_session(description: &Description, role: usize) -> Result<Session, SessionError> {
+        let machine = PropnetMachine::new(description, &Budget::default())
+            .map_err(|e| SessionError::Build(e.into()))?;
+        let player = new_player(PlayerKind::Random, &SearchConfig::default());
+        Ok(launch(machine, player, role, Instant::now(), "stand-in", 1))
     }
 }
 
@@ -622,6 +649,14 @@ fn a_sleeping_search_still_answers_within_the_play_clock() {
 #[test]
 fn a_panicking_search_still_answers_legal_moves() {
     moves_arrive_in_time(Behaviour::Panicky, "x", 3);
+}
+
+/// Issue 25: an engine still being built when the start clock ends (grounding a large game
+/// on a loaded machine) leaves a stand-in to answer the PLAYs with legal moves, not `nil`,
+/// until it is ready; then the engine, having followed every joint move, answers.
+#[test]
+fn an_engine_not_ready_by_the_start_clock_leaves_a_stand_in_to_answer() {
+    moves_arrive_in_time(Behaviour::SlowBuild, "x", 5);
 }
 
 #[test]

@@ -8,10 +8,11 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 use super::EngineChoice;
+use crate::datalog::DatalogMachine;
 use crate::engine::{self, Machine, UseMachine};
 use crate::gdl::Description;
 use crate::protocol::{Server, ServerConfig, Session, SessionError, SessionFactory, launch};
-use crate::search::{PlayerSpec, SearchConfig};
+use crate::search::{PlayerKind, PlayerSpec, SearchConfig};
 
 /// Options of `ggp serve`.
 #[derive(clap::Args, Debug)]
@@ -146,6 +147,22 @@ impl SessionFactory for EngineSessions {
             role,
             deadline: start_deadline,
         }))
+    }
+
+    /// The Datalog engine (built in milliseconds for most games, where grounding can take
+    /// the whole start clock) and the random player.
+    fn stand_in(&self, description: &Description, role: usize) -> Result<Session, SessionError> {
+        let machine = DatalogMachine::new(description)
+            .map_err(|e| SessionError::Build(engine::LoadError::Datalog(e)))?;
+        let player = PlayerSpec::from(PlayerKind::Random).build(&self.search);
+        Ok(launch(
+            machine,
+            player,
+            role,
+            Instant::now(),
+            "datalog (stand-in)",
+            self.search.seed,
+        ))
     }
 }
 

@@ -14,8 +14,9 @@
 //! `arrival + start clock - margin`, where the margin is [`ServerConfig::margin`] (1 s by
 //! default) but at most half the clock. The search is told to stop a little earlier, so that
 //! its answer has time to reach us. The engine is built on a separate thread during the start
-//! clock; if it is not ready when a PLAY must be answered, the reply is `nil` and the joint
-//! moves are kept for when it is.
+//! clock; if it is not ready by the end of the start clock, a stand-in session (the engine
+//! quickest to build, the random player) is built beside it and answers the PLAYs until it
+//! is, and the joint moves are kept for when it is. A PLAY that neither can answer gets `nil`.
 
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -29,7 +30,7 @@ use std::time::{Duration, Instant};
 use tracing::{info, warn};
 
 use super::message::{Heard, Message, parse_message};
-use super::session::{Session, SessionError, SessionFactory};
+use super::session::{Played, Session, SessionError, SessionFactory};
 use crate::gdl::{self, Description, Term};
 use crate::http::{self, Listener, Method, Request, Response, Service, Stopper};
 use crate::kif::Sexp;
@@ -303,6 +304,17 @@ struct Current {
     building: Option<Receiver<Result<Session, SessionError>>>,
     /// Joint moves received while the engine was being built.
     backlog: Vec<Heard>,
+    /// While the engine is still being built past the start clock: a session on the engine
+    /// quickest to build, with the random player, that answers the PLAYs meanwhile.
+    stand_in: Option<StandIn>,
+}
+
+/// A stand-in session (see [`SessionFactory::stand_in`]), being built or built, and how many
+/// of the backlog's joint moves it has followed.
+struct StandIn {
+    building: Option<Receiver<Result<Session, SessionError>>>,
+    session: Option<Session>,
+    followed: usize,
 }
 
 struct Shared {
@@ -474,6 +486,7 @@ impl Shared {
         let think_until = search_deadline(received, deadline);
         let (tx, building) = mpsc::channel();
         let factory = Arc::clone(&self.factory);
+        let for_stand_in = (description.clone(), role_index);
         // The build and search threads log under the match, so that the lines of matches
         // played side by side can be told apart.
         let span = tracing::info_span!("match", id = %id);
@@ -495,6 +508,7 @@ impl Shared {
             session: None,
             building: Some(building),
             backlog: Vec::new(),
+            stand_in: None,
         };
         match current.await_session(deadline) {
             Ok(true) => {
@@ -517,7 +531,12 @@ impl Shared {
                 );
             }
             Ok(false) => {
-                warn!(kind = "START", match_id = %id, "the engine is not ready within the start clock");
+                warn!(
+                    kind = "START",
+                    match_id = %id,
+                    "the engine is not ready within the start clock: a stand-in answers meanwhile"
+                );
+                current.stand_in = self.build_stand_in(for_stand_in);
             }
             Err(e) => {
                 warn!(kind = "START", match_id = %id, "refused: {e}");
@@ -530,6 +549,26 @@ impl Shared {
         }
         *lock(&self.current) = Some(current);
         Ok("ready".into())
+    }
+
+    /// Starts building a stand-in session (see [`SessionFactory::stand_in`]) on its own thread.
+    fn build_stand_in(&self, (description, role): (Description, usize)) -> Option<StandIn> {
+        let (tx, building) = mpsc::channel();
+        let factory = Arc::clone(&self.factory);
+        let span = tracing::Span::current();
+        std::thread::Builder::new()
+            .name("ggp-stand-in".into())
+            .spawn(move || {
+                let _in_match = span.entered();
+                let _ = tx.send(factory.stand_in(&description, role));
+            })
+            .map_err(|e| warn!("cannot start building a stand-in: {e}"))
+            .ok()?;
+        Some(StandIn {
+            building: Some(building),
+            session: None,
+            followed: 0,
+        })
     }
 
     fn play(&self, id: &str, moves: Option<Heard>, received: Instant) -> String {
@@ -552,8 +591,16 @@ impl Shared {
         let ms = || received.elapsed().as_millis() as u64;
         if !ready {
             current.backlog.extend(moves);
-            warn!(kind = "PLAY", match_id = %id, step, mv = "nil", ms = ms(), "no engine yet");
-            return "nil".into();
+            return match current.play_stand_in(until, deadline) {
+                Ok(played) => {
+                    warn!(kind = "PLAY", match_id = %id, step, mv = %played.mv, ms = ms(), "no engine yet: the stand-in's random move");
+                    played.mv.to_string()
+                }
+                Err(e) => {
+                    warn!(kind = "PLAY", match_id = %id, step, mv = "nil", ms = ms(), "no engine yet, and no stand-in: {e}");
+                    "nil".into()
+                }
+            };
         }
         let session = current.session.as_mut().expect("the session is ready");
         match session.play(moves.as_ref(), until, deadline) {
@@ -613,6 +660,19 @@ impl Shared {
 impl Current {
     /// Waits until `deadline` for the engine if it is still being built; whether the
     /// session is ready. A session that arrives late first follows the backlog.
+    /// The stand-in's move, after it has followed the joint moves it has not yet seen; a
+    /// stand-in that fails is dropped.
+    fn play_stand_in(&mut self, until: Instant, deadline: Instant) -> Result<Played, SessionError> {
+        let Some(stand_in) = self.stand_in.as_mut() else {
+            return Err(SessionError::NoStandIn);
+        };
+        let played = stand_in.play(&self.backlog, until, deadline);
+        if played.is_err() {
+            self.stand_in = None;
+        }
+        played
+    }
+
     fn await_session(&mut self, deadline: Instant) -> Result<bool, SessionError> {
         if self.session.is_some() {
             return Ok(true);
@@ -632,7 +692,43 @@ impl Current {
             session.apply(&joint)?;
         }
         self.session = Some(session);
+        self.stand_in = None;
         Ok(true)
+    }
+}
+
+impl StandIn {
+    /// Follows `backlog` past what was followed, then chooses by `until`, answering by
+    /// `deadline`; waits for the build until then if needed.
+    fn play(
+        &mut self,
+        backlog: &[Heard],
+        until: Instant,
+        deadline: Instant,
+    ) -> Result<Played, SessionError> {
+        if let Some(building) = &self.building {
+            let wait = until.saturating_duration_since(Instant::now());
+            match building.recv_timeout(wait) {
+                Ok(built) => {
+                    self.building = None;
+                    self.session = Some(built?);
+                }
+                Err(RecvTimeoutError::Timeout) => return Err(SessionError::NoStandIn),
+                Err(RecvTimeoutError::Disconnected) => return Err(SessionError::BuilderGone),
+            }
+        }
+        let session = self.session.as_mut().ok_or(SessionError::NoStandIn)?;
+        let pending = &backlog[self.followed.min(backlog.len())..];
+        let (last, earlier) = match pending.split_last() {
+            Some((last, earlier)) => (Some(last), earlier),
+            None => (None, pending),
+        };
+        for joint in earlier {
+            session.apply(joint)?;
+        }
+        let played = session.play(last, until, deadline)?;
+        self.followed = backlog.len();
+        Ok(played)
     }
 }
 

@@ -51,6 +51,17 @@ pub trait SessionFactory: Send + Sync {
         role: usize,
         start_deadline: Instant,
     ) -> Result<Session, SessionError>;
+
+    /// A session that follows the match and answers random legal moves, on the engine that is
+    /// quickest to build: it stands in for the PLAYs that come while [`SessionFactory::create`]
+    /// is still building, past the start clock.
+    ///
+    /// # Errors
+    /// No engine can run the game, or the factory offers none (the default).
+    fn stand_in(&self, description: &Description, role: usize) -> Result<Session, SessionError> {
+        let _ = (description, role);
+        Err(SessionError::NoStandIn)
+    }
 }
 
 /// Why a session could not follow the match or answer.
@@ -73,6 +84,9 @@ pub enum SessionError {
     /// No engine could be built for the game.
     #[error("cannot run the game: {0}")]
     Build(crate::engine::LoadError),
+    /// The factory builds no stand-in session.
+    #[error("no stand-in engine")]
+    NoStandIn,
     /// The thread building the engine for the game stopped without one.
     #[error("cannot run the game: the engine builder stopped")]
     BuilderGone,
