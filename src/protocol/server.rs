@@ -644,8 +644,11 @@ impl Shared {
                 *status = Status::default();
             }
         }
+        // The last step is followed within half a play clock, so that the reply is not late
+        // (a GDL-II belief update without a deadline can take minutes on a slow engine).
+        let follow_by = Instant::now() + current.play_clock / 2;
         let goals = match (current.session, kind) {
-            (Some(session), "STOP") => match session.stop(moves) {
+            (Some(session), "STOP") => match session.stop(moves, follow_by) {
                 Ok(Some(goals)) => format!("{goals:?}"),
                 Ok(None) => "not terminal".into(),
                 Err(e) => format!("unknown ({e})"),
@@ -658,8 +661,6 @@ impl Shared {
 }
 
 impl Current {
-    /// Waits until `deadline` for the engine if it is still being built; whether the
-    /// session is ready. A session that arrives late first follows the backlog.
     /// The stand-in's move, after it has followed the joint moves it has not yet seen; a
     /// stand-in that fails is dropped.
     fn play_stand_in(&mut self, until: Instant, deadline: Instant) -> Result<Played, SessionError> {
@@ -673,6 +674,8 @@ impl Current {
         played
     }
 
+    /// Waits until `deadline` for the engine if it is still being built; whether the
+    /// session is ready. A session that arrives late first follows the backlog.
     fn await_session(&mut self, deadline: Instant) -> Result<bool, SessionError> {
         if self.session.is_some() {
             return Ok(true);

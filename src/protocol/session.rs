@@ -321,14 +321,19 @@ impl Session {
         }
     }
 
-    /// Follows the last joint move (if any) and ends the session; the goal values in role
-    /// order if the final state is terminal. The search thread ends after its current job.
+    /// Follows the last joint move (if any), by `deadline` (a GDL-II belief update), and ends
+    /// the session; the goal values in role order if the final state is terminal. The search
+    /// thread ends after its current job.
     ///
     /// # Errors
     /// The joint move could not be followed, or the goals are not well defined.
-    pub fn stop(mut self, joint: Option<&Heard>) -> Result<Option<Vec<u8>>, SessionError> {
+    pub fn stop(
+        mut self,
+        joint: Option<&Heard>,
+        deadline: Instant,
+    ) -> Result<Option<Vec<u8>>, SessionError> {
         if let Some(joint) = joint {
-            self.tracker.apply(joint, None)?;
+            self.tracker.apply(joint, Some(deadline))?;
         }
         self.tracker.goals()
     }
@@ -683,6 +688,11 @@ mod tests {
         DatalogMachine::new(&Description::from_text(GAME).unwrap()).unwrap()
     }
 
+    /// A deadline no test reaches.
+    fn far() -> Instant {
+        Instant::now() + Duration::from_secs(60)
+    }
+
     fn terms(texts: &[&str]) -> Vec<Term> {
         texts.iter().map(|t| parse_term(t).unwrap()).collect()
     }
@@ -749,7 +759,7 @@ mod tests {
             ("wait".into(), false)
         );
         assert_eq!(
-            session.stop(Some(&joint(&["wait", "(go 2)"]))),
+            session.stop(Some(&joint(&["wait", "(go 2)"])), far()),
             Ok(Some(vec![50, 50]))
         );
     }
@@ -795,7 +805,9 @@ mod tests {
         let player = new_player::<DatalogMachine>(PlayerKind::Random, &SearchConfig::default());
         let session = launch(machine(), player, 1, soon(100), "datalog", 1);
         // Missed: (go 1) wait. Heard: b's move, in the state after it.
-        let goals = session.stop(Some(&joint(&["wait", "(go 2)"]))).unwrap();
+        let goals = session
+            .stop(Some(&joint(&["wait", "(go 2)"])), far())
+            .unwrap();
         assert_eq!(goals, Some(vec![50, 50]));
     }
 
