@@ -230,6 +230,9 @@ fn log_to(path: &std::path::Path) -> anyhow::Result<()> {
 /// Plays one match: serves its built-in players, plays the remote ones at the addresses
 /// `lease` gives each seat, refers it on a copy of the game's engine,
 /// and stops the servers.
+/// How long a match waits for a remote player still busy with its last one.
+const FREE_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
+
 fn play_one(
     job: &Job,
     lease: &[Option<String>],
@@ -268,9 +271,19 @@ fn play_one(
                 servers.push(server);
                 address
             }
-            Source::Remote { .. } => lease[role]
-                .clone()
-                .context("no address of the pool was given to the match")?,
+            Source::Remote { .. } => {
+                let address = lease[role]
+                    .clone()
+                    .context("no address of the pool was given to the match")?;
+                if !tournament::await_free(player, &address, FREE_WAIT) {
+                    tracing::warn!(
+                        "{} at {address} is still busy after {} s: the match starts anyway",
+                        player.name,
+                        FREE_WAIT.as_secs()
+                    );
+                }
+                address
+            }
         };
         contestants[slot] = Contestant {
             address,

@@ -548,6 +548,33 @@ pub fn check_address(player: &Entrant, address: &str) -> Result<(), TournamentEr
     })
 }
 
+/// Waits until the player at `address` answers INFO as free (any reply but a `busy` status)
+/// within 5 s, asking again each second, for at most `limit`; whether it did. A player may
+/// still be busy with its last match after the STOP (Sancho tidies up, and collects a heap of
+/// gigabytes on one core, for up to two minutes on a loaded machine): a START sent meanwhile
+/// waits unread, and it loses every move of the next match to the clock.
+pub fn await_free(player: &Entrant, address: &str, limit: Duration) -> bool {
+    let Ok(client) = Client::new() else {
+        return false;
+    };
+    let start = std::time::Instant::now();
+    loop {
+        let reply = client.send(
+            address,
+            &player.name,
+            &Style::GgpBase.info(),
+            Duration::from_secs(5),
+        );
+        if reply.is_ok_and(|r| !r.to_ascii_lowercase().contains("busy")) {
+            return true;
+        }
+        if start.elapsed() >= limit {
+            return false;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
 /// The address of each seat of a running match: `Some` for a remote player, the address of
 /// its pool the match is played on; `None` for a built-in player.
 pub type Lease = Vec<Option<String>>;
@@ -859,6 +886,39 @@ mod tests {
             roles,
             player_roles: (0..roles).collect(),
         }
+    }
+
+    /// A player still busy with its last match is waited for: two INFOs answered `busy`,
+    /// then `available`.
+    #[test]
+    fn a_busy_player_is_waited_for_before_its_next_match() {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap().to_string();
+        let asked = std::thread::spawn(move || {
+            for status in ["busy", "busy", "available"] {
+                let (mut stream, _) = listener.accept().unwrap();
+                let mut request = [0u8; 4096];
+                let _ = stream.read(&mut request);
+                let body = format!("((name p) (status {status}))");
+                let reply = format!(
+                    "HTTP/1.0 200 OK\r\nContent-Type: text/acl\r\nContent-Length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+                stream.write_all(reply.as_bytes()).unwrap();
+            }
+        });
+        let player = Entrant::parse(&format!("p={address}"), 1).unwrap();
+        let start = std::time::Instant::now();
+        assert!(await_free(&player, &address, Duration::from_secs(30)));
+        assert!(
+            start.elapsed() >= Duration::from_secs(2),
+            "{:?}",
+            start.elapsed()
+        );
+        asked.join().unwrap();
+        // No one at the address: not free within the limit.
+        assert!(!await_free(&player, &address, Duration::from_millis(10)));
     }
 
     #[test]
