@@ -62,6 +62,11 @@ pub struct TournamentArgs {
     /// Margin of the built-in players, in seconds (see `ggp serve --margin`).
     #[arg(long, default_value_t = 1.0)]
     margin: f64,
+    /// Play at most this many matches not yet played, then stop; a rerun plays the next ones
+    /// (for a player that must be restarted between matches: `bench/breadth.sh` does so for
+    /// Sancho, whose JVM grows from match to match).
+    #[arg(long, value_name = "N")]
+    max_new: Option<usize>,
     /// Print the tables of the records in `--out` and play nothing (safe while another run
     /// is playing into the folder).
     #[arg(long)]
@@ -138,6 +143,7 @@ pub fn run(args: TournamentArgs) -> anyhow::Result<ExitCode> {
         cores: args.cores.max(1),
         seed: args.seed.unwrap_or_else(clock_seed),
         out: args.out.clone(),
+        max_new: args.max_new,
     };
     // Plan first, so that a bad plan leaves no folder behind.
     tournament::plan(&games, &players, settings.matches, settings.seed)?;

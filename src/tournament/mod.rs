@@ -69,6 +69,8 @@ pub struct Settings {
     pub seed: u64,
     /// The folder for the records and the manifest.
     pub out: PathBuf,
+    /// Play at most this many matches not yet played, then stop (the rest wait for a rerun).
+    pub max_new: Option<usize>,
 }
 
 /// One planned match.
@@ -729,6 +731,9 @@ where
     C: Fn(usize, &str) -> Result<(), TournamentError>,
 {
     let (mut summary, mut pending) = collect(jobs, games, players, &settings.out);
+    if let Some(n) = settings.max_new {
+        pending.truncate(n);
+    }
     let bar = ProgressBar::new(jobs.len() as u64);
     bar.set_style(
         ProgressStyle::with_template(
@@ -1003,6 +1008,7 @@ mod tests {
             cores,
             seed: 0,
             out: out.to_path_buf(),
+            max_new: None,
         }
     }
 
@@ -1047,6 +1053,35 @@ mod tests {
         assert_eq!(*most.lock().unwrap(), 2, "two at a time, one per address");
         let used = used.lock().unwrap();
         assert!(used.contains(&"h:1".to_string()) && used.contains(&"h:2".to_string()));
+        let _ = std::fs::remove_dir_all(&out);
+    }
+
+    /// `max_new`: a run plays at most that many of the matches not yet played.
+    #[test]
+    fn a_run_plays_at_most_max_new_matches() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let out = std::env::temp_dir().join(format!("ggp-max-new-{}", std::process::id()));
+        let players = players(2);
+        let jobs = plan(&[game("two", 2)], &players, 6, 0).unwrap();
+        let played = AtomicUsize::new(0);
+        let play = |_: &Job, _: &[Option<String>], _: MatchConfig| {
+            played.fetch_add(1, Ordering::SeqCst);
+            Err::<MatchRecord, String>("not played here".into())
+        };
+        let settings = Settings {
+            max_new: Some(1),
+            ..settings(&out, 8)
+        };
+        let summary = schedule(
+            &jobs,
+            &[game("two", 2)],
+            &players,
+            &settings,
+            play,
+            |_, _| Ok(()),
+        );
+        assert_eq!(played.load(Ordering::SeqCst), 1);
+        assert_eq!(summary.failures.len(), 1);
         let _ = std::fs::remove_dir_all(&out);
     }
 
