@@ -31,8 +31,9 @@
 #   SANCHO=              HOST:PORT[,HOST:PORT...] of Sancho players (a pool spreads the run
 #                        over machines); empty: one Sancho is started here on port
 #                        SANCHO_PORT=9230, pinned to core 0 (SANCHO_THREADS=1
-#                        SANCHO_SAFETY_MS=1000, JAVA_TOOL_OPTIONS=-Xss64m, SANCHO_XMX=8g), started
-#                        again if it stops answering, and stopped at the end
+#                        SANCHO_SAFETY_MS=1000, JAVA_TOOL_OPTIONS=-Xss64m, SANCHO_XMX=8g), a fresh
+#                        one for each match (its JVM grows from match to match), its learnt
+#                        data kept in OUT/sancho-run
 #   SANCHO_RUN=../shared/sparring/sancho/run
 #   GGP_CPUS=1           the core `ggp tournament` (with its built-in players) is pinned to
 #   CORES=2              --cores of the tournament: 2 per match (one core each), so raise it
@@ -95,6 +96,7 @@ start_sancho() {
     # answered nothing after, and every later match failed). A 4 GB heap ran out on
     # double_tictactoe_dengji, with the same end.
     JAVA_TOOL_OPTIONS="${JAVA_TOOL_OPTIONS:--Xss64m}" SANCHO_XMX=${SANCHO_XMX:-8g} \
+        SANCHO_RUNDIR=${SANCHO_RUNDIR:-$OUT/sancho-run} \
         SANCHO_THREADS=1 SANCHO_CPUS=0 SANCHO_SAFETY_MS=1000 \
         "${SANCHO_RUN:-../shared/sparring/sancho/run}" "${SANCHO##*:}" >> "$OUT/sancho.out" 2>&1 &
     sancho_pid=$!
@@ -121,29 +123,37 @@ run_set() {
         local_sancho=1
         SANCHO=127.0.0.1:${SANCHO_PORT:-9230}
         trap '[ -n "$sancho_pid" ] && kill "$sancho_pid"' EXIT INT TERM
-        start_sancho
     fi
     games=$(awk -v b="$BASE" '{print b "/" $2 ".kif"}' "$SET")
     players="--player ggp=$GGP_PLAYER --player sancho=$SANCHO --filler random=builtin:random"
-    # A local Sancho that stops answering (its player thread ended by an error: a heap too small
-    # for one game's propnet) is started again and the run resumed, three times at most; the
-    # match it failed in is played again, and the others not played yet are played.
-    restarts=0
-    while :; do
+    tournament() {
         # shellcheck disable=SC2086
         taskset -c "$GGP_CPUS" "$GGP" tournament $games $players --matches "$MATCHES" \
             --startclock "$START" --playclock "$PLAY" --cores "$CORES" --threads 1 \
-            --out "$OUT" >> "$OUT/run.log" 2>&1
+            --out "$OUT" "$@" >> "$OUT/run.log" 2>&1
+    }
+    if [ -n "$local_sancho" ]; then
+        # One match per Sancho: its JVM grows from match to match (9.3 GB resident after three
+        # matches with an 8 GB heap, then every move late, spent collecting garbage; with 4 GB,
+        # out of memory), so each match gets a fresh one, what it learnt kept in its run
+        # folder. A match it failed in is played again, a few times at most.
+        planned=$(($(wc -l < "$SET") * MATCHES))
+        for _ in $(seq $((planned + 6))); do
+            [ -n "$sancho_pid" ] || start_sancho
+            tournament --max-new 1
+            status=$?
+            kill "$sancho_pid" 2> /dev/null
+            wait "$sancho_pid" 2> /dev/null
+            sancho_pid=
+            # shellcheck disable=SC2086
+            finished=$("$GGP" tournament $games $players --matches "$MATCHES" --out "$OUT" \
+                --report 2> /dev/null | sed -n 's/^[0-9]* matches planned, \([0-9]*\) finished.*/\1/p')
+            [ "${finished:-0}" -ge "$planned" ] && break
+        done
+    else
+        tournament
         status=$?
-        [ -n "$local_sancho" ] || break
-        answers && break
-        [ "$restarts" -lt 3 ] || break
-        restarts=$((restarts + 1))
-        echo "sancho stopped answering: started again ($restarts of 3)" | tee -a "$OUT/run.log"
-        kill "$sancho_pid" 2> /dev/null
-        wait "$sancho_pid" 2> /dev/null
-        start_sancho
-    done
+    fi
     echo "tournament exit $status; each match's line and the tables: $OUT/run.log"
     echo
     for class in turn sim multi; do
