@@ -32,8 +32,7 @@
 #                        over machines); empty: one Sancho is started here on port
 #                        SANCHO_PORT=9230, pinned to core 0 (SANCHO_THREADS=1
 #                        SANCHO_SAFETY_MS=1000, JAVA_TOOL_OPTIONS=-Xss64m, SANCHO_XMX=8g), a fresh
-#                        one for each match (its JVM grows from match to match), its learnt
-#                        data kept in OUT/sancho-run
+#                        one for each match, its learnt data kept in OUT/sancho-run
 #   SANCHO_RUN=../shared/sparring/sancho/run
 #   GGP_CPUS=1           the core `ggp tournament` (with its built-in players) is pinned to
 #   CORES=2              --cores of the tournament: 2 per match (one core each), so raise it
@@ -133,10 +132,10 @@ run_set() {
             --out "$OUT" "$@" >> "$OUT/run.log" 2>&1
     }
     if [ -n "$local_sancho" ]; then
-        # One match per Sancho: its JVM grows from match to match (9.3 GB resident after three
-        # matches with an 8 GB heap, then every move late, spent collecting garbage; with 4 GB,
-        # out of memory), so each match gets a fresh one, what it learnt kept in its run
-        # folder. A match it failed in is played again, a few times at most.
+        # One match per Sancho, so that a game it cannot handle (9.3 GB resident on checkers,
+        # every move late; with a 4 GB heap, out of memory on double_tictactoe_dengji) cannot
+        # spoil the matches after it; what it learnt is kept in its run folder. A match that
+        # failed is played again, a few times at most.
         planned=$(($(wc -l < "$SET") * MATCHES))
         for _ in $(seq $((planned + 6))); do
             [ -n "$sancho_pid" ] || start_sancho
