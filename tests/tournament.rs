@@ -279,8 +279,8 @@ fn a_player_that_dies_fails_its_remaining_matches() {
     std::fs::write(&game, ONE_STEP).unwrap();
     let game = game.to_str().unwrap().to_string();
     let records = out.join("records");
-    // INFO, then one match (START, PLAY, STOP), then the player is gone.
-    let mortal = format!("mortal={}", dying_player("left", 4));
+    // INFO, then one match (INFO: is it free?, START, PLAY, STOP), then the player is gone.
+    let mortal = format!("mortal={}", dying_player("left", 5));
     let players = [mortal.as_str(), "r=builtin:random"];
     let extra = ["--matches", "4", "--cores", "1"];
     let (code, report, err) = tournament(&[&game], &players, &extra, &records);

@@ -551,7 +551,8 @@ pub fn check_address(player: &Entrant, address: &str) -> Result<(), TournamentEr
 }
 
 /// Waits until the player at `address` answers INFO as free (any reply but a `busy` status)
-/// within 5 s, asking again each second, for at most `limit`; whether it did. A player may
+/// within 5 s, asking again each second, for at most `limit`; whether it did. A refused
+/// connection ends the wait at once (`false`): that player is down, not busy. A player may
 /// still be busy with its last match after the STOP (Sancho tidies up, and collects a heap of
 /// gigabytes on one core, for up to two minutes on a loaded machine): a START sent meanwhile
 /// waits unread, and it loses every move of the next match to the clock.
@@ -567,8 +568,10 @@ pub fn await_free(player: &Entrant, address: &str, limit: Duration) -> bool {
             &Style::GgpBase.info(),
             Duration::from_secs(5),
         );
-        if reply.is_ok_and(|r| !r.to_ascii_lowercase().contains("busy")) {
-            return true;
+        match reply {
+            Ok(r) if !r.to_ascii_lowercase().contains("busy") => return true,
+            Err(SendError::Connection(_)) => return false,
+            _ => {}
         }
         if start.elapsed() >= limit {
             return false;
