@@ -63,8 +63,8 @@ pub struct TournamentArgs {
     #[arg(long, default_value_t = 1.0)]
     margin: f64,
     /// Play at most this many matches not yet played, then stop; a rerun plays the next ones
-    /// (for a player that must be restarted between matches: `bench/breadth.sh` does so for
-    /// Sancho, whose JVM grows from match to match).
+    /// (for a player that must be restarted between matches: `bench/breadth.sh` gives Sancho
+    /// a fresh JVM for each match, so that a game it cannot handle spoils no other).
     #[arg(long, value_name = "N")]
     max_new: Option<usize>,
     /// Print the tables of the records in `--out` and play nothing (safe while another run
@@ -233,12 +233,12 @@ fn log_to(path: &std::path::Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Plays one match: serves its built-in players, plays the remote ones at the addresses
-/// `lease` gives each seat, refers it on a copy of the game's engine,
-/// and stops the servers.
 /// How long a match waits for a remote player still busy with its last one.
 const FREE_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
 
+/// Plays one match: serves its built-in players, plays the remote ones at the addresses
+/// `lease` gives each seat (once each answers INFO as free), refers it on a copy of the
+/// game's engine, and stops the servers.
 fn play_one(
     job: &Job,
     lease: &[Option<String>],
