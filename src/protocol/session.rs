@@ -130,7 +130,7 @@ pub enum WorkerError {
 pub struct Played {
     /// The move, as the rules spell it.
     pub mv: Term,
-    /// Whether the search chose it (rather than the fallback or a forced move).
+    /// Whether the search answered it (rather than the fallback).
     pub searched: bool,
     /// Playouts or nodes the search spent.
     pub iterations: u64,
@@ -268,18 +268,8 @@ impl Session {
             value: None,
             note: Some(note.to_string()),
         };
-        if legal.len() == 1 {
-            // A forced move: answer at once, so that no search runs into the next turn.
-            if let Some(joint) = joint {
-                let _ = self
-                    .jobs
-                    .send(Job::Apply(joint.clone(), Some(search_deadline)));
-            }
-            return Ok(Played {
-                note: None,
-                ..answer(fallback, "")
-            });
-        }
+        // A forced move (a `noop` on another role's turn) is searched too: the play clock is
+        // ours to use, and the tree grown on the others' turn is kept for our next choice.
         let seq = self.next_seq;
         self.next_seq += 1;
         let job = Job::Choose {
@@ -746,7 +736,7 @@ mod tests {
         let first = session.play(None, soon(400), soon(500)).unwrap();
         assert!(first.searched);
         assert!(["(go 1)", "(go 2)"].contains(&first.mv.to_string().as_str()));
-        // Role a waits: a forced move, answered without a search.
+        // Role a waits: a forced move, still searched (the tree is kept for its next turn).
         let second = session
             .play(
                 Some(&Heard::Joint(vec![first.mv, parse_term("wait").unwrap()])),
@@ -756,7 +746,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             (second.mv.to_string(), second.searched),
-            ("wait".into(), false)
+            ("wait".into(), true)
         );
         assert_eq!(
             session.stop(Some(&joint(&["wait", "(go 2)"])), far()),
