@@ -63,10 +63,15 @@ pub fn rewrite(rules: &[Rule], demand: Demand) -> Option<Vec<Rule>> {
     let layers: HashMap<Key, Layer> = by_head.keys().map(|&k| (k, layer_of(k.0))).collect();
     // With `Dynamic`, only the relations that bottom-up evaluation multiplies by a domain are
     // worth the magic relations' cost: those with a rule whose head variable is bound only by
-    // static one-place relations (`(coordinate ?ignorex)`), and the relations calling them.
+    // static one-place relations (`(coordinate ?ignorex)`), or, for a relation of the state,
+    // whose body is a cross product (`count` of chineseCheckers6: three cells each free, the
+    // cube of the free cells), and the relations calling them.
     let floating: Vec<Sym> = rules
         .iter()
-        .filter(|r| has_floating_variable(r, &layers))
+        .filter(|r| {
+            has_floating_variable(r, &layers)
+                || (layers[&(r.head.rel, r.head.args.len())] != Layer::Static && is_product(r))
+        })
         .map(|r| r.head.rel)
         .collect();
     let wanted: HashSet<Sym> = by_head
@@ -188,6 +193,31 @@ fn has_floating_variable(rule: &Rule, layers: &HashMap<Key, Layer>) -> bool {
         }
         any && only_domains
     })
+}
+
+/// Whether the body of `rule` joins two or more positive literals that each bind a head
+/// variable found in no other literal: its rows are the product of theirs.
+fn is_product(rule: &Rule) -> bool {
+    let atoms: Vec<Vec<Sym>> = rule
+        .body
+        .iter()
+        .filter_map(|l| match l {
+            Literal::Atom(a) => {
+                let mut vars = Vec::new();
+                a.vars_into(&mut vars);
+                Some(vars)
+            }
+            _ => None,
+        })
+        .collect();
+    let mut head_vars = Vec::new();
+    rule.head.vars_into(&mut head_vars);
+    let private = |vars: &Vec<Sym>| {
+        vars.iter().any(|v| {
+            head_vars.contains(v) && atoms.iter().filter(|other| other.contains(v)).count() == 1
+        })
+    };
+    atoms.iter().filter(|vars| private(vars)).count() >= 2
 }
 
 /// The name of `rel` adorned with `ad`, e.g. `threatened(bbffb)` (the demand of a state), or
@@ -448,6 +478,27 @@ mod tests {
                 "(edge 7 8)",
                 "(magic(reach(bb static)) 1 3)",
             ]
+        );
+    }
+
+    #[test]
+    fn adorns_a_cross_product_called_with_bound_arguments() {
+        let rules = parse_rules(
+            "(role a) (role b)
+             (<= (devoid ?x ?p) (true (cell ?x ?q)) (role ?q) (distinct ?q ?p) (role ?p))
+             (<= (count ?x ?y ?p 0) (devoid ?x ?p) (devoid ?y ?p))
+             (<= (count ?x ?y ?p 100) (true (cell ?x ?p)) (true (cell ?y ?p)))
+             (<= (goal a ?v) (count c1 c2 a ?v))",
+        )
+        .unwrap();
+        let out = printed(&rewrite(&rules, Demand::Dynamic).unwrap());
+        assert!(
+            out.contains(&"(<= (goal a ?v) (count(bbbf) c1 c2 a ?v))".to_string()),
+            "{out:?}"
+        );
+        assert!(
+            out.contains(&"(magic(count(bbbf)) c1 c2 a)".to_string()),
+            "{out:?}"
         );
     }
 
