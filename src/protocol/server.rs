@@ -299,9 +299,8 @@ struct Current {
     play_clock: Duration,
     /// PLAY messages received so far.
     step: usize,
-    session: Option<Session>,
-    /// The engine still being built.
-    building: Option<Receiver<Result<Session, SessionError>>>,
+    /// The match's session.
+    engine: Building,
     /// Joint moves received while the engine was being built.
     backlog: Vec<Heard>,
     /// While the engine is still being built past the start clock: a session on the engine
@@ -309,12 +308,18 @@ struct Current {
     stand_in: Option<StandIn>,
 }
 
-/// A stand-in session (see [`SessionFactory::stand_in`]), being built or built, and how many
-/// of the backlog's joint moves it has followed.
+/// A stand-in session (see [`SessionFactory::stand_in`]) and how many of the backlog's joint
+/// moves it has followed.
 struct StandIn {
-    building: Option<Receiver<Result<Session, SessionError>>>,
-    session: Option<Session>,
+    session: Building,
     followed: usize,
+}
+
+/// A session built on a thread of its own: waited for until a deadline, then kept.
+struct Building {
+    /// The build still going on.
+    receiver: Option<Receiver<Result<Session, SessionError>>>,
+    session: Option<Session>,
 }
 
 struct Shared {
@@ -484,35 +489,36 @@ impl Shared {
         };
         let deadline = deadline_after(received, start_clock, self.config.margin);
         let think_until = search_deadline(received, deadline);
-        let (tx, building) = mpsc::channel();
         let factory = Arc::clone(&self.factory);
         let for_stand_in = (description.clone(), role_index);
         // The build and search threads log under the match, so that the lines of matches
         // played side by side can be told apart.
         let span = tracing::info_span!("match", id = %id);
-        let spawned = std::thread::Builder::new()
-            .name("ggp-build".into())
-            .spawn(move || {
-                let _in_match = span.entered();
-                let _ = tx.send(factory.create(&description, role_index, think_until));
-            });
-        if let Err(e) = spawned {
-            warn!(kind = "START", match_id = %id, "cannot start building: {e}");
-            *lock(&self.status) = Status::default();
-            return Ok("busy".into());
-        }
+        let engine = match Building::spawn("ggp-build", span, move || {
+            factory.create(&description, role_index, think_until)
+        }) {
+            Ok(engine) => engine,
+            Err(e) => {
+                warn!(kind = "START", match_id = %id, "cannot start building: {e}");
+                *lock(&self.status) = Status::default();
+                return Ok("busy".into());
+            }
+        };
         let mut current = Current {
             id: id.clone(),
             play_clock,
             step: 0,
-            session: None,
-            building: Some(building),
+            engine,
             backlog: Vec::new(),
             stand_in: None,
         };
         match current.await_session(deadline) {
             Ok(true) => {
-                let session = current.session.as_mut().expect("the session is ready");
+                let session = current
+                    .engine
+                    .session
+                    .as_mut()
+                    .expect("the session is ready");
                 let thinking = match session.wait_started(deadline) {
                     Ok(true) => "done".to_string(),
                     Ok(false) => "still thinking".to_string(),
@@ -553,20 +559,14 @@ impl Shared {
 
     /// Starts building a stand-in session (see [`SessionFactory::stand_in`]) on its own thread.
     fn build_stand_in(&self, (description, role): (Description, usize)) -> Option<StandIn> {
-        let (tx, building) = mpsc::channel();
         let factory = Arc::clone(&self.factory);
-        let span = tracing::Span::current();
-        std::thread::Builder::new()
-            .name("ggp-stand-in".into())
-            .spawn(move || {
-                let _in_match = span.entered();
-                let _ = tx.send(factory.stand_in(&description, role));
-            })
-            .map_err(|e| warn!("cannot start building a stand-in: {e}"))
-            .ok()?;
+        let session = Building::spawn("ggp-stand-in", tracing::Span::current(), move || {
+            factory.stand_in(&description, role)
+        })
+        .map_err(|e| warn!("cannot start building a stand-in: {e}"))
+        .ok()?;
         Some(StandIn {
-            building: Some(building),
-            session: None,
+            session,
             followed: 0,
         })
     }
@@ -602,7 +602,11 @@ impl Shared {
                 }
             };
         }
-        let session = current.session.as_mut().expect("the session is ready");
+        let session = current
+            .engine
+            .session
+            .as_mut()
+            .expect("the session is ready");
         match session.play(moves.as_ref(), until, deadline) {
             Ok(played) => {
                 info!(
@@ -647,7 +651,7 @@ impl Shared {
         // The last step is followed within half a play clock, so that the reply is not late
         // (a GDL-II belief update without a deadline can take minutes on a slow engine).
         let follow_by = Instant::now() + current.play_clock / 2;
-        let goals = match (current.session, kind) {
+        let goals = match (current.engine.session, kind) {
             (Some(session), "STOP") => match session.stop(moves, follow_by) {
                 Ok(Some(goals)) => format!("{goals:?}"),
                 Ok(None) => "not terminal".into(),
@@ -677,25 +681,61 @@ impl Current {
     /// Waits until `deadline` for the engine if it is still being built; whether the
     /// session is ready. A session that arrives late first follows the backlog.
     fn await_session(&mut self, deadline: Instant) -> Result<bool, SessionError> {
+        let fresh = self.engine.session.is_none();
+        if !self.engine.ready(deadline)? {
+            return Ok(false);
+        }
+        if fresh {
+            let session = self.engine.session.as_mut().expect("the session is ready");
+            for joint in self.backlog.drain(..) {
+                if let Err(e) = session.apply(&joint) {
+                    self.engine.session = None;
+                    return Err(e);
+                }
+            }
+            self.stand_in = None;
+        }
+        Ok(true)
+    }
+}
+
+impl Building {
+    /// Starts `build` on a thread named `name`, logging under `span`.
+    fn spawn(
+        name: &str,
+        span: tracing::Span,
+        build: impl FnOnce() -> Result<Session, SessionError> + Send + 'static,
+    ) -> std::io::Result<Building> {
+        let (tx, receiver) = mpsc::channel();
+        std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || {
+                let _in_match = span.entered();
+                let _ = tx.send(build());
+            })?;
+        Ok(Building {
+            receiver: Some(receiver),
+            session: None,
+        })
+    }
+
+    /// Whether the session is built, after waiting for the build until `deadline` if it is
+    /// still going on. A build that failed gives its error once, and then `false`.
+    fn ready(&mut self, deadline: Instant) -> Result<bool, SessionError> {
         if self.session.is_some() {
             return Ok(true);
         }
-        let Some(building) = &self.building else {
+        let Some(receiver) = &self.receiver else {
             return Ok(false);
         };
         let wait = deadline.saturating_duration_since(Instant::now());
-        let built = match building.recv_timeout(wait) {
+        let built = match receiver.recv_timeout(wait) {
             Ok(built) => built,
             Err(RecvTimeoutError::Timeout) => return Ok(false),
             Err(RecvTimeoutError::Disconnected) => Err(SessionError::BuilderGone),
         };
-        self.building = None;
-        let mut session = built?;
-        for joint in self.backlog.drain(..) {
-            session.apply(&joint)?;
-        }
-        self.session = Some(session);
-        self.stand_in = None;
+        self.receiver = None;
+        self.session = Some(built?);
         Ok(true)
     }
 }
@@ -709,18 +749,14 @@ impl StandIn {
         until: Instant,
         deadline: Instant,
     ) -> Result<Played, SessionError> {
-        if let Some(building) = &self.building {
-            let wait = until.saturating_duration_since(Instant::now());
-            match building.recv_timeout(wait) {
-                Ok(built) => {
-                    self.building = None;
-                    self.session = Some(built?);
-                }
-                Err(RecvTimeoutError::Timeout) => return Err(SessionError::NoStandIn),
-                Err(RecvTimeoutError::Disconnected) => return Err(SessionError::BuilderGone),
-            }
+        if !self.session.ready(until)? {
+            return Err(SessionError::NoStandIn);
         }
-        let session = self.session.as_mut().ok_or(SessionError::NoStandIn)?;
+        let session = self
+            .session
+            .session
+            .as_mut()
+            .expect("the stand-in is ready");
         let pending = &backlog[self.followed.min(backlog.len())..];
         let (last, earlier) = match pending.split_last() {
             Some((last, earlier)) => (Some(last), earlier),
