@@ -20,13 +20,6 @@
 //!   every reply, and the node is exact only when all outcomes agree (conservative: no
 //!   mixed-strategy reasoning).
 //!
-//! **A win in one.** On a node's second visit (its first was a playout from it), when one role
-//! has a choice there, every move of that role is tried once for a win in one (a terminal
-//! state giving it 100); one found is taken at once, which settles the node. A move that lets
-//! the opponent win next is so refuted on its second visit, where selection among many
-//! replies would need a visit per reply to meet the winning one (gomoku_15x15 against Sancho:
-//! an open four left unblocked with 210 replies to try).
-//!
 //! A node is *settled* when `low == high` for every role. Selection never descends into a
 //! settled node (reaching one backs up its value without a playout), and the mover skips
 //! moves whose child is settled or cannot beat what it is already sure of, so proven losses
@@ -896,7 +889,6 @@ mod tests {
             low: vec![0.0; 3].into(),
             high: vec![1.0; 3].into(),
             n_joint: 6,
-            checked: false,
         };
         let key = node.key(&[2, 0, 1]);
         assert_eq!(key, 2 + 3);

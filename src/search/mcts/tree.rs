@@ -54,8 +54,6 @@ pub(super) struct Node<S, Mv> {
     pub(super) high: Box<[f64]>,
     /// Number of joint moves (product of the move counts).
     pub(super) n_joint: u64,
-    /// Whether the mover's moves were tried for a win in one ([`Tree::win_in_one`]).
-    pub(super) checked: bool,
 }
 
 impl<S: Clone, Mv: Copy> Node<S, Mv> {
@@ -74,7 +72,6 @@ impl<S: Clone, Mv: Copy> Node<S, Mv> {
             low: vec![0.0; n_roles].into(),
             high: vec![1.0; n_roles].into(),
             n_joint: 1,
-            checked: false,
         };
         if machine.is_terminal(&node.state)? {
             let goals = (0..n_roles)
@@ -114,7 +111,6 @@ impl<S: Clone, Mv: Copy> Node<S, Mv> {
             low: vec![0.0; n_roles].into(),
             high: vec![0.0; n_roles].into(),
             n_joint: 1,
-            checked: false,
         }
     }
 
@@ -410,34 +406,6 @@ impl<S: Clone + Eq, Mv: Copy + Eq> Tree<S, Mv> {
         Ok(())
     }
 
-    /// The index of a move of `mover`, the only role with a choice at node `id`, after which
-    /// the game ends with 100 for it; `joint` is a buffer.
-    fn win_in_one<M>(
-        &self,
-        machine: &mut M,
-        id: u32,
-        mover: usize,
-        joint: &mut Vec<Mv>,
-    ) -> Result<Option<u32>, MachineError>
-    where
-        M: StateMachine<State = S, Move = Mv>,
-    {
-        let node = &self.nodes[id as usize];
-        if node.moves[mover].len() < 2 {
-            return Ok(None);
-        }
-        joint.clear();
-        joint.extend(node.moves.iter().map(|m| m[0]));
-        for (i, &mv) in node.moves[mover].iter().enumerate() {
-            joint[mover] = mv;
-            let next = machine.next_state_unchecked(&node.state, joint)?;
-            if machine.is_terminal(&next)? && goal_or_zero(machine, &next, mover)? >= 100 {
-                return Ok(Some(i as u32));
-            }
-        }
-        Ok(None)
-    }
-
     /// The first half of an iteration: selects down the tree from the root to a settled node
     /// or a new one (added to the tree if the budget allows), recording the path in
     /// `scratch`.
@@ -463,22 +431,9 @@ impl<S: Clone + Eq, Mv: Copy + Eq> Tree<S, Mv> {
                 return Ok(Leaf::Value(v.to_vec()));
             }
             let mover = node.mover();
-            // On its second visit a node's mover looks for a win in one, once, and takes it:
-            // the new terminal child settles the node (a refutation found at once, where
-            // selection among many moves would take a visit per move to meet it).
-            let win = match mover {
-                Some(m) if node.visits > 0 && !node.checked => {
-                    self.nodes[id as usize].checked = true;
-                    self.win_in_one(machine, id, m, &mut scratch.joint)?
-                }
-                _ => None,
-            };
             let start = scratch.choices.len();
             for r in 0..n_roles {
-                let pick = match win {
-                    Some(i) if mover == Some(r) => i,
-                    _ => self.select(id, r, &*policies.select, mover == Some(r), rng),
-                };
+                let pick = self.select(id, r, &*policies.select, mover == Some(r), rng);
                 scratch.choices.push(pick);
             }
             let node = &self.nodes[id as usize];
@@ -632,29 +587,12 @@ mod tests {
     fn searched(
         iterations: usize,
     ) -> Tree<<PropnetMachine as StateMachine>::State, <PropnetMachine as StateMachine>::Move> {
-        searched_after(&[], iterations, 5)
-    }
-
-    /// A tic-tac-toe tree after `iterations` iterations from the state the joint moves
-    /// `played` lead to.
-    fn searched_after(
-        played: &[[&str; 2]],
-        iterations: usize,
-        seed: u64,
-    ) -> Tree<<PropnetMachine as StateMachine>::State, <PropnetMachine as StateMachine>::Move> {
         let text = include_str!("../../../rules/ticTacToe.kif");
         let d = Description::from_text(text).expect("the sheet parses");
         let mut m = PropnetMachine::new(&d, &Budget::default()).expect("the game grounds");
         let mut tree = Tree::new(64 << 20);
-        let mut state = m.initial_state();
-        for joint in played {
-            let joint: Vec<_> = joint
-                .iter()
-                .map(|t| m.find_move(&crate::gdl::parse_term(t).unwrap()).unwrap())
-                .collect();
-            state = m.next_state(&state, &joint).unwrap();
-        }
-        let root = Node::new(&mut m, state).expect("the root expands");
+        let initial = m.initial_state();
+        let root = Node::new(&mut m, initial).expect("the root expands");
         tree.reset(root);
         let ctx = Context {
             deadline: Instant::now() + Duration::from_secs(600),
@@ -669,7 +607,7 @@ mod tests {
             playout: Box::new(UniformPlayout::default()),
             eval: Box::new(GoalEvaluation),
         };
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
         let mut scratch = Scratch::default();
         for _ in 0..iterations {
             tree.iterate(&mut m, &mut rng, &ctx, &mut policies, &mut scratch)
@@ -677,26 +615,6 @@ mod tests {
                 .unwrap();
         }
         tree
-    }
-
-    /// o to move with a line to complete at (3 1), among four moves: the second iteration
-    /// finds the win and settles the root, whatever the seed (picking it among the unvisited
-    /// moves at random would take up to four).
-    #[test]
-    fn a_win_in_one_settles_its_node_on_the_second_visit() {
-        let played = [
-            ["(mark 1 1)", "noop"],
-            ["noop", "(mark 2 2)"],
-            ["(mark 3 3)", "noop"],
-            ["noop", "(mark 1 3)"],
-            ["(mark 1 2)", "noop"],
-        ];
-        for seed in 0..8 {
-            let tree = searched_after(&played, 2, seed);
-            let root = &tree.nodes[0];
-            assert_eq!(root.moves[1].len(), 4);
-            assert_eq!(root.value(), Some(&[0.0, 1.0][..]), "seed {seed}");
-        }
     }
 
     #[test]
