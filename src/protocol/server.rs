@@ -442,43 +442,7 @@ impl Shared {
                 stale_after: 2 * start_clock.max(play_clock) + Duration::from_secs(10),
             };
         }
-        let setup = (|| {
-            let rules = rules
-                .iter()
-                .map(gdl::rule_from_sexp)
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(StartRefused::Rules)?;
-            // A whole game that does not validate is still played as it stands, when an
-            // engine takes it: a refusal would lose the match by forfeit, every move the
-            // referee's. One without roles, moves, goals or an end means nothing: refused.
-            let (description, invalid) = match Description::new(rules.clone()) {
-                Ok(description) => (description, None),
-                Err(diagnostics) => {
-                    let errors = || {
-                        diagnostics
-                            .iter()
-                            .filter(|d| d.severity == gdl::Severity::Error)
-                    };
-                    let first = errors().next().map_or(String::new(), |d| d.to_string());
-                    if errors().any(|d| d.check == gdl::validate::Check::Incomplete) {
-                        return Err(StartRefused::Invalid(first));
-                    }
-                    warn!(
-                        kind = "START",
-                        match_id = %id,
-                        "the rules are not a valid game ({first}): playing them as they stand, \
-                         so moves and values may be wrong"
-                    );
-                    (Description::unvalidated(rules), Some(first))
-                }
-            };
-            let role_index =
-                find_role(description.roles(), role).ok_or_else(|| match &invalid {
-                    Some(why) => StartRefused::Invalid(why.clone()),
-                    None => StartRefused::Role(role.clone()),
-                })?;
-            Ok::<_, StartRefused>((description, role_index, invalid))
-        })();
+        let setup = read_game(&id, role, rules);
         let (description, role_index, invalid) = match setup {
             Ok(found) => found,
             Err(why) => {
@@ -769,6 +733,48 @@ impl StandIn {
         self.followed = backlog.len();
         Ok(played)
     }
+}
+
+/// The game of a START and the index of our role in it, with the reason the rules are not a
+/// valid game if they are not. A game that does not validate is still played as it stands
+/// when an engine takes it: a refusal would lose the match by forfeit, every move the
+/// referee's. One without roles, moves, goals or an end means nothing: refused.
+fn read_game(
+    id: &str,
+    role: &Term,
+    rules: &[Sexp],
+) -> Result<(Description, usize, Option<String>), StartRefused> {
+    let rules = rules
+        .iter()
+        .map(gdl::rule_from_sexp)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(StartRefused::Rules)?;
+    let (description, invalid) = match Description::new(rules.clone()) {
+        Ok(description) => (description, None),
+        Err(diagnostics) => {
+            let errors = || {
+                diagnostics
+                    .iter()
+                    .filter(|d| d.severity == gdl::Severity::Error)
+            };
+            let first = errors().next().map_or(String::new(), |d| d.to_string());
+            if errors().any(|d| d.check == gdl::validate::Check::Incomplete) {
+                return Err(StartRefused::Invalid(first));
+            }
+            warn!(
+                kind = "START",
+                match_id = %id,
+                "the rules are not a valid game ({first}): playing them as they stand, \
+                 so moves and values may be wrong"
+            );
+            (Description::unvalidated(rules), Some(first))
+        }
+    };
+    let role_index = find_role(description.roles(), role).ok_or_else(|| match &invalid {
+        Some(why) => StartRefused::Invalid(why.clone()),
+        None => StartRefused::Role(role.clone()),
+    })?;
+    Ok((description, role_index, invalid))
 }
 
 /// The role of the game that `role` names: the same term, or failing that the same spelling
