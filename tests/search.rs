@@ -1,7 +1,8 @@
 //! The search players on real games, on both engines: alpha-beta solves tic-tac-toe, both
 //! searches find an immediate win and block an immediate loss in Connect Four, MCTS plays a
-//! simultaneous-move game, takes a win in a three-role game, reuses its tree, plays a proven win at once, beats random players,
-//! survives engine failures, and every search answers by its deadline.
+//! simultaneous-move game, takes a win in a three-role game, reuses its tree, plays a proven
+//! win at once, beats random players, survives engine failures, and every search answers by
+//! its deadline.
 
 use std::time::{Duration, Instant};
 
