@@ -462,24 +462,6 @@ fn mcts_plays_a_simultaneous_game_on_datalog() {
     mcts_defects(datalog(&base("gt_prisoner")));
 }
 
-/// Rock, paper, scissors and well (`roshambo2`): well beats rock and scissors, paper beats
-/// well, so rock is never better than well. At a simultaneous choice the player draws its move
-/// from regret matching's average strategy: it mixes, and never plays the dominated rock.
-#[test]
-fn mcts_mixes_at_a_simultaneous_choice_and_drops_a_dominated_move() {
-    let mut m = propnet(&base("roshambo2"));
-    let state = m.initial_state();
-    let mut played = std::collections::BTreeMap::<String, usize>::new();
-    for seed in 0..12 {
-        let mut player = MctsPlayer::<PropnetMachine>::new(config(seed, 40_000));
-        player.start(&mut m, 0, Instant::now()).unwrap();
-        let choice = player.choose(&mut m, &state, far()).unwrap();
-        *played.entry(printed(&m, choice.mv)).or_default() += 1;
-    }
-    assert!(!played.contains_key("rock"), "{played:?}");
-    assert!(played.len() >= 2, "a mixed choice: {played:?}");
-}
-
 #[test]
 fn mcts_plays_rock_paper_scissors_to_the_end() {
     let mut m = propnet(&base("roshambo2"));

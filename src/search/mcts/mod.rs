@@ -60,7 +60,7 @@ mod tree;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::machine::{MachineError, StateMachine};
@@ -112,7 +112,7 @@ pub enum Anti {
 }
 
 pub use eval::{Evaluation, GoalEvaluation, HeuristicEvaluation};
-use parallel::{Context, Hand, MoveSummary, Worker, merge_root, merge_strategy, run_all};
+use parallel::{Context, Hand, MoveSummary, Worker, merge_root, run_all};
 pub use playout::{DecisivePlayout, PlayoutPolicy, UniformPlayout};
 pub use select::{MoveView, Selection, Ucb1};
 use tree::{Node, Tree};
@@ -745,16 +745,7 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
                 proven: true,
             });
         }
-        let mut pick = pick_move(&merged);
-        if merged[pick].lower < 1.0
-            && let Some(strategy) = merge_strategy(&self.trees, role, moves)
-        {
-            // A simultaneous choice with no sure win: a move drawn from the average strategy,
-            // among those that can still match the best sure value.
-            let mut rng =
-                Xoshiro256PlusPlus::seed_from_u64(self.config.seed ^ self.stats.iterations);
-            pick = mixed_pick(&merged, &strategy, rng.random::<f64>()).unwrap_or(pick);
-        }
+        let pick = pick_move(&merged);
         let s = &merged[pick];
         let value = if s.exact() || s.visits == 0 {
             Some(s.lower * 100.0).filter(|_| s.exact())
@@ -816,34 +807,6 @@ impl<M: StateMachine + Send + 'static> Player<M> for MctsPlayer<M> {
         self.search(machine, state, deadline)?;
         self.best()
     }
-}
-
-/// At a simultaneous root, the move drawn by `x` (uniform in 0..1) from `strategy` (the
-/// average strategy of regret matching), among the moves that can still give at least the
-/// best value some move is sure of; `None` if no such move has weight. A move whose average
-/// weight is below the share exploration alone gives each move counts as never played (the
-/// even strategy of the first samples, before any regret, leaves every move some weight).
-fn mixed_pick(moves: &[MoveSummary], strategy: &[f64], x: f64) -> Option<usize> {
-    let sure = moves.iter().map(|m| m.lower).fold(0.0, f64::max);
-    let floor = select::REGRET_EXPLORATION / moves.len().max(1) as f64;
-    let open = |i: usize| moves[i].upper >= sure && strategy[i] >= floor;
-    let total: f64 = (0..moves.len())
-        .filter(|&i| open(i))
-        .map(|i| strategy[i])
-        .sum();
-    if total <= 0.0 {
-        return None;
-    }
-    let mut cumulative = 0.0;
-    let mut last = None;
-    for i in (0..moves.len()).filter(|&i| open(i)) {
-        cumulative += strategy[i] / total;
-        last = Some(i);
-        if x < cumulative {
-            return Some(i);
-        }
-    }
-    last
 }
 
 /// The index of the move to play: the move sure to give the most, if that is 100; else the
@@ -916,27 +879,6 @@ mod tests {
     }
 
     #[test]
-    fn a_mixed_pick_draws_from_the_strategy_but_not_below_the_floor_or_the_sure_value() {
-        let moves = [summary(10, 0.5, None); 4];
-        // Move 1's weight is below the floor (0.1 / 4): never drawn.
-        let strategy = [0.49, 0.02, 0.0, 0.49];
-        let picks: Vec<usize> = [0.0, 0.3, 0.6, 0.99]
-            .iter()
-            .filter_map(|&x| mixed_pick(&moves, &strategy, x))
-            .collect();
-        assert_eq!(picks, [0, 0, 3, 3]);
-        // Move 3 cannot reach the 0.5 that move 0 is sure of.
-        let moves = [
-            summary(10, 0.6, Some((0.5, 0.8))),
-            summary(10, 0.5, None),
-            summary(10, 0.5, None),
-            summary(10, 0.3, Some((0.0, 0.4))),
-        ];
-        assert_eq!(mixed_pick(&moves, &strategy, 0.99), Some(0));
-        assert_eq!(mixed_pick(&moves, &[0.0, 0.0, 0.0, 1.0], 0.5), None);
-    }
-
-    #[test]
     fn joint_keys_round_trip() {
         let node: Node<u8, u8> = Node {
             state: 0,
@@ -944,7 +886,6 @@ mod tests {
             moves: vec![vec![1, 2, 3], vec![4], vec![5, 6]],
             stats: Vec::new(),
             children: Vec::new(),
-            regrets: Vec::new(),
             low: vec![0.0; 3].into(),
             high: vec![1.0; 3].into(),
             n_joint: 6,

@@ -202,25 +202,3 @@ pub(super) fn merge_root<S: Clone + Eq, Mv: Copy + Eq>(
     }
     merged
 }
-
-/// At a simultaneous root, `role`'s average strategy from regret matching, as probabilities
-/// of the moves in `moves` (the first tree's), summed over `trees`; `None` where the root is
-/// not simultaneous or `role` has no choice.
-pub(super) fn merge_strategy<S: Clone + Eq, Mv: Copy + Eq>(
-    trees: &[Tree<S, Mv>],
-    role: usize,
-    moves: &[Mv],
-) -> Option<Vec<f64>> {
-    let mut merged = vec![0.0; moves.len()];
-    for tree in trees {
-        let root = &tree.nodes[0];
-        let regrets = root.regrets.get(role).filter(|g| g.len() > 1)?;
-        for (mv, g) in root.moves[role].iter().zip(regrets) {
-            if let Some(j) = moves.iter().position(|m| m == mv) {
-                merged[j] += g.strategy;
-            }
-        }
-    }
-    let total: f64 = merged.iter().sum();
-    (total > 0.0).then(|| merged.iter().map(|w| w / total).collect())
-}

@@ -12,9 +12,7 @@
 //! search and a long match never grows past the bound.
 //!
 //! A node holds every role's legal moves and one [`Stat`] per move; children are keyed by the
-//! joint move. Where one role has a choice, it picks by the selection rule; at a simultaneous
-//! node (more than one role with a choice) each role samples its move by regret matching
-//! ([`regret_matching`]) from its own statistics there. [`Tree::iterate`] runs one iteration with the thread's [`Policies`]: the
+//! joint move. [`Tree::iterate`] runs one iteration with the thread's [`Policies`]: the
 //! selection rule scores moves, the playout policy plays past the tree, the evaluation scores
 //! the playout's end. The solver's bounds (see [`super::solver`]) decide which moves are worth
 //! selecting.
@@ -29,7 +27,7 @@ use crate::search::{Halt, goal_or_zero, past};
 
 use super::Policies;
 use super::parallel::Context;
-use super::select::{MoveView, Regret, Selection, add_regret, regret_matching};
+use super::select::{MoveView, Selection};
 
 /// Per-move statistics of one role at one node.
 #[derive(Debug, Clone, Copy)]
@@ -50,9 +48,6 @@ pub(super) struct Node<S, Mv> {
     pub(super) stats: Vec<Vec<Stat>>,
     /// (joint-move key, child index).
     pub(super) children: Vec<(u64, u32)>,
-    /// At a simultaneous node (more than one role with a choice): regret matching's
-    /// statistics per role and move, parallel to `moves`; elsewhere empty.
-    pub(super) regrets: Vec<Vec<Regret>>,
     /// Per role, a value 0..1 the role is sure to get at least (pessimistic bound).
     pub(super) low: Box<[f64]>,
     /// Per role, a value 0..1 the role cannot get more than (optimistic bound).
@@ -74,7 +69,6 @@ impl<S: Clone, Mv: Copy> Node<S, Mv> {
             moves: Vec::new(),
             stats: Vec::new(),
             children: Vec::new(),
-            regrets: Vec::new(),
             low: vec![0.0; n_roles].into(),
             high: vec![1.0; n_roles].into(),
             n_joint: 1,
@@ -103,13 +97,6 @@ impl<S: Clone, Mv: Copy> Node<S, Mv> {
             node.stats.push(vec![stat; moves.len()]);
             node.moves.push(moves);
         }
-        if node.mover().is_none() {
-            node.regrets = node
-                .moves
-                .iter()
-                .map(|m| vec![Regret::default(); m.len()])
-                .collect();
-        }
         Ok(node)
     }
 
@@ -121,7 +108,6 @@ impl<S: Clone, Mv: Copy> Node<S, Mv> {
             moves: Vec::new(),
             stats: Vec::new(),
             children: Vec::new(),
-            regrets: Vec::new(),
             low: vec![0.0; n_roles].into(),
             high: vec![0.0; n_roles].into(),
             n_joint: 1,
@@ -141,12 +127,7 @@ impl<S: Clone, Mv: Copy> Node<S, Mv> {
     pub(super) fn bytes(&self) -> usize {
         /// A guess at the heap a state and the vectors' slack take.
         const OVERHEAD: usize = 160;
-        let regret = if self.regrets.is_empty() {
-            0
-        } else {
-            size_of::<Regret>()
-        };
-        let per_move = size_of::<Mv>() + size_of::<Stat>() + regret;
+        let per_move = size_of::<Mv>() + size_of::<Stat>();
         size_of::<Self>()
             + OVERHEAD
             + self.low.len() * 16
@@ -206,9 +187,6 @@ pub(super) struct Scratch<Mv> {
     path: Vec<u32>,
     /// Move index per role at each path node but the last.
     choices: Vec<u32>,
-    /// Parallel to `choices`: the probability regret matching sampled the move with (1 where
-    /// the selection rule chose it).
-    chances: Vec<f64>,
     joint: Vec<Mv>,
     rewards: Vec<f64>,
     /// A new node's estimated rewards.
@@ -220,7 +198,6 @@ impl<Mv> Default for Scratch<Mv> {
         Scratch {
             path: Vec::new(),
             choices: Vec::new(),
-            chances: Vec::new(),
             joint: Vec::new(),
             rewards: Vec::new(),
             estimate: Vec::new(),
@@ -446,7 +423,6 @@ impl<S: Clone + Eq, Mv: Copy + Eq> Tree<S, Mv> {
         let n_roles = machine.roles().len();
         scratch.path.clear();
         scratch.choices.clear();
-        scratch.chances.clear();
         let mut id = 0u32;
         loop {
             scratch.path.push(id);
@@ -457,16 +433,8 @@ impl<S: Clone + Eq, Mv: Copy + Eq> Tree<S, Mv> {
             let mover = node.mover();
             let start = scratch.choices.len();
             for r in 0..n_roles {
-                let node = &mut self.nodes[id as usize];
-                let (pick, chance) = if node.regrets.get(r).is_some_and(|g| g.len() > 1) {
-                    let (i, chance) = regret_matching(&mut node.regrets[r], rng.random::<f64>());
-                    (i as u32, chance)
-                } else {
-                    let pick = self.select(id, r, &*policies.select, mover == Some(r), rng);
-                    (pick, 1.0)
-                };
+                let pick = self.select(id, r, &*policies.select, mover == Some(r), rng);
                 scratch.choices.push(pick);
-                scratch.chances.push(chance);
             }
             let node = &self.nodes[id as usize];
             let key = node.key(&scratch.choices[start..]);
@@ -573,14 +541,9 @@ impl<S: Clone + Eq, Mv: Copy + Eq> Tree<S, Mv> {
             let node = &mut self.nodes[scratch.path[k] as usize];
             node.visits = node.visits.saturating_add(1);
             for r in 0..n_roles {
-                let i = scratch.choices[k * n_roles + r] as usize;
-                let s = &mut node.stats[r][i];
+                let s = &mut node.stats[r][scratch.choices[k * n_roles + r] as usize];
                 s.visits = s.visits.saturating_add(1);
                 s.sum += scratch.rewards[r];
-                if let Some(regrets) = node.regrets.get_mut(r).filter(|g| g.len() > 1) {
-                    let chance = scratch.chances[k * n_roles + r];
-                    add_regret(regrets, i, chance, scratch.rewards[r]);
-                }
             }
         }
         for k in (0..n_chosen).rev() {
