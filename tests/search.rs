@@ -1033,6 +1033,60 @@ fn engine_failures_are_counted_not_fatal() {
     assert!(ab.stats().errors > 0, "{:?}", ab.stats());
 }
 
+/// After a start that failed, `auto` still plays for its own role: here O, in a tic-tac-toe
+/// whose every next state fails (so the start-clock analysis fails). It used to fall back to a
+/// search for the first role, whose moves are not ours.
+#[test]
+fn auto_after_a_failed_start_plays_for_its_own_role() {
+    let mut m = Flaky {
+        inner: propnet(&ours("ticTacToe")),
+        period: 1,
+        calls: 0,
+    };
+    let o_to_move = after(&mut m.inner, &["(mark 2 2)"]);
+    let spec: PlayerSpec = "auto".parse().unwrap();
+    let mut player = spec.build::<Flaky<PropnetMachine>>(&config(3, 200));
+    assert!(
+        player
+            .start(&mut m, 1, Instant::now() + Duration::from_secs(2))
+            .is_err()
+    );
+    let choice = player.choose(&mut m, &o_to_move, far()).unwrap();
+    assert!(
+        m.legal_moves(&o_to_move, 1).unwrap().contains(&choice.mv),
+        "{}",
+        printed(&m.inner, choice.mv)
+    );
+}
+
+/// In `4pttc` a role can be left with nothing to move, which GDL forbids. The start-clock
+/// analysis's random games end there instead of failing the start (every START of 4pttc
+/// failed so), and the player then searches for its own role.
+#[test]
+fn a_sheet_that_can_leave_a_role_without_moves_still_starts() {
+    use rand::Rng;
+    let mut m = propnet(&base("4pttc"));
+    let spec: PlayerSpec = "auto".parse().unwrap();
+    let mut player = spec.build::<PropnetMachine>(&config(4, 2000));
+    player
+        .start(&mut m, 3, Instant::now() + Duration::from_secs(3))
+        .unwrap();
+    // Random moves until the fourth role, green, has a choice.
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(4);
+    let mut state = m.initial_state();
+    while m.legal_moves(&state, 3).unwrap().len() < 2 {
+        let joint: Vec<_> = (0..4)
+            .map(|r| {
+                let legal = m.legal_moves(&state, r).unwrap();
+                legal[rng.random_range(0..legal.len())]
+            })
+            .collect();
+        state = m.next_state(&state, &joint).unwrap();
+    }
+    let choice = player.choose(&mut m, &state, far()).unwrap();
+    assert!(m.legal_moves(&state, 3).unwrap().contains(&choice.mv));
+}
+
 #[test]
 fn think_prints_the_solved_value_of_tic_tac_toe() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_ggp"))

@@ -94,6 +94,8 @@ pub struct AutoPlayer<M: StateMachine> {
     mcts: MctsSettings,
     budget: Option<LevelBudget>,
     chosen: Option<Chosen<M>>,
+    /// Our role, from the last start.
+    role: usize,
     probe: Option<GameProbe>,
     reason: String,
     auto: AutoSettings,
@@ -107,6 +109,7 @@ impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
             mcts,
             budget: None,
             chosen: None,
+            role: 0,
             probe: None,
             reason: String::new(),
             auto,
@@ -314,6 +317,8 @@ impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
         role: usize,
         deadline: Instant,
     ) -> Result<(), SearchError> {
+        self.role = role;
+        self.chosen = None;
         if self.start_puzzle(machine, role, deadline)? {
             return Ok(());
         }
@@ -375,9 +380,10 @@ impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
         deadline: Instant,
     ) -> Result<Choice<M::Move>, SearchError> {
         if self.chosen.is_none() {
-            // Not started: MCTS, which suits every game, for role 0.
+            // Not started, or the start failed: MCTS, which suits every game, for our role
+            // (role 0 if there was no start).
             let mut mcts = self.mcts_player();
-            mcts.start(machine, 0, Instant::now())?;
+            mcts.start(machine, self.role, Instant::now())?;
             self.chosen = Some(Chosen::Mcts(mcts));
         }
         match self.chosen.as_mut() {

@@ -29,7 +29,7 @@ use rand::Rng;
 use crate::gdl::{Sym, Term};
 use crate::machine::{MachineError, StateMachine};
 
-use super::{goal_or_zero, past};
+use super::{goal_or_zero, past, random_step};
 
 /// The least significance of a kept feature's correlation, in standard errors
 /// (`|r| · sqrt(games)`).
@@ -294,8 +294,10 @@ pub fn find_material<M: StateMachine>(
                     }
                 }
             }
-            machine.random_joint_move_into(&state, rng, &mut joint, &mut scratch)?;
-            state = machine.next_state_unchecked(&state, &joint)?;
+            match random_step(machine, &state, rng, &mut joint, &mut scratch)? {
+                Some(next) => state = next,
+                None => continue 'games,
+            }
         }
     }
     let mut pieces = hashbrown::HashMap::new();
@@ -576,10 +578,12 @@ pub fn learn_roles_with<M: StateMachine>(
                 }
             }
             moments.add_state(&counts);
-            machine.random_joint_move_into(&state, rng, &mut joint, &mut scratch)?;
-            state = machine.next_state_unchecked(&state, &joint)?;
+            match random_step(machine, &state, rng, &mut joint, &mut scratch)? {
+                Some(next) => state = next,
+                None => break,
+            }
         }
-        // Too long: not sampled.
+        // Too long, or stuck where a role has no move: not sampled.
         moments.end_game(None);
     }
     Ok((0..n_roles).map(|r| moments.heuristic(r)).collect())

@@ -227,6 +227,25 @@ impl From<MachineError> for Halt {
     }
 }
 
+/// One step of a random game from `state`: the state after a uniformly random joint move
+/// (written into `joint`), or `None` where some role has no legal move. GDL promises every role
+/// a move in every state that is not terminal; a sheet that breaks the promise (in 4pttc a role
+/// can be left with nothing to move) ends a random game there, instead of failing the
+/// start-clock analysis that plays it.
+fn random_step<M: StateMachine>(
+    machine: &mut M,
+    state: &M::State,
+    rng: &mut impl rand::Rng,
+    joint: &mut Vec<M::Move>,
+    scratch: &mut Vec<M::Move>,
+) -> Result<Option<M::State>, MachineError> {
+    match machine.random_joint_move_into(state, rng, joint, scratch) {
+        Ok(()) => machine.next_state_unchecked(state, joint).map(Some),
+        Err(MachineError::NoLegalMoves { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// The goal value of role number `role` in `state`, 0 to 100: 0 when the rules give none,
 /// the largest when they give several.
 fn goal_or_zero<M: StateMachine>(

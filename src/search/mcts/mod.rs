@@ -68,7 +68,7 @@ use crate::machine::{MachineError, StateMachine};
 use super::duel::{DuelPlan, Side, duel};
 use super::heuristic::{self, Heuristic};
 use super::probe::probe;
-use super::{Choice, Halt, Player, SearchConfig, SearchError};
+use super::{Choice, Halt, Player, SearchConfig, SearchError, random_step};
 
 /// The longest time spent learning heuristics at the start clock (at most a quarter of it).
 const MAX_LEARNING: std::time::Duration = std::time::Duration::from_secs(8);
@@ -440,13 +440,16 @@ impl<M: StateMachine> MctsPlayer<M> {
             game.clear();
             let mut state = initial.clone();
             while game.len() < steps && !machine.is_terminal(&state)? {
-                machine.random_joint_move_into(
+                let step = random_step(
+                    machine,
                     &state,
                     &mut rng,
                     &mut buffers.joint,
                     &mut buffers.legal,
                 )?;
-                let next = machine.next_state_unchecked(&state, &buffers.joint)?;
+                let Some(next) = step else {
+                    break;
+                };
                 game.push(std::mem::replace(&mut state, next));
             }
             if game.is_empty() {
@@ -457,6 +460,9 @@ impl<M: StateMachine> MctsPlayer<M> {
             match policy.playout(machine, from, &mut rng, until, steps) {
                 Ok(_) => playouts += 1,
                 Err(Halt::Deadline) => break,
+                // Stuck where a role has no move (see `random_step`): dropped, as the search
+                // drops such a playout.
+                Err(Halt::Engine(MachineError::NoLegalMoves { .. })) => {}
                 Err(Halt::Engine(e)) => return Err(e.into()),
             }
             spent += t.elapsed();
