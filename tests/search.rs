@@ -1363,6 +1363,31 @@ fn a_duel_scores_the_stronger_player_and_asks_only_roles_with_a_choice() {
     assert_eq!((result.games, result.score), (0, 0.5));
 }
 
+/// A duel on a sheet that can leave a role without a legal move (4pttc) ends such a game
+/// unfinished instead of failing the trial.
+#[test]
+fn a_duel_survives_a_role_left_without_moves() {
+    use ggp::search::duel::{DuelPlan, duel};
+    let mut m = propnet(&base("4pttc"));
+    let plan = DuelPlan {
+        games: 200,
+        max_plies: 40,
+        slice: Duration::from_secs(5),
+        until: far(),
+        seed: 5,
+        iterations: None,
+    };
+    let result = duel(&mut m, &plan, |_, config| {
+        new_player::<PropnetMachine>(PlayerKind::Random, &config)
+    })
+    .unwrap();
+    assert_eq!(result.games, 200);
+    assert!(
+        result.finished < 200,
+        "some game met a role without a move: {result:?}"
+    );
+}
+
 #[test]
 fn the_heuristic_trial_turns_a_misleading_heuristic_into_a_prior_and_can_be_turned_off() {
     let mut m = propnet(&base("breakthroughSmall"));

@@ -129,10 +129,16 @@ pub fn duel<M: StateMachine>(
             for (r, p) in players.iter_mut().enumerate() {
                 let legal = machine.legal_moves(&state, r)?;
                 let mv = match legal.as_slice() {
+                    // A role without a move (a sheet that breaks GDL's promise, see
+                    // `random_step`): the game ends here, unfinished.
+                    [] => break,
                     [only] => *only,
                     _ => p.choose(machine, &state, Instant::now() + plan.slice)?.mv,
                 };
                 joint.push(mv);
+            }
+            if joint.len() < n_roles {
+                break;
             }
             state = machine.next_state(&state, &joint)?;
             plies += 1;
