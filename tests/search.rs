@@ -174,6 +174,20 @@ const MUST_BLOCK: &[&str] = &[
     "(drop 1)", "(drop 7)", "(drop 1)", "(drop 7)", "(drop 3)", "(drop 7)",
 ];
 
+/// `player`'s move in `state` is `expected`, a win it has proven (value 100).
+fn takes_proven_win<M: StateMachine>(
+    player: &mut dyn Player<M>,
+    m: &mut M,
+    state: &M::State,
+    expected: &str,
+    label: &str,
+) {
+    let choice = player.choose(m, state, far()).unwrap();
+    assert_eq!(printed(m, choice.mv), expected, "{label}: {choice:?}");
+    assert_eq!(choice.value, Some(100.0));
+    assert!(choice.proven);
+}
+
 fn finds_win_and_block<M: StateMachine + Send + 'static>(
     mut m: M,
     kind: PlayerKind,
@@ -185,14 +199,8 @@ fn finds_win_and_block<M: StateMachine + Send + 'static>(
     for seed in 0..2 {
         let mut player = new_player::<M>(kind, &config(seed, iterations));
         player.start(&mut m, 0, Instant::now()).unwrap();
-        let choice = player.choose(&mut m, &win, far()).unwrap();
-        assert_eq!(
-            printed(&m, choice.mv),
-            "(drop 2)",
-            "{kind:?} seed {seed}: {choice:?}"
-        );
-        assert_eq!(choice.value, Some(100.0));
-        assert!(choice.proven);
+        let label = format!("{kind:?} seed {seed}");
+        takes_proven_win(&mut *player, &mut m, &win, "(drop 2)", &label);
         let choice = player.choose(&mut m, &block, far()).unwrap();
         assert_eq!(
             printed(&m, choice.mv),
@@ -272,14 +280,13 @@ fn three_player_win<M: StateMachine + Send + 'static>(mut m: M, iterations: u64)
     for seed in 0..2 {
         let mut player = new_player::<M>(PlayerKind::Mcts, &config(seed, iterations));
         player.start(&mut m, 0, Instant::now()).unwrap();
-        let choice = player.choose(&mut m, &win, far()).unwrap();
-        assert_eq!(
-            printed(&m, choice.mv),
+        takes_proven_win(
+            &mut *player,
+            &mut m,
+            &win,
             "(drop 4)",
-            "seed {seed}: {choice:?}"
+            &format!("seed {seed}"),
         );
-        assert_eq!(choice.value, Some(100.0));
-        assert!(choice.proven);
     }
 }
 

@@ -116,7 +116,7 @@ pub fn duel<M: StateMachine>(
         let mut score = 0.5;
         let started = Instant::now();
         let mut plies = 0;
-        for _ in 0..plan.max_plies {
+        'plies: for _ in 0..plan.max_plies {
             if machine.is_terminal(&state)? {
                 score = a_score(machine, &state, a_role)?;
                 result.finished += 1;
@@ -131,14 +131,11 @@ pub fn duel<M: StateMachine>(
                 let mv = match legal.as_slice() {
                     // A role without a move (a sheet that breaks GDL's promise, see
                     // `random_step`): the game ends here, unfinished.
-                    [] => break,
+                    [] => break 'plies,
                     [only] => *only,
                     _ => p.choose(machine, &state, Instant::now() + plan.slice)?.mv,
                 };
                 joint.push(mv);
-            }
-            if joint.len() < n_roles {
-                break;
             }
             state = machine.next_state(&state, &joint)?;
             plies += 1;
