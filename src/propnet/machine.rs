@@ -39,8 +39,20 @@ use super::net::{MoveId, NO_NODE, Net, TRUE_COUNT};
 pub const FIRST_TRY_SHARE: f64 = 0.6;
 
 /// A state: one bit per base proposition.
-#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+#[derive(PartialEq, Eq, Hash, Debug)]
 pub struct PropnetState(Box<[u64]>);
+
+impl Clone for PropnetState {
+    fn clone(&self) -> PropnetState {
+        PropnetState(self.0.clone())
+    }
+
+    /// Copies the bits into this state's own words (no allocation): the search's node pool
+    /// refills old nodes this way.
+    fn clone_from(&mut self, source: &PropnetState) {
+        self.0.clone_from(&source.0);
+    }
+}
 
 impl PropnetState {
     /// The bits, 64 base propositions a word.

@@ -62,56 +62,79 @@ impl<S: Clone, Mv: Copy> Node<S, Mv> {
     where
         M: StateMachine<State = S, Move = Mv>,
     {
-        let n_roles = machine.roles().len();
-        let mut node = Node {
-            state,
-            visits: 0,
-            moves: Vec::new(),
-            stats: Vec::new(),
-            children: Vec::new(),
-            low: vec![0.0; n_roles].into(),
-            high: vec![1.0; n_roles].into(),
-            n_joint: 1,
-        };
-        if machine.is_terminal(&node.state)? {
-            let goals = (0..n_roles)
-                .map(|r| goal_or_zero(machine, &node.state, r).map(|g| f64::from(g) / 100.0))
-                .collect::<Result<Box<[f64]>, _>>()?;
-            node.low = goals.clone();
-            node.high = goals;
-            return Ok(node);
-        }
-        for r in 0..n_roles {
-            let moves = machine.legal_moves(&node.state, r)?;
-            if moves.is_empty() {
-                return Err(MachineError::NoLegalMoves {
-                    role: machine.roles()[r].to_string(),
-                });
-            }
-            node.n_joint = node.n_joint.saturating_mul(moves.len() as u64);
-            let stat = Stat {
-                visits: 0,
-                sum: 0.0,
-                child: None,
-            };
-            node.stats.push(vec![stat; moves.len()]);
-            node.moves.push(moves);
-        }
+        let mut node = Node::new_unfilled(state);
+        node.fill(machine)?;
         Ok(node)
     }
 
-    /// A node whose expansion failed: settled, worth 0 to everyone.
-    pub(super) fn dead(state: S, n_roles: usize) -> Node<S, Mv> {
+    /// A node for `state` with nothing filled in yet.
+    fn new_unfilled(state: S) -> Node<S, Mv> {
         Node {
             state,
             visits: 0,
             moves: Vec::new(),
             stats: Vec::new(),
             children: Vec::new(),
-            low: vec![0.0; n_roles].into(),
-            high: vec![0.0; n_roles].into(),
+            low: Box::default(),
+            high: Box::default(),
             n_joint: 1,
         }
+    }
+
+    /// Makes this node the fresh node of its `state`, as [`Node::new`] does, reusing its
+    /// vectors' memory (a recycled node of the pool, see [`Tree`]).
+    fn fill<M>(&mut self, machine: &mut M) -> Result<(), MachineError>
+    where
+        M: StateMachine<State = S, Move = Mv>,
+    {
+        let n_roles = machine.roles().len();
+        self.visits = 0;
+        self.children.clear();
+        self.n_joint = 1;
+        set_all(&mut self.low, n_roles, 0.0);
+        set_all(&mut self.high, n_roles, 1.0);
+        if machine.is_terminal(&self.state)? {
+            self.moves.clear();
+            self.stats.clear();
+            for r in 0..n_roles {
+                let g = f64::from(goal_or_zero(machine, &self.state, r)?) / 100.0;
+                self.low[r] = g;
+                self.high[r] = g;
+            }
+            return Ok(());
+        }
+        self.moves.resize_with(n_roles, Vec::new);
+        self.stats.resize_with(n_roles, Vec::new);
+        let stat = Stat {
+            visits: 0,
+            sum: 0.0,
+            child: None,
+        };
+        for r in 0..n_roles {
+            let moves = &mut self.moves[r];
+            moves.clear();
+            machine.legal_moves_into(&self.state, r, moves)?;
+            if moves.is_empty() {
+                return Err(MachineError::NoLegalMoves {
+                    role: machine.roles()[r].to_string(),
+                });
+            }
+            self.n_joint = self.n_joint.saturating_mul(moves.len() as u64);
+            self.stats[r].clear();
+            self.stats[r].resize(moves.len(), stat);
+        }
+        Ok(())
+    }
+
+    /// Makes this node one whose expansion failed: settled, worth 0 to everyone.
+    fn kill(&mut self, n_roles: usize) {
+        self.visits = 0;
+        self.moves.clear();
+        self.stats.clear();
+        self.children.clear();
+        self.n_joint = 1;
+        set_all(&mut self.low, n_roles, 0.0);
+        set_all(&mut self.high, n_roles, 0.0);
     }
 
     /// The exact value per role, once known.
@@ -173,6 +196,15 @@ impl<S: Clone, Mv: Copy> Node<S, Mv> {
     }
 }
 
+/// Sets `slots` to `n` copies of `value`, reusing its memory when it already has `n`.
+fn set_all(slots: &mut Box<[f64]>, n: usize, value: f64) {
+    if slots.len() == n {
+        slots.fill(value);
+    } else {
+        *slots = vec![value; n].into();
+    }
+}
+
 /// Where a descent ([`Tree::descend`]) stopped.
 pub(super) enum Leaf<S> {
     /// At a settled node (or a new one, terminal or dead): its value per role, 0..1.
@@ -212,6 +244,8 @@ pub(super) struct Tree<S, Mv> {
     bytes: usize,
     /// Estimated bytes allowed.
     budget: usize,
+    /// Nodes no longer in the tree, kept to be filled again as new nodes (the pool).
+    spare: Vec<Node<S, Mv>>,
 }
 
 impl<S: Clone + Eq, Mv: Copy + Eq> Tree<S, Mv> {
@@ -221,6 +255,7 @@ impl<S: Clone + Eq, Mv: Copy + Eq> Tree<S, Mv> {
             nodes: Vec::new(),
             bytes: 0,
             budget,
+            spare: Vec::new(),
         }
     }
 
@@ -231,7 +266,7 @@ impl<S: Clone + Eq, Mv: Copy + Eq> Tree<S, Mv> {
 
     pub(super) fn reset(&mut self, root: Node<S, Mv>) {
         self.bytes = root.bytes();
-        self.nodes.clear();
+        self.spare.append(&mut self.nodes);
         self.nodes.push(root);
     }
 
@@ -262,8 +297,8 @@ impl<S: Clone + Eq, Mv: Copy + Eq> Tree<S, Mv> {
         false
     }
 
-    /// Keeps only the nodes `root` reaches, renumbered breadth first from 0 (the pool drops
-    /// the rest).
+    /// Keeps only the nodes `root` reaches, renumbered breadth first from 0; the rest go to
+    /// the pool.
     fn compact(&mut self, root: u32) {
         if root == 0 {
             // Every node was added below the root.
@@ -303,12 +338,40 @@ impl<S: Clone + Eq, Mv: Copy + Eq> Tree<S, Mv> {
             self.bytes += node.bytes() + node.children.len() * 16;
             self.nodes.push(node);
         }
+        self.spare.extend(slots.into_iter().flatten());
     }
 
-    /// Adds a node as the child `key` of `parent`, if the budget allows.
+    /// The node for `state`, a node of the pool filled again if there is one (so that the
+    /// memory of abandoned nodes is reused rather than freed on the clock); settled and worth
+    /// 0 to everyone if its expansion fails.
+    fn node_for<M>(&mut self, machine: &mut M, state: &S) -> Node<S, Mv>
+    where
+        M: StateMachine<State = S, Move = Mv>,
+    {
+        let n_roles = machine.roles().len();
+        let mut node = match self.spare.pop() {
+            Some(mut node) => {
+                node.state.clone_from(state);
+                if node.fill(machine).is_ok() {
+                    return node;
+                }
+                node
+            }
+            None => match Node::new(machine, state.clone()) {
+                Ok(node) => return node,
+                Err(_) => Node::new_unfilled(state.clone()),
+            },
+        };
+        node.kill(n_roles);
+        node
+    }
+
+    /// Adds a node as the child `key` of `parent`, if the budget allows (else the node goes
+    /// to the pool).
     fn add_child(&mut self, parent: u32, key: u64, node: Node<S, Mv>) -> Option<u32> {
         let bytes = node.bytes() + 16;
         if self.bytes + bytes > self.budget || self.nodes.len() >= u32::MAX as usize {
+            self.spare.push(node);
             return None;
         }
         let id = self.nodes.len() as u32;
@@ -510,8 +573,7 @@ impl<S: Clone + Eq, Mv: Copy + Eq> Tree<S, Mv> {
         M: StateMachine<State = S, Move = Mv>,
     {
         let n_roles = machine.roles().len();
-        let child = Node::new(machine, state.clone())
-            .unwrap_or_else(|_| Node::dead(state.clone(), n_roles));
+        let child = self.node_for(machine, state);
         let settled = child.value().map(<[f64]>::to_vec);
         if let Some(c) = self.add_child(id, key, child) {
             scratch.path.push(c);
@@ -583,10 +645,10 @@ mod tests {
     use crate::propnet::{Budget, PropnetMachine};
     use crate::search::mcts::{GoalEvaluation, Ucb1, UniformPlayout};
 
-    /// A tic-tac-toe tree after `iterations` iterations.
-    fn searched(
-        iterations: usize,
-    ) -> Tree<<PropnetMachine as StateMachine>::State, <PropnetMachine as StateMachine>::Move> {
+    type Ttt = Tree<<PropnetMachine as StateMachine>::State, <PropnetMachine as StateMachine>::Move>;
+
+    /// A tic-tac-toe tree after `iterations` iterations, and its machine.
+    fn searched(iterations: usize) -> (PropnetMachine, Ttt) {
         let text = include_str!("../../../rules/ticTacToe.kif");
         let d = Description::from_text(text).expect("the sheet parses");
         let mut m = PropnetMachine::new(&d, &Budget::default()).expect("the game grounds");
@@ -594,6 +656,12 @@ mod tests {
         let initial = m.initial_state();
         let root = Node::new(&mut m, initial).expect("the root expands");
         tree.reset(root);
+        search_more(&mut tree, &mut m, iterations);
+        (m, tree)
+    }
+
+    /// Runs `iterations` more iterations on `tree`.
+    fn search_more(tree: &mut Ttt, m: &mut PropnetMachine, iterations: usize) {
         let ctx = Context {
             deadline: Instant::now() + Duration::from_secs(600),
             stop: AtomicBool::new(false),
@@ -610,16 +678,49 @@ mod tests {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
         let mut scratch = Scratch::default();
         for _ in 0..iterations {
-            tree.iterate(&mut m, &mut rng, &ctx, &mut policies, &mut scratch)
+            if tree.root_settled() {
+                break;
+            }
+            tree.iterate(m, &mut rng, &ctx, &mut policies, &mut scratch)
                 .map_err(|_| "an iteration failed")
                 .unwrap();
         }
-        tree
+    }
+
+    /// After a reroot the dropped nodes wait in the pool, and new nodes are made from them:
+    /// each refilled node is the fresh node of its own state.
+    #[test]
+    fn dropped_nodes_are_refilled_as_new_ones() {
+        let (mut m, mut tree) = searched(3000);
+        let before = tree.nodes.len();
+        let (_, child) = tree.nodes[0].children[0];
+        let state = tree.nodes[child as usize].state.clone();
+        assert!(tree.reroot(&state));
+        let kept = tree.nodes.len();
+        assert_eq!(tree.spare.len(), before - kept);
+        search_more(&mut tree, &mut m, 500);
+        let added = tree.nodes.len() - kept;
+        assert!(added > 0);
+        assert_eq!(tree.spare.len(), before - kept - added);
+        for node in &tree.nodes[kept..] {
+            let fresh = Node::new(&mut m, node.state.clone()).expect("the node expands");
+            assert_eq!(node.moves, fresh.moves);
+            assert_eq!(node.n_joint, fresh.n_joint);
+            assert!(node.children.len() as u64 <= node.n_joint);
+            assert_eq!(node.stats.len(), fresh.stats.len());
+            for (stats, moves) in node.stats.iter().zip(&node.moves) {
+                assert_eq!(stats.len(), moves.len());
+            }
+            if fresh.settled() {
+                assert_eq!(node.low, fresh.low);
+                assert_eq!(node.high, fresh.high);
+            }
+        }
     }
 
     #[test]
     fn the_new_root_keeps_only_what_it_reaches() {
-        let mut tree = searched(3000);
+        let (_, mut tree) = searched(3000);
         let (_, child) = tree.nodes[0].children[0];
         let (_, grandchild) = tree.nodes[child as usize].children[0];
         let state = tree.nodes[grandchild as usize].state.clone();
