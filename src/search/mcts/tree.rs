@@ -645,7 +645,8 @@ mod tests {
     use crate::propnet::{Budget, PropnetMachine};
     use crate::search::mcts::{GoalEvaluation, Ucb1, UniformPlayout};
 
-    type Ttt = Tree<<PropnetMachine as StateMachine>::State, <PropnetMachine as StateMachine>::Move>;
+    type Ttt =
+        Tree<<PropnetMachine as StateMachine>::State, <PropnetMachine as StateMachine>::Move>;
 
     /// A tic-tac-toe tree after `iterations` iterations, and its machine.
     fn searched(iterations: usize) -> (PropnetMachine, Ttt) {
