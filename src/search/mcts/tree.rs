@@ -7,9 +7,11 @@
 //!
 //! **Node pool.** The arena holds at most [`super::MctsSettings::memory_bytes`] (estimated)
 //! per tree; when full the tree stops growing and keeps playing out from its leaves. After
-//! each move the new root's subtree is kept (copied breadth first into a fresh arena) and
-//! every other node is dropped, so the pool recycles the abandoned part of the previous
-//! search and a long match never grows past the bound.
+//! each move the new root's subtree is kept (moved breadth first into a fresh arena) and
+//! every other node goes to a pool of spare nodes, which new nodes are filled from, their
+//! vectors' memory reused: so a long match never grows past the bound, and the abandoned part
+//! of the previous search is not freed on the clock (freeing it, some ten allocations a node,
+//! took 0.46 s of a 3.9 s move on average and up to 1.9 s, and could overrun the deadline).
 //!
 //! A node holds every role's legal moves and one [`Stat`] per move; children are keyed by the
 //! joint move. [`Tree::iterate`] runs one iteration with the thread's [`Policies`]: the
