@@ -518,7 +518,7 @@ impl<M: StateMachine> MctsPlayer<M> {
 
     /// Nodes in the trees now.
     pub fn nodes(&self) -> usize {
-        self.trees.iter().map(|t| t.nodes.len()).sum()
+        self.trees.iter().map(|t| t.len()).sum()
     }
 
     /// Estimated bytes the trees use now (at most [`MctsSettings::memory_bytes`]).
@@ -572,7 +572,7 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
         for tree in &mut self.trees {
             // A kept root without moves is a node whose expansion failed: try again.
             if tree.reroot(state) && !tree.nodes[0].moves.is_empty() {
-                reused += tree.nodes.len();
+                reused += tree.len();
             } else {
                 let root = Node::new(machine, state.clone())?;
                 tree.reset(root);

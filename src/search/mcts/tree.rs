@@ -7,19 +7,18 @@
 //!
 //! **Node pool.** The arena holds at most [`super::MctsSettings::memory_bytes`] (estimated)
 //! per tree; when full the tree stops growing and keeps playing out from its leaves. After
-//! each move the new root's subtree is kept (moved breadth first into a fresh arena) and
-//! every other node goes to a pool of spare nodes, which new nodes are filled from, their
-//! vectors' memory reused: so a long match never grows past the bound, and the abandoned part
-//! of the previous search is not freed on the clock (freeing it, some ten allocations a node,
-//! took 0.46 s of a 3.9 s move on average and up to 1.9 s, and could overrun the deadline).
+//! each move the new root's subtree is kept where it is (the new root trades slots with the
+//! old, so that the root is always slot 0) and every other slot is freed; new nodes are
+//! filled into free slots, their vectors' memory reused. So a long match never grows past
+//! the bound, and nothing is moved or freed on the clock: freeing the abandoned nodes, some
+//! ten allocations each, took 0.46 s of a 3.9 s move on average and up to 1.9 s, and could
+//! overrun the deadline; moving the kept ones into a fresh arena took 0.16 s.
 //!
 //! A node holds every role's legal moves and one [`Stat`] per move; children are keyed by the
 //! joint move. [`Tree::iterate`] runs one iteration with the thread's [`Policies`]: the
 //! selection rule scores moves, the playout policy plays past the tree, the evaluation scores
 //! the playout's end. The solver's bounds (see [`super::solver`]) decide which moves are worth
 //! selecting.
-
-use std::collections::VecDeque;
 
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -246,8 +245,9 @@ pub(super) struct Tree<S, Mv> {
     bytes: usize,
     /// Estimated bytes allowed.
     budget: usize,
-    /// Nodes no longer in the tree, kept to be filled again as new nodes (the pool).
-    spare: Vec<Node<S, Mv>>,
+    /// Slots of the arena whose nodes are no longer in the tree, to be filled again as new
+    /// nodes (the pool).
+    free: Vec<u32>,
 }
 
 impl<S: Clone + Eq, Mv: Copy + Eq> Tree<S, Mv> {
@@ -257,7 +257,7 @@ impl<S: Clone + Eq, Mv: Copy + Eq> Tree<S, Mv> {
             nodes: Vec::new(),
             bytes: 0,
             budget,
-            spare: Vec::new(),
+            free: Vec::new(),
         }
     }
 
@@ -266,10 +266,22 @@ impl<S: Clone + Eq, Mv: Copy + Eq> Tree<S, Mv> {
         self.bytes
     }
 
+    /// Makes `root` the whole tree (every other slot freed).
     pub(super) fn reset(&mut self, root: Node<S, Mv>) {
         self.bytes = root.bytes();
-        self.spare.append(&mut self.nodes);
-        self.nodes.push(root);
+        self.free.clear();
+        match self.nodes.first_mut() {
+            Some(first) => {
+                *first = root;
+                self.free.extend((1..self.nodes.len() as u32).rev());
+            }
+            None => self.nodes.push(root),
+        }
+    }
+
+    /// The number of nodes in the tree (the arena's slots less the free ones).
+    pub(super) fn len(&self) -> usize {
+        self.nodes.len() - self.free.len()
     }
 
     pub(super) fn root_settled(&self) -> bool {
@@ -299,93 +311,82 @@ impl<S: Clone + Eq, Mv: Copy + Eq> Tree<S, Mv> {
         false
     }
 
-    /// Keeps only the nodes `root` reaches, renumbered breadth first from 0; the rest go to
-    /// the pool.
+    /// Keeps only the nodes `root` reaches, where they are, but for `root` itself, which
+    /// trades slots with the old root (0): the arena is a tree, so no kept node points at
+    /// either slot. Every other slot is freed, to be filled again: nothing is moved or freed
+    /// but the two roots.
     fn compact(&mut self, root: u32) {
         if root == 0 {
             // Every node was added below the root.
             return;
         }
-        const NONE: u32 = u32::MAX;
-        let mut new_id = vec![NONE; self.nodes.len()];
-        let mut order = vec![root];
-        new_id[root as usize] = 0;
-        let mut queue = VecDeque::from([root]);
-        while let Some(old) = queue.pop_front() {
-            for &(_, child) in &self.nodes[old as usize].children {
-                if new_id[child as usize] == NONE {
-                    new_id[child as usize] = order.len() as u32;
-                    order.push(child);
-                    queue.push_back(child);
-                }
-            }
-        }
-        let mut slots: Vec<Option<Node<S, Mv>>> = std::mem::take(&mut self.nodes)
-            .into_iter()
-            .map(Some)
-            .collect();
+        let mut kept = vec![false; self.nodes.len()];
+        kept[root as usize] = true;
+        let mut stack = vec![root];
         self.bytes = 0;
-        for old in order {
-            let Some(mut node) = slots[old as usize].take() else {
-                continue;
-            };
-            for (_, child) in &mut node.children {
-                *child = new_id[*child as usize];
-            }
-            for stats in &mut node.stats {
-                for s in stats {
-                    s.child = s.child.map(|c| new_id[c as usize]);
-                }
-            }
+        while let Some(id) = stack.pop() {
+            let node = &self.nodes[id as usize];
             self.bytes += node.bytes() + node.children.len() * 16;
-            self.nodes.push(node);
+            for &(_, child) in &node.children {
+                kept[child as usize] = true;
+                stack.push(child);
+            }
         }
-        self.spare.extend(slots.into_iter().flatten());
+        self.nodes.swap(0, root as usize);
+        kept.swap(0, root as usize);
+        self.free.clear();
+        self.free.extend(
+            (1..self.nodes.len() as u32)
+                .rev()
+                .filter(|&i| !kept[i as usize]),
+        );
     }
 
-    /// The node for `state`, a node of the pool filled again if there is one (so that the
-    /// memory of abandoned nodes is reused rather than freed on the clock); settled and worth
-    /// 0 to everyone if its expansion fails.
-    fn node_for<M>(&mut self, machine: &mut M, state: &S) -> Node<S, Mv>
+    /// A slot holding the fresh node of `state`: a free slot filled again (its vectors' memory
+    /// reused, so that abandoned nodes are never freed on the clock), or a new one at the end
+    /// of the arena (`None` if the arena has no index left). The node is settled and worth 0
+    /// to everyone if its expansion fails. It is not in the tree until [`Tree::add_child`].
+    fn new_node<M>(&mut self, machine: &mut M, state: &S) -> Option<u32>
     where
         M: StateMachine<State = S, Move = Mv>,
     {
         let n_roles = machine.roles().len();
-        let mut node = match self.spare.pop() {
-            Some(mut node) => {
-                node.state.clone_from(state);
-                if node.fill(machine).is_ok() {
-                    return node;
-                }
-                node
+        if let Some(id) = self.free.pop() {
+            let node = &mut self.nodes[id as usize];
+            node.state.clone_from(state);
+            if node.fill(machine).is_err() {
+                node.kill(n_roles);
             }
-            None => match Node::new(machine, state.clone()) {
-                Ok(node) => return node,
-                Err(_) => Node::new_unfilled(state.clone()),
-            },
-        };
-        node.kill(n_roles);
-        node
+            return Some(id);
+        }
+        let id = u32::try_from(self.nodes.len())
+            .ok()
+            .filter(|&id| id < u32::MAX)?;
+        let node = Node::new(machine, state.clone()).unwrap_or_else(|_| {
+            let mut dead = Node::new_unfilled(state.clone());
+            dead.kill(n_roles);
+            dead
+        });
+        self.nodes.push(node);
+        Some(id)
     }
 
-    /// Adds a node as the child `key` of `parent`, if the budget allows (else the node goes
-    /// to the pool).
-    fn add_child(&mut self, parent: u32, key: u64, node: Node<S, Mv>) -> Option<u32> {
-        let bytes = node.bytes() + 16;
-        if self.bytes + bytes > self.budget || self.nodes.len() >= u32::MAX as usize {
-            self.spare.push(node);
-            return None;
+    /// Makes the new node `id` ([`Tree::new_node`]) the child `key` of `parent` if the budget
+    /// allows; else frees its slot again.
+    fn add_child(&mut self, parent: u32, key: u64, id: u32) -> bool {
+        let bytes = self.nodes[id as usize].bytes() + 16;
+        if self.bytes + bytes > self.budget {
+            self.free.push(id);
+            return false;
         }
-        let id = self.nodes.len() as u32;
         self.bytes += bytes;
-        self.nodes.push(node);
         let p = &mut self.nodes[parent as usize];
         p.children.push((key, id));
         if let Some(m) = p.mover() {
             let i = p.index_in(key, m);
             p.stats[m][i].child = Some(id);
         }
-        Some(id)
+        true
     }
 
     /// Role `role`'s move at node `id`: by the selection rule over the moves worth exploring (unvisited
@@ -575,9 +576,9 @@ impl<S: Clone + Eq, Mv: Copy + Eq> Tree<S, Mv> {
         M: StateMachine<State = S, Move = Mv>,
     {
         let n_roles = machine.roles().len();
-        let child = self.node_for(machine, state);
-        let settled = child.value().map(<[f64]>::to_vec);
-        if let Some(c) = self.add_child(id, key, child) {
+        let c = self.new_node(machine, state)?;
+        let settled = self.nodes[c as usize].value().map(<[f64]>::to_vec);
+        if self.add_child(id, key, c) {
             scratch.path.push(c);
             if settled.is_none()
                 && ctx.prior > 0
@@ -690,22 +691,44 @@ mod tests {
         }
     }
 
-    /// After a reroot the dropped nodes wait in the pool, and new nodes are made from them:
-    /// each refilled node is the fresh node of its own state.
+    /// The slots of the tree's nodes, found from the root.
+    fn reachable(tree: &Ttt) -> Vec<u32> {
+        let mut found = Vec::new();
+        let mut stack = vec![0u32];
+        while let Some(id) = stack.pop() {
+            found.push(id);
+            stack.extend(tree.nodes[id as usize].children.iter().map(|c| c.1));
+        }
+        found
+    }
+
+    /// After a reroot the dropped nodes' slots are free, and new nodes fill them before the
+    /// arena grows: each refilled node is the fresh node of its own state.
     #[test]
-    fn dropped_nodes_are_refilled_as_new_ones() {
+    fn freed_slots_are_refilled_as_new_nodes() {
         let (mut m, mut tree) = searched(3000);
-        let before = tree.nodes.len();
+        let arena = tree.nodes.len();
         let (_, child) = tree.nodes[0].children[0];
         let state = tree.nodes[child as usize].state.clone();
         assert!(tree.reroot(&state));
-        let kept = tree.nodes.len();
-        assert_eq!(tree.spare.len(), before - kept);
+        let kept = tree.len();
+        assert_eq!(reachable(&tree).len(), kept);
+        assert_eq!(tree.free.len(), arena - kept);
+        let free: Vec<u32> = tree.free.clone();
         search_more(&mut tree, &mut m, 500);
-        let added = tree.nodes.len() - kept;
-        assert!(added > 0);
-        assert_eq!(tree.spare.len(), before - kept - added);
-        for node in &tree.nodes[kept..] {
+        let added = tree.len() - kept;
+        assert!(added > 0 && added < free.len());
+        assert_eq!(
+            tree.nodes.len(),
+            arena,
+            "the arena grew while slots were free"
+        );
+        let live = reachable(&tree);
+        assert_eq!(live.len(), tree.len());
+        let refilled: Vec<u32> = live.into_iter().filter(|id| free.contains(id)).collect();
+        assert_eq!(refilled.len(), added);
+        for id in refilled {
+            let node = &tree.nodes[id as usize];
             let fresh = Node::new(&mut m, node.state.clone()).expect("the node expands");
             assert_eq!(node.moves, fresh.moves);
             assert_eq!(node.n_joint, fresh.n_joint);
@@ -727,18 +750,17 @@ mod tests {
         let (_, child) = tree.nodes[0].children[0];
         let (_, grandchild) = tree.nodes[child as usize].children[0];
         let state = tree.nodes[grandchild as usize].state.clone();
-        let before = tree.nodes.len();
+        let below = reachable(&tree).iter().filter(|&&id| id != 0).count();
+        let before = tree.len();
         assert!(tree.reroot(&state));
         assert_eq!(tree.nodes[0].state, state);
-        assert!(tree.nodes.len() < before);
-        // Every kept node is reached from the new root.
-        let mut seen = vec![false; tree.nodes.len()];
-        let mut stack = vec![0u32];
-        while let Some(id) = stack.pop() {
-            if !std::mem::replace(&mut seen[id as usize], true) {
-                stack.extend(tree.nodes[id as usize].children.iter().map(|c| c.1));
-            }
-        }
-        assert!(seen.iter().all(|&s| s));
+        assert!(tree.len() < before && tree.len() < below);
+        // Every node the tree counts is reached from the new root, once.
+        let mut live = reachable(&tree);
+        assert_eq!(live.len(), tree.len());
+        live.sort_unstable();
+        live.dedup();
+        assert_eq!(live.len(), tree.len());
+        assert!(live.iter().all(|id| !tree.free.contains(id)));
     }
 }
