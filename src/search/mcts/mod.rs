@@ -28,8 +28,8 @@
 //!
 //! **Tree reuse.** The tree of the previous search is kept. When [`Player::choose`] is called
 //! with a new state, it is looked for among the previous root's children and grandchildren
-//! if found, what it reaches becomes the new tree (copied into a fresh arena, dropping the
-//! rest), else a new tree is started.
+//! if found, what it reaches becomes the new tree (kept where it is, the other slots freed
+//! for new nodes: see `tree.rs`), else a new tree is started.
 //!
 //! **Settings and the start clock.** [`MctsSettings`] are what the spec asks for, checked once
 //! and never changed; [`MctsPlayer::start`] turns them into a [`Plan`] for the match (the
