@@ -350,24 +350,24 @@ impl<S: Clone + Eq, Mv: Copy + Eq> Tree<S, Mv> {
     where
         M: StateMachine<State = S, Move = Mv>,
     {
-        let n_roles = machine.roles().len();
-        if let Some(id) = self.free.pop() {
-            let node = &mut self.nodes[id as usize];
-            node.state.clone_from(state);
-            if node.fill(machine).is_err() {
-                node.kill(n_roles);
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.nodes[id as usize].state.clone_from(state);
+                id
             }
-            return Some(id);
+            None => {
+                let id = u32::try_from(self.nodes.len())
+                    .ok()
+                    .filter(|&id| id < u32::MAX)?;
+                self.nodes.push(Node::new_unfilled(state.clone()));
+                id
+            }
+        };
+        let n_roles = machine.roles().len();
+        let node = &mut self.nodes[id as usize];
+        if node.fill(machine).is_err() {
+            node.kill(n_roles);
         }
-        let id = u32::try_from(self.nodes.len())
-            .ok()
-            .filter(|&id| id < u32::MAX)?;
-        let node = Node::new(machine, state.clone()).unwrap_or_else(|_| {
-            let mut dead = Node::new_unfilled(state.clone());
-            dead.kill(n_roles);
-            dead
-        });
-        self.nodes.push(node);
         Some(id)
     }
 
