@@ -725,7 +725,9 @@ fn both_engines_play_what_the_reference_prover_plays() {
 /// - `blackjack`: a relation with two arities (ggp-base's prover fails on it);
 /// - `battleshipsFog` (its first steps): `sees` and `legal` whose role only the query binds, a
 ///   `distinct` of it evaluated as the GameController does;
-/// - `meier`, `stratego`: `base` facts with variables (dropped).
+/// - `meier`, `stratego`: `base` facts with variables (dropped);
+/// - `test_case_3a`: a relation written `(open2)` in one place and `open2` in another (two
+///   relations).
 #[test]
 fn both_engines_agree_with_the_reference_referees_traces() {
     let gdl2 = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/games/gdl2"));
@@ -747,6 +749,11 @@ fn both_engines_agree_with_the_reference_referees_traces() {
         ),
         (gdl2.join("meier.kif"), "meier.dresden.trace", 8),
         (gdl2.join("stratego.kif"), "stratego.dresden.trace", 4),
+        (
+            Path::new(TEST).join("test_case_3a.kif"),
+            "test_case_3a.trace",
+            6,
+        ),
     ];
     for (sheet, trace_file, least) in sheets {
         let text = std::fs::read_to_string(&sheet).unwrap();

@@ -293,6 +293,11 @@ pub fn rule_from_sexp(sexp: &Sexp) -> Result<Rule, LoadError> {
 
 /// Reads one expression as a sentence.
 ///
+/// A sentence written `(p)`, a name in parentheses with no argument, is a relation of its own,
+/// named `(p)`, apart from the bare `p`: the reference prover (ggp-base) keeps the two apart, so
+/// `(<= (p) ...)` does not make `p` hold (`ggp check` warns where a sheet writes both). The
+/// name prints back as `(p)`. Reserved words are read the same either way.
+///
 /// # Errors
 /// A variable or list head where a relation name must be.
 pub fn atom_from_sexp(sexp: &Sexp) -> Result<Atom, LoadError> {
@@ -322,14 +327,18 @@ pub fn atom_from_sexp(sexp: &Sexp) -> Result<Atom, LoadError> {
                     format!("expected a relation name, found the variable {text}"),
                 ));
             }
-            let args = items[1..]
+            let args: Vec<Term> = items[1..]
                 .iter()
                 .map(term_from_sexp)
                 .collect::<Result<_, _>>()?;
-            Ok(Atom {
-                rel: Sym::new(text),
-                args,
-            })
+            let rel = Sym::new(text);
+            if args.is_empty() && !rel.is_keyword() {
+                return Ok(Atom {
+                    rel: Sym::new(&format!("({text})")),
+                    args,
+                });
+            }
+            Ok(Atom { rel, args })
         }
     }
 }
@@ -510,12 +519,24 @@ mod tests {
             printed,
             [
                 "(role x)",
-                "(<= (legal x (mark ?a)) (true (cell ?a b)) (not (true done)) (distinct ?a 1) (or p q) (r (f)))",
+                "(<= (legal x (mark ?a)) (true (cell ?a b)) (not (true done)) (distinct ?a 1) (or p (q)) (r (f)))",
                 "terminal",
             ]
         );
         assert_eq!(rules[1].pos, Pos { line: 1, col: 10 });
         assert_eq!(rules[2].pos, Pos { line: 2, col: 1 });
+    }
+
+    #[test]
+    fn a_name_in_parentheses_is_a_relation_of_its_own() {
+        let rules = parse_rules("(<= (p) q)\n(<= (terminal) (p))").unwrap();
+        assert_ne!(rules[0].head.rel, Sym::new("p"));
+        assert_eq!(rules[0].head.rel, Sym::new("(p)"));
+        assert!(rules[0].head.args.is_empty());
+        assert_eq!(rules[0].to_string(), "(<= (p) q)");
+        // A reserved word is read the same either way.
+        assert_eq!(rules[1].head.rel, Sym::TERMINAL);
+        assert_eq!(rules[1].to_string(), "(<= terminal (p))");
     }
 
     #[test]

@@ -424,6 +424,12 @@ pub(super) fn subterms<'a>(term: &'a Term, visit: &mut impl FnMut(&'a Term)) {
 fn check_arities(rules: &[Rule], out: &mut Vec<Diagnostic>) {
     let mut relations = HashMap::new();
     let mut functions = HashMap::new();
+    let mut first_use = HashMap::new();
+    for rule in rules {
+        for atom in rule_atoms(rule) {
+            first_use.entry(atom.rel).or_insert(rule.pos);
+        }
+    }
     for rule in rules {
         let mut errors = Vec::new();
         let mut warnings = Vec::new();
@@ -433,6 +439,7 @@ fn check_arities(rules: &[Rule], out: &mut Vec<Diagnostic>) {
                 Some(Problem::Warning(m)) => warnings.push(m),
                 None => {}
             }
+            warnings.extend(parenthesised_twin(atom.rel, &first_use));
         }
         for term in rule_terms(rule) {
             subterms(term, &mut |t| {
@@ -448,6 +455,17 @@ fn check_arities(rules: &[Rule], out: &mut Vec<Diagnostic>) {
         report_each(out, (Severity::Error, Check::Arity), rule, errors);
         report_each(out, (Severity::Warning, Check::Arity), rule, warnings);
     }
+}
+
+/// The warning for a relation written `(p)` when the sheet also uses the bare `p` (at the
+/// position `first_use` gives): the parser keeps them apart, as the reference prover does.
+fn parenthesised_twin(rel: Sym, first_use: &HashMap<Sym, Pos>) -> Option<String> {
+    let bare = rel.name().strip_prefix('(')?.strip_suffix(')')?;
+    let pos = first_use.get(&Sym::lookup(bare)?)?;
+    Some(format!(
+        "{rel} and {bare} (used at {pos}) are different relations, as for the reference \
+         prover: the one does not make the other hold"
+    ))
 }
 
 /// A problem found in one place, with its severity.
@@ -1111,7 +1129,25 @@ mod tests {
         let checks =
             |extra| -> Vec<Check> { warnings(extra).into_iter().map(|(c, _)| c).collect() };
         assert_eq!(checks("(p a) (<= q (p a) (not (p a b)))"), [Check::Arity]);
-        assert_eq!(checks("(p a) (<= q (or (p a) (p)))"), [Check::Arity]);
+        assert_eq!(checks("(p a) (<= q (or (p a) (p a a)))"), [Check::Arity]);
+    }
+
+    #[test]
+    fn a_relation_in_parentheses_beside_the_bare_one_is_warned_about() {
+        // test_case_3a's construct: `(<= (q) ...)` and a rule reading `q`.
+        let extra = "(<= p (true s))\n(<= (p) (true s))\n(<= (legal r n) p)";
+        assert_eq!(errors(extra), []);
+        assert_eq!(
+            warnings(extra),
+            [(
+                Check::Arity,
+                "(p) and p (used at 2:1) are different relations, as for the reference prover: \
+                 the one does not make the other hold"
+                    .to_string()
+            )]
+        );
+        // Written one way throughout, it is no problem.
+        assert_eq!(diagnostics("(<= (p) (true s))\n(<= (legal r n) (p))"), []);
     }
 
     #[test]
