@@ -1134,7 +1134,7 @@ mod tests {
 
     #[test]
     fn a_relation_in_parentheses_beside_the_bare_one_is_warned_about() {
-        // test_case_3a's construct: `(<= (q) ...)` and a rule reading `q`.
+        // test_case_3a's construct: `(<= (p) ...)` and a rule reading `p`.
         let extra = "(<= p (true s))\n(<= (p) (true s))\n(<= (legal r n) p)";
         assert_eq!(errors(extra), []);
         assert_eq!(
