@@ -331,13 +331,10 @@ pub fn atom_from_sexp(sexp: &Sexp) -> Result<Atom, LoadError> {
                 .iter()
                 .map(term_from_sexp)
                 .collect::<Result<_, _>>()?;
-            let rel = Sym::new(text);
-            if args.is_empty() && !rel.is_keyword() {
-                return Ok(Atom {
-                    rel: Sym::new(&format!("({text})")),
-                    args,
-                });
-            }
+            let rel = match Sym::new(text) {
+                rel if args.is_empty() && !rel.is_keyword() => Sym::new(&format!("({text})")),
+                rel => rel,
+            };
             Ok(Atom { rel, args })
         }
     }
