@@ -151,6 +151,16 @@ fn factor_lists_the_sub_games_and_the_idle_moves() {
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("read by goal x, goal o, terminal"), "{out}");
     assert!(!out.contains("idle moves of"), "{out}");
+    assert!(out.ends_with("turn-taking parts: none\n"), "{out}");
+    // Two boards of connect four played at once, each role on one board a step.
+    let (code, out, _) = ggp(&["factor", "../shared/games/base/connectFourSimultaneous.kif"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains(
+            "turn-taking parts: 2 (components 1 2 3 4 5 6 7 8; components 9 10 11 12 13 14 15 16)"
+        ),
+        "{out}"
+    );
 }
 
 #[cfg(target_os = "linux")]

@@ -1,12 +1,18 @@
 //! `ggp factor`: a game's independent sub-games, for sheet writers (the players no longer
-//! search the factored game: see `docs/experiments/factoring.md`).
+//! search the factored game: see `docs/experiments/factoring.md`), and its turn-taking parts
+//! when it is several turn-taking games played at once ([`crate::analysis::parts`]).
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::analysis::Factoring;
+use rand::SeedableRng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+use crate::analysis::{Factoring, TurnTakingParts, turn_taking_parts};
+use crate::engine::{self, EngineChoice, UseMachineMut};
 use crate::gdl::Term;
+use crate::machine::MachineError;
 use crate::propnet::{Budget, ground};
 
 /// Arguments of `ggp factor`.
@@ -22,14 +28,60 @@ pub struct FactorArgs {
 /// How many facts or moves a component's line shows without `--all`.
 const SHOWN: usize = 6;
 
+/// Random games (of at most [`PART_STEPS`] joint moves) sampled for the turn-taking parts.
+const PART_GAMES: usize = 20;
+const PART_STEPS: usize = 200;
+
 /// Runs `ggp factor`.
 pub fn run(args: &FactorArgs) -> anyhow::Result<ExitCode> {
     let description = super::load_description(&args.game)?;
     let prog = ground(&description, &Budget::default())
         .map_err(|e| anyhow::anyhow!("{} does not ground: {e}", args.game.display()))?;
     let factoring = Factoring::of(&prog, description.roles());
+    struct Parts<'a>(&'a Factoring);
+    impl UseMachineMut for Parts<'_> {
+        type Output = Result<Option<TurnTakingParts>, MachineError>;
+        fn with<M: engine::Machine>(self, m: &mut M) -> Self::Output {
+            let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
+            turn_taking_parts(m, self.0, &mut rng, PART_GAMES, PART_STEPS)
+        }
+    }
+    let mut loaded = super::engine_for(
+        &args.game,
+        &description,
+        EngineChoice::Auto,
+        &Budget::default(),
+    )?;
+    let parts = loaded.engine.run_mut(Parts(&factoring));
     print!("{}", render(&factoring, description.roles(), args.all));
+    print!("{}", render_parts(&parts));
     Ok(ExitCode::SUCCESS)
+}
+
+/// The line on turn-taking parts: which components each part joins, none, or why the random
+/// games that look for them failed.
+pub fn render_parts(parts: &Result<Option<TurnTakingParts>, MachineError>) -> String {
+    let parts = match parts {
+        Ok(Some(parts)) => parts,
+        Ok(None) => return "turn-taking parts: none\n".to_string(),
+        Err(e) => {
+            return format!("turn-taking parts: not looked for (a random game failed: {e})\n");
+        }
+    };
+    let listed: Vec<String> = parts
+        .parts
+        .iter()
+        .map(|part| {
+            let numbers: Vec<String> = part.iter().map(|c| (c + 1).to_string()).collect();
+            format!("components {}", numbers.join(" "))
+        })
+        .collect();
+    format!(
+        "turn-taking parts: {} ({}): in every state seen each role chooses in one part, one \
+         role a part, the roles taking turns in each\n",
+        parts.parts.len(),
+        listed.join("; ")
+    )
 }
 
 /// The report `ggp factor` prints.
