@@ -79,20 +79,24 @@ pub fn turn_taking_parts<M: StateMachine>(
             state = machine.next_state_unchecked(&state, &joint)?;
         }
     }
+    let simultaneous = seen
+        .iter()
+        .any(|roles| roles.iter().filter(|(_, choice)| *choice).count() >= 2);
+    if !simultaneous {
+        return Ok(None);
+    }
     let n = factoring.components.len();
     let mut union = UnionFind::<usize>::new(n);
-    for roles in &seen {
-        for (parts, _) in roles {
-            for pair in parts.windows(2) {
-                union.union(pair[0], pair[1]);
-            }
+    let mut with_moves = vec![false; n];
+    for (parts, _) in seen.iter().flatten() {
+        for &c in parts {
+            with_moves[c] = true;
+            union.union(parts[0], c);
         }
     }
-    let mut simultaneous = false;
     // Per part (its root), the roles seen choosing in it.
     let mut choosers: HashMap<usize, Vec<usize>> = HashMap::new();
     for roles in &seen {
-        simultaneous |= roles.iter().filter(|(_, choice)| *choice).count() >= 2;
         // The part each choosing role plays in: one, and no other chooser's.
         let mut chosen_in = Vec::new();
         for (r, (parts, choice)) in roles.iter().enumerate() {
@@ -119,14 +123,6 @@ pub fn turn_taking_parts<M: StateMachine>(
         return Ok(None);
     }
     let mut by_root: Vec<(usize, Vec<usize>)> = Vec::new();
-    let mut with_moves: Vec<bool> = vec![false; n];
-    for roles in &seen {
-        for (parts, _) in roles {
-            for &c in parts {
-                with_moves[c] = true;
-            }
-        }
-    }
     for c in (0..n).filter(|&c| with_moves[c]) {
         let root = union.find(c);
         match by_root.iter_mut().find(|(r, _)| *r == root) {
@@ -134,7 +130,7 @@ pub fn turn_taking_parts<M: StateMachine>(
             None => by_root.push((root, vec![c])),
         }
     }
-    if !simultaneous || by_root.len() < 2 {
+    if by_root.len() < 2 {
         return Ok(None);
     }
     Ok(Some(TurnTakingParts {
