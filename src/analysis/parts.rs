@@ -18,6 +18,7 @@
 //! search built on the parts must check it as it goes.
 
 use std::collections::HashMap;
+use std::time::Instant;
 
 use petgraph::unionfind::UnionFind;
 use rand::Rng;
@@ -35,8 +36,8 @@ pub struct TurnTakingParts {
 }
 
 /// The turn-taking parts of the game `machine` plays, from the states of `games` random
-/// games of at most `max_steps` joint moves each (the initial state included); `None` when
-/// the game has none (see the module's documentation).
+/// games of at most `max_steps` joint moves each (the initial state included), fewer if
+/// `until` comes first; `None` when the game has none (see the module's documentation).
 ///
 /// # Errors
 /// The engine failed, or a role had no legal move.
@@ -46,6 +47,7 @@ pub fn turn_taking_parts<M: StateMachine>(
     rng: &mut impl Rng,
     games: usize,
     max_steps: usize,
+    until: Instant,
 ) -> Result<Option<TurnTakingParts>, MachineError> {
     let n_roles = machine.roles().len();
     let component: HashMap<(usize, Term), Option<usize>> = factoring.move_components();
@@ -56,7 +58,7 @@ pub fn turn_taking_parts<M: StateMachine>(
     for _ in 0..games {
         let mut state = machine.initial_state();
         for _ in 0..=max_steps {
-            if machine.is_terminal(&state)? {
+            if Instant::now() >= until || machine.is_terminal(&state)? {
                 break;
             }
             let mut roles = Vec::with_capacity(n_roles);
@@ -147,6 +149,10 @@ mod tests {
     use crate::gdl::Description;
     use crate::propnet::{Budget, PropnetMachine, ground};
 
+    fn far() -> Instant {
+        Instant::now() + std::time::Duration::from_secs(3600)
+    }
+
     fn parts_of(name: &str) -> (Factoring, Option<TurnTakingParts>) {
         let path = format!(
             "{}/../shared/games/base/{name}.kif",
@@ -158,7 +164,7 @@ mod tests {
         let factoring = Factoring::of(&prog, description.roles());
         let mut machine = PropnetMachine::new(&description, &Budget::default()).unwrap();
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
-        let parts = turn_taking_parts(&mut machine, &factoring, &mut rng, 10, 200).unwrap();
+        let parts = turn_taking_parts(&mut machine, &factoring, &mut rng, 10, 200, far()).unwrap();
         (factoring, parts)
     }
 

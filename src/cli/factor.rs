@@ -43,7 +43,8 @@ pub fn run(args: &FactorArgs) -> anyhow::Result<ExitCode> {
         type Output = Result<Option<TurnTakingParts>, MachineError>;
         fn with<M: engine::Machine>(self, m: &mut M) -> Self::Output {
             let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
-            turn_taking_parts(m, self.0, &mut rng, PART_GAMES, PART_STEPS)
+            let far = std::time::Instant::now() + std::time::Duration::from_secs(24 * 3600);
+            turn_taking_parts(m, self.0, &mut rng, PART_GAMES, PART_STEPS, far)
         }
     }
     let mut loaded = super::engine_for(

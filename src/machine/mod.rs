@@ -210,6 +210,21 @@ pub trait StateMachine {
         false
     }
 
+    /// Sets each fact of `ids` (ids as [`fact_ids_into`](Self::fact_ids_into) gives them) in
+    /// `into` to what it is in `from`, leaving the other facts alone; `false`, changing
+    /// nothing, if the engine cannot (the default). The search over a game's turn-taking parts
+    /// ([`crate::search::parts`]) holds the other parts' facts as they stand this way.
+    fn copy_facts(&self, into: &mut Self::State, from: &Self::State, ids: &[u32]) -> bool {
+        let _ = (into, from, ids);
+        false
+    }
+
+    /// The game's sub-games by their dynamics, when the engine worked them out as it built
+    /// (the propnet, from its ground rules); `None` otherwise (the default).
+    fn factoring(&self) -> Option<&crate::analysis::Factoring> {
+        None
+    }
+
     /// The state in which exactly `facts` are true (repeats are ignored), for starting a game
     /// from a given position. Nothing checks that the state is reachable from the initial one.
     ///

@@ -26,6 +26,7 @@ use std::time::Instant;
 
 use rand::Rng;
 
+use crate::analysis::Factoring;
 use crate::datalog::{DatalogMachine, Demand};
 use crate::gdl::{Description, Term};
 use crate::machine::{EngineFailure, MachineError, PlayoutBatch, PlayoutEnd, StateMachine};
@@ -87,6 +88,9 @@ pub struct PropnetMachine {
     /// state it was asked about with its own form of that state.
     seer: Option<Box<DatalogMachine>>,
     seer_state: Option<Box<(PropnetState, crate::datalog::DatalogState)>>,
+    /// The sub-games of the ground rules the net was built from (none for a net built
+    /// elsewhere), shared by clones.
+    factoring: Option<Arc<Factoring>>,
 }
 
 /// The mutable part of a machine: counters and the sets derived from them.
@@ -491,8 +495,11 @@ impl PropnetMachine {
         let clock = Clock::new(budget);
         let build = |clock: &Clock, demand: Demand| -> Result<PropnetMachine, GroundError> {
             let prog = ground_with_demand(description, budget, clock, demand)?;
+            let factoring = Factoring::of(&prog, description.roles());
             let net = Net::build(prog, description.roles(), budget, clock)?;
-            Ok(PropnetMachine::from_net(Arc::new(net)))
+            let mut machine = PropnetMachine::from_net(Arc::new(net));
+            machine.factoring = Some(Arc::new(factoring));
+            Ok(machine)
         };
         let built = match build(&clock.share(FIRST_TRY_SHARE), Demand::Off) {
             Err(first @ (GroundError::Budget(_) | GroundError::Time(_))) => {
@@ -529,6 +536,7 @@ impl PropnetMachine {
             wide: None,
             seer: None,
             seer_state: None,
+            factoring: None,
         }
     }
 
@@ -587,6 +595,18 @@ impl StateMachine for PropnetMachine {
 
     fn fork(&self) -> Option<PropnetMachine> {
         Some(self.clone())
+    }
+
+    fn copy_facts(&self, into: &mut PropnetState, from: &PropnetState, ids: &[u32]) -> bool {
+        for &i in ids {
+            let (w, bit) = (i as usize / 64, 1u64 << (i % 64));
+            into.0[w] = (into.0[w] & !bit) | (from.0[w] & bit);
+        }
+        true
+    }
+
+    fn factoring(&self) -> Option<&Factoring> {
+        self.factoring.as_deref()
     }
 
     fn roles(&self) -> &[Term] {

@@ -36,6 +36,7 @@ use crate::machine::StateMachine;
 use super::alphabeta::{AlphaBetaPlayer, AlphaBetaSettings};
 use super::duel::{DuelPlan, Side, duel};
 use super::mcts::{MctsPlayer, MctsSettings};
+use super::parts::PartsPlayer;
 use super::probe::{GameProbe, probe};
 use super::puzzle::{self, PuzzlePlayer};
 use super::{Choice, Player, SearchConfig, SearchError};
@@ -86,6 +87,7 @@ enum Chosen<M: StateMachine> {
     AlphaBeta(AlphaBetaPlayer<M>),
     Mcts(MctsPlayer<M>),
     Puzzle(Box<PuzzlePlayer<M>>),
+    Parts(PartsPlayer<M>),
 }
 
 /// The `auto` player.
@@ -149,6 +151,28 @@ impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
         Ok(true)
     }
 
+    /// Plays the game part by part if it has turn-taking parts ([`super::parts`], looked for
+    /// until `until`); whether it does.
+    fn start_parts(
+        &mut self,
+        machine: &mut M,
+        role: usize,
+        until: Instant,
+        deadline: Instant,
+    ) -> Result<bool, SearchError> {
+        let config = self.config_with(self.budget.map(|b| b.playouts));
+        let Some(mut parts) = PartsPlayer::find(machine, &config, &self.mcts, until)? else {
+            return Ok(false);
+        };
+        parts.start(machine, role, deadline)?;
+        let why = format!(
+            "simultaneous moves in {} turn-taking parts, each searched alone",
+            parts.parts()
+        );
+        self.decide(Chosen::Parts(parts), &why);
+        Ok(true)
+    }
+
     /// Why the search was chosen (empty before the start).
     pub fn reason(&self) -> &str {
         &self.reason
@@ -204,7 +228,11 @@ impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
         let far = Instant::now() + Duration::from_secs(3600);
         let found = probe(machine, &mut rng, far, BUDGET_PROBE_PLAYOUTS, 10_000);
         let qualifies = found.alternating_zero_sum();
+        let simultaneous = found.simultaneous_states > 0;
         self.probe = Some(found);
+        if simultaneous && self.start_parts(machine, role, far, deadline)? {
+            return Ok(());
+        }
         if qualifies {
             let mut alphabeta = self.alphabeta_player();
             alphabeta.start(machine, role, deadline)?;
@@ -232,6 +260,7 @@ impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
             Chosen::AlphaBeta(_) => "alphabeta",
             Chosen::Mcts(_) => "mcts",
             Chosen::Puzzle(_) => "puzzle",
+            Chosen::Parts(_) => "parts",
         };
         self.reason = format!("{name}: {reason}");
         tracing::info!("auto: {}", self.reason);
@@ -295,6 +324,7 @@ impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
             Some(Chosen::AlphaBeta(_)) => "auto:alphabeta".into(),
             Some(Chosen::Mcts(_)) => "auto:mcts".into(),
             Some(Chosen::Puzzle(_)) => "auto:puzzle".into(),
+            Some(Chosen::Parts(_)) => "auto:parts".into(),
         }
     }
 
@@ -307,6 +337,7 @@ impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
             Some(Chosen::AlphaBeta(p)) => p.work(),
             Some(Chosen::Mcts(p)) => p.work(),
             Some(Chosen::Puzzle(p)) => p.work(),
+            Some(Chosen::Parts(p)) => p.work(),
             None => super::Work::default(),
         }
     }
@@ -336,7 +367,13 @@ impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
             10_000,
         );
         let qualifies = found.alternating_zero_sum();
+        let simultaneous = found.simultaneous_states > 0;
         self.probe = Some(found);
+        let now = Instant::now();
+        let until = now + (deadline.saturating_duration_since(now) / 8).min(MAX_PROBE);
+        if simultaneous && self.start_parts(machine, role, until, deadline)? {
+            return Ok(());
+        }
         if !qualifies {
             let mut mcts = self.mcts_player();
             mcts.start(machine, role, deadline)?;
@@ -390,6 +427,7 @@ impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
             Some(Chosen::AlphaBeta(p)) => p.choose(machine, state, deadline),
             Some(Chosen::Mcts(p)) => p.choose(machine, state, deadline),
             Some(Chosen::Puzzle(p)) => p.choose(machine, state, deadline),
+            Some(Chosen::Parts(p)) => p.choose(machine, state, deadline),
             None => Err(SearchError::NoMove),
         }
     }

@@ -15,6 +15,8 @@
 //! - [`puzzle`]: best-first search for a line to goal 100 in single-player games.
 //! - [`duel`]: fast games between two players, the start-clock trials that choose a search
 //!   (`auto`) or how MCTS uses its heuristic.
+//! - [`parts`]: a game of simultaneous moves that is turn-taking games played at once, searched
+//!   one part at a time (`auto` plays it so).
 //! - [`probe`]: random playouts that tell which of the two suits a game; the `auto` player
 //!   uses them.
 //!
@@ -29,6 +31,7 @@ mod flat;
 pub mod heuristic;
 pub mod hidden;
 pub mod mcts;
+pub mod parts;
 pub mod probe;
 pub mod puzzle;
 mod spec;
