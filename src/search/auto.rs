@@ -4,6 +4,11 @@
 //! played by the puzzle search ([`super::puzzle`], which falls back on MCTS until it finds a
 //! solution), with or without a clock, unless `auto:puzzle=off` ([`AutoSettings::puzzle`]).
 //!
+//! **Turn-taking parts:** a game with simultaneous moves (the probe saw a state where two roles
+//! chose) that is turn-taking games played at once ([`crate::analysis::parts`], looked for in
+//! random games for an eighth of the start clock at most, 3 s at most) is played by
+//! [`PartsPlayer`], one part at a time.
+//!
 //! **With a start clock** (a match): the probe (a quarter of the start clock, at most 3 s, see
 //! [`super::probe`]) tells whether the game is two-player, turn-taking and constant-sum. If not,
 //! MCTS plays. If so, a **trial** decides: within half of the start clock left, alpha-beta and
