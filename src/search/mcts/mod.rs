@@ -70,6 +70,8 @@ use super::heuristic::{self, Heuristic};
 use super::probe::probe;
 use super::{Choice, Halt, Player, SearchConfig, SearchError, random_step};
 
+/// The most tree nodes read to find the quickest of several sure wins at the root.
+const WIN_LENGTH_NODES: usize = 100_000;
 /// The longest time spent learning heuristics at the start clock (at most a quarter of it).
 const MAX_LEARNING: std::time::Duration = std::time::Duration::from_secs(8);
 /// The most random games learnt from.
@@ -731,16 +733,30 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
         let moves = first.moves.get(role).ok_or(SearchError::NoMove)?;
         let merged = merge_root(&self.trees, role, moves);
         if let Some(tree) = self.trees.iter().find(|t| t.root_settled()) {
-            // The root's value is known: play a move sure to give it. Among several, the one
-            // whose playouts scored best, which leaves a fallible opponent the most chances
-            // to go wrong (a proven draw against a random player is often a win).
+            // The root's value is known: play a move sure to give it. A win, the quickest the
+            // tree shows. Else, or among as quick ones, the one whose playouts scored best,
+            // which leaves a fallible opponent the most chances to go wrong (a proven draw
+            // against a random player is often a win).
             let value = tree.nodes[0].low[role];
+            let lengths = if value >= 1.0 {
+                tree.root_win_lengths(role, WIN_LENGTH_NODES)
+            } else {
+                Vec::new()
+            };
+            let length = |i: usize| {
+                tree.nodes[0]
+                    .moves
+                    .get(role)
+                    .and_then(|own| own.iter().position(|m| *m == moves[i]))
+                    .and_then(|k| lengths.get(k).copied().flatten())
+                    .unwrap_or(u32::MAX)
+            };
             let pick = (0..merged.len())
                 .filter(|&i| merged[i].lower >= value)
                 .max_by(|&i, &j| {
-                    merged[i]
-                        .mean()
-                        .total_cmp(&merged[j].mean())
+                    length(j)
+                        .cmp(&length(i))
+                        .then(merged[i].mean().total_cmp(&merged[j].mean()))
                         .then(merged[i].visits.cmp(&merged[j].visits))
                 })
                 .unwrap_or(0);

@@ -75,6 +75,72 @@ impl<S: Clone + Eq, Mv: Copy + Eq> Tree<S, Mv> {
         changed
     }
 
+    /// For each of `role`'s moves at the root: how many joint moves, at most, until `role`'s
+    /// sure win after it, as far as the tree shows (`None` when the move is not a sure win,
+    /// or the tree does not tell within `budget` nodes read in all). A won race is won sooner
+    /// (connectFourSimultaneous ends with the first line on either board).
+    pub(super) fn root_win_lengths(&self, role: usize, budget: usize) -> Vec<Option<u32>> {
+        let root = &self.nodes[0];
+        let Some(moves) = root.moves.get(role) else {
+            return Vec::new();
+        };
+        let mut left = budget;
+        let mut lengths: Vec<Option<Option<u32>>> = vec![None; moves.len()];
+        for &(key, child) in &root.children {
+            let slot = &mut lengths[root.index_in(key, role)];
+            let length = self
+                .win_length(child as usize, role, &mut left)
+                .map(|n| n + 1);
+            *slot = Some(match (*slot, length) {
+                (None, length) => length,
+                (Some(Some(a)), Some(b)) => Some(a.max(b)),
+                _ => None,
+            });
+        }
+        let replies = root.n_joint / moves.len().max(1) as u64;
+        let seen = |i: usize| {
+            root.children
+                .iter()
+                .filter(|&&(key, _)| root.index_in(key, role) == i)
+                .count() as u64
+        };
+        (0..moves.len())
+            .map(|i| lengths[i].flatten().filter(|_| seen(i) == replies))
+            .collect()
+    }
+
+    /// Joint moves until `role`'s sure win from node `id`, at most (`None`: not a sure win in
+    /// the tree, a simultaneous choice on the way, or `left` ran out).
+    fn win_length(&self, id: usize, role: usize, left: &mut usize) -> Option<u32> {
+        let node = &self.nodes[id];
+        if node.low.get(role).is_none_or(|&low| low < 1.0) || *left == 0 {
+            return None;
+        }
+        *left -= 1;
+        if node.moves.iter().all(Vec::is_empty) {
+            return Some(0);
+        }
+        let mover = node.mover()?;
+        let mut best: Option<u32> = None;
+        for &(_, child) in &node.children {
+            let length = self.win_length(child as usize, role, left);
+            if mover == role {
+                // Our choice: the quickest win among the children.
+                best = match (best, length) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+            } else {
+                // Theirs: the slowest of our wins, every reply a win.
+                best = Some(best.unwrap_or(0).max(length?));
+            }
+        }
+        if mover != role && (node.children.len() as u64) < node.n_joint {
+            return None;
+        }
+        best.map(|n| n + 1)
+    }
+
     /// For each of `role`'s moves at node `id`: the least `low` and the greatest `high` for
     /// `role` over the others' replies (0 and 1 while a reply is missing).
     pub(super) fn move_bounds(&self, id: u32, role: usize) -> Vec<(f64, f64)> {

@@ -691,6 +691,52 @@ mod tests {
         }
     }
 
+    /// Of two sure wins the quicker is told apart: X wins at once at (3 1), or in three by
+    /// the double threat of (2 3) (at (2 2) and (3 1)).
+    #[test]
+    fn the_quickest_sure_win_is_measured() {
+        let text = include_str!("../../../rules/ticTacToe.kif");
+        let d = Description::from_text(text).expect("the sheet parses");
+        let mut m = PropnetMachine::new(&d, &Budget::default()).expect("the game grounds");
+        let mut facts = Vec::new();
+        for c in 1..=3 {
+            for r in 1..=3 {
+                let mark = match (c, r) {
+                    (1, 1) | (2, 1) => "x",
+                    (1, 3) | (3, 3) => "o",
+                    _ => "b",
+                };
+                facts.push(format!("(cell {c} {r} {mark})"));
+            }
+        }
+        facts.push("(control x)".into());
+        let facts: Vec<crate::gdl::Term> = facts
+            .iter()
+            .map(|f| crate::gdl::parse_term(f).unwrap())
+            .collect();
+        let state = m.state_from_terms(&facts).unwrap();
+        let mut tree = Tree::new(64 << 20);
+        let root = Node::new(&mut m, state).expect("the root expands");
+        tree.reset(root);
+        search_more(&mut tree, &mut m, 20_000);
+        assert!(tree.root_settled());
+        let lengths = tree.root_win_lengths(0, 100_000);
+        let name = |i: usize| m.move_term(tree.nodes[0].moves[0][i]).to_string();
+        let at = |mv: &str| (0..lengths.len()).find(|&i| name(i) == mv).unwrap();
+        assert_eq!(lengths[at("(mark 3 1)")], Some(1), "{lengths:?}");
+        assert!(
+            matches!(lengths[at("(mark 2 3)")], None | Some(3)),
+            "{lengths:?}"
+        );
+        for (i, length) in lengths.iter().enumerate() {
+            if let Some(n) = length {
+                assert!(*n >= 1 && n % 2 == 1, "{} wins in {n}", name(i));
+            }
+        }
+        // Nothing read, nothing told.
+        assert!(tree.root_win_lengths(0, 0).iter().all(Option::is_none));
+    }
+
     /// The slots of the tree's nodes, found from the root.
     fn reachable(tree: &Ttt) -> Vec<u32> {
         let mut found = Vec::new();
