@@ -192,7 +192,7 @@ pub struct PartsPlayer<M: StateMachine> {
 impl<M: StateMachine + Send + 'static> PartsPlayer<M> {
     /// The player for the game `machine` plays, if the game has turn-taking parts (looked for
     /// in random games until `until` at most) and the engine can search them; each part is
-    /// searched by MCTS with `settings`.
+    /// searched by MCTS with `settings`, the memory for trees shared among the parts.
     ///
     /// # Errors
     /// The engine failed.
@@ -223,6 +223,11 @@ impl<M: StateMachine + Send + 'static> PartsPlayer<M> {
             turn_taking_parts(machine, &factoring, &mut rng, PART_GAMES, PART_STEPS, until)?
         else {
             return Ok(None);
+        };
+        // The trees of all parts share the memory one search is given.
+        let settings = MctsSettings {
+            memory_bytes: settings.memory_bytes / parts.parts.len(),
+            ..settings.clone()
         };
         let mut searches = Vec::new();
         for part in 0..parts.parts.len() {
