@@ -24,7 +24,8 @@
 //! settled node (reaching one backs up its value without a playout), and the mover skips
 //! moves whose child is settled or cannot beat what it is already sure of, so proven losses
 //! are avoided and draws can be proven. At the root, a move sure to give 100 is played at
-//! once, and the search stops as soon as the root is settled.
+//! once (of several, the quickest win the tree shows), and the search stops as soon as the
+//! root is settled.
 //!
 //! **Tree reuse.** The tree of the previous search is kept. When [`Player::choose`] is called
 //! with a new state, it is looked for among the previous root's children and grandchildren
