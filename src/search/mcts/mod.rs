@@ -24,8 +24,8 @@
 //! settled node (reaching one backs up its value without a playout), and the mover skips
 //! moves whose child is settled or cannot beat what it is already sure of, so proven losses
 //! are avoided and draws can be proven. At the root, a move sure to give 100 is played at
-//! once (of several, the quickest win the tree shows), and the search stops as soon as the
-//! root is settled.
+//! once (of several, the quickest win the tree shows; of sure losses, the slowest), and the
+//! search stops as soon as the root is settled.
 //!
 //! **Tree reuse.** The tree of the previous search is kept. When [`Player::choose`] is called
 //! with a new state, it is looked for among the previous root's children and grandchildren
@@ -71,7 +71,8 @@ use super::heuristic::{self, Heuristic};
 use super::probe::probe;
 use super::{Choice, Halt, Player, SearchConfig, SearchError, random_step};
 
-/// The most tree nodes read to find the quickest of several sure wins at the root.
+/// The most tree nodes read to find the quickest of several sure wins (the slowest of sure
+/// losses) at the root.
 const WIN_LENGTH_NODES: usize = 100_000;
 /// The longest time spent learning heuristics at the start clock (at most a quarter of it).
 const MAX_LEARNING: std::time::Duration = std::time::Duration::from_secs(8);
@@ -735,28 +736,37 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
         let merged = merge_root(&self.trees, role, moves);
         if let Some(tree) = self.trees.iter().find(|t| t.root_settled()) {
             // The root's value is known: play a move sure to give it. A win, the quickest the
-            // tree shows. Else, or among as quick ones, the one whose playouts scored best,
-            // which leaves a fallible opponent the most chances to go wrong (a proven draw
-            // against a random player is often a win).
+            // tree shows; a loss to another's sure win, the slowest (a race lost on one board
+            // may be won first on another). Else, or among as quick (slow) ones, the one whose
+            // playouts scored best, which leaves a fallible opponent the most chances to go
+            // wrong (a proven draw against a random player is often a win).
             let value = tree.nodes[0].low[role];
-            let lengths = if value >= 1.0 {
-                tree.root_win_lengths(role, WIN_LENGTH_NODES)
+            let lengths: Vec<Option<i64>> = if value >= 1.0 {
+                let quick = tree.root_win_lengths(role, WIN_LENGTH_NODES);
+                quick
+                    .into_iter()
+                    .map(|n| n.map(|n| -i64::from(n)))
+                    .collect()
+            } else if value <= 0.0 {
+                let slow = tree.root_loss_lengths(role, WIN_LENGTH_NODES);
+                slow.into_iter().map(|n| n.map(i64::from)).collect()
             } else {
                 Vec::new()
             };
-            let length = |i: usize| {
+            // Higher is better: minus the length of a win, the length of a loss.
+            let rank = |i: usize| {
                 tree.nodes[0]
                     .moves
                     .get(role)
                     .and_then(|own| own.iter().position(|m| *m == moves[i]))
                     .and_then(|k| lengths.get(k).copied().flatten())
-                    .unwrap_or(u32::MAX)
+                    .unwrap_or(i64::MIN)
             };
             let pick = (0..merged.len())
                 .filter(|&i| merged[i].lower >= value)
                 .max_by(|&i, &j| {
-                    length(j)
-                        .cmp(&length(i))
+                    rank(i)
+                        .cmp(&rank(j))
                         .then(merged[i].mean().total_cmp(&merged[j].mean()))
                         .then(merged[i].visits.cmp(&merged[j].visits))
                 })

@@ -80,6 +80,34 @@ impl<S: Clone + Eq, Mv: Copy + Eq> Tree<S, Mv> {
     /// or the tree does not tell within `budget` nodes read in all). A won race is won sooner
     /// (connectFourSimultaneous ends with the first line on either board).
     pub(super) fn root_win_lengths(&self, role: usize, budget: usize) -> Vec<Option<u32>> {
+        // The others choose the reply: a win counts at its slowest.
+        self.root_lengths(role, budget, u32::max, |tree, child, left| {
+            tree.win_length(child, role, left)
+        })
+    }
+
+    /// For each of `role`'s moves at the root: how many joint moves, at least, until another
+    /// role's sure win after it when `role` holds out, as far as the tree shows (`None` when
+    /// no other role is sure of 100 after it, or the tree does not tell within `budget`
+    /// nodes read in all). A lost race is lost later, leaving the other parts time to win.
+    pub(super) fn root_loss_lengths(&self, role: usize, budget: usize) -> Vec<Option<u32>> {
+        // The others choose the reply: a loss counts at its quickest.
+        self.root_lengths(role, budget, u32::min, |tree, child, left| {
+            let node = &tree.nodes[child];
+            let winner = (0..node.low.len()).find(|&r| r != role && node.low[r] >= 1.0)?;
+            tree.win_length(child, winner, left)
+        })
+    }
+
+    /// Per move of `role` at the root: `length` of the children after it, plus one, combined
+    /// over the others' replies by `reply`; `None` unless every reply has one.
+    fn root_lengths(
+        &self,
+        role: usize,
+        budget: usize,
+        reply: fn(u32, u32) -> u32,
+        length: impl Fn(&Self, usize, &mut usize) -> Option<u32>,
+    ) -> Vec<Option<u32>> {
         let root = &self.nodes[0];
         let Some(moves) = root.moves.get(role) else {
             return Vec::new();
@@ -88,12 +116,10 @@ impl<S: Clone + Eq, Mv: Copy + Eq> Tree<S, Mv> {
         let mut lengths: Vec<Option<Option<u32>>> = vec![None; moves.len()];
         for &(key, child) in &root.children {
             let slot = &mut lengths[root.index_in(key, role)];
-            let length = self
-                .win_length(child as usize, role, &mut left)
-                .map(|n| n + 1);
+            let length = length(self, child as usize, &mut left).map(|n| n + 1);
             *slot = Some(match (*slot, length) {
                 (None, length) => length,
-                (Some(Some(a)), Some(b)) => Some(a.max(b)),
+                (Some(Some(a)), Some(b)) => Some(reply(a, b)),
                 _ => None,
             });
         }

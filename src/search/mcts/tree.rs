@@ -695,31 +695,8 @@ mod tests {
     /// the double threat of (2 3) (at (2 2) and (3 1)).
     #[test]
     fn the_quickest_sure_win_is_measured() {
-        let text = include_str!("../../../rules/ticTacToe.kif");
-        let d = Description::from_text(text).expect("the sheet parses");
-        let mut m = PropnetMachine::new(&d, &Budget::default()).expect("the game grounds");
-        let mut facts = Vec::new();
-        for c in 1..=3 {
-            for r in 1..=3 {
-                let mark = match (c, r) {
-                    (1, 1) | (2, 1) => "x",
-                    (1, 3) | (3, 3) => "o",
-                    _ => "b",
-                };
-                facts.push(format!("(cell {c} {r} {mark})"));
-            }
-        }
-        facts.push("(control x)".into());
-        let facts: Vec<crate::gdl::Term> = facts
-            .iter()
-            .map(|f| crate::gdl::parse_term(f).unwrap())
-            .collect();
-        let state = m.state_from_terms(&facts).unwrap();
-        let mut tree = Tree::new(64 << 20);
-        let root = Node::new(&mut m, state).expect("the root expands");
-        tree.reset(root);
-        search_more(&mut tree, &mut m, 20_000);
-        assert!(tree.root_settled());
+        let marks = [((1, 1), "x"), ((2, 1), "x"), ((1, 3), "o"), ((3, 3), "o")];
+        let (m, tree) = tic_tac_toe_from(&marks, "x");
         let lengths = tree.root_win_lengths(0, 100_000);
         let name = |i: usize| m.move_term(tree.nodes[0].moves[0][i]).to_string();
         let at = |mv: &str| (0..lengths.len()).find(|&i| name(i) == mv).unwrap();
@@ -735,6 +712,50 @@ mod tests {
         }
         // Nothing read, nothing told.
         assert!(tree.root_win_lengths(0, 0).iter().all(Option::is_none));
+    }
+
+    /// Of sure losses the slowest is told apart: O must block X's diagonal at (3 3), and then
+    /// loses in four to the double threat of (2 1); any other move loses in two.
+    #[test]
+    fn the_slowest_sure_loss_is_measured() {
+        let (m, tree) = tic_tac_toe_from(&[((1, 1), "x"), ((2, 2), "x"), ((1, 2), "o")], "o");
+        let lengths = tree.root_loss_lengths(1, 100_000);
+        let name = |i: usize| m.move_term(tree.nodes[0].moves[1][i]).to_string();
+        for (i, length) in lengths.iter().enumerate() {
+            let want = if name(i) == "(mark 3 3)" { 4 } else { 2 };
+            assert_eq!(*length, Some(want), "{}: {lengths:?}", name(i));
+        }
+        assert!(tree.root_loss_lengths(1, 0).iter().all(Option::is_none));
+    }
+
+    /// A tic-tac-toe tree searched until its root is settled, from the position with `marks`
+    /// and `mover` to move, and its machine.
+    fn tic_tac_toe_from(marks: &[((u8, u8), &str)], mover: &str) -> (PropnetMachine, Ttt) {
+        let text = include_str!("../../../rules/ticTacToe.kif");
+        let d = Description::from_text(text).expect("the sheet parses");
+        let mut m = PropnetMachine::new(&d, &Budget::default()).expect("the game grounds");
+        let mut facts = Vec::new();
+        for c in 1..=3u8 {
+            for r in 1..=3u8 {
+                let mark = marks
+                    .iter()
+                    .find(|(at, _)| *at == (c, r))
+                    .map_or("b", |(_, mark)| *mark);
+                facts.push(format!("(cell {c} {r} {mark})"));
+            }
+        }
+        facts.push(format!("(control {mover})"));
+        let facts: Vec<crate::gdl::Term> = facts
+            .iter()
+            .map(|f| crate::gdl::parse_term(f).unwrap())
+            .collect();
+        let state = m.state_from_terms(&facts).unwrap();
+        let mut tree = Tree::new(64 << 20);
+        let root = Node::new(&mut m, state).expect("the root expands");
+        tree.reset(root);
+        search_more(&mut tree, &mut m, 20_000);
+        assert!(tree.root_settled());
+        (m, tree)
     }
 
     /// The slots of the tree's nodes, found from the root.
