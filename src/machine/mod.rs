@@ -221,7 +221,7 @@ pub trait StateMachine {
 
     /// The game's sub-games by their dynamics, when the engine worked them out as it built
     /// (the propnet, from its ground rules); `None` otherwise (the default).
-    fn factoring(&self) -> Option<&crate::analysis::Factoring> {
+    fn factoring(&self) -> Option<std::sync::Arc<crate::analysis::Factoring>> {
         None
     }
 

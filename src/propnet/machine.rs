@@ -605,8 +605,8 @@ impl StateMachine for PropnetMachine {
         true
     }
 
-    fn factoring(&self) -> Option<&Factoring> {
-        self.factoring.as_deref()
+    fn factoring(&self) -> Option<Arc<Factoring>> {
+        self.factoring.clone()
     }
 
     fn roles(&self) -> &[Term] {

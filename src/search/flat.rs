@@ -65,12 +65,7 @@ impl<M: StateMachine> Player<M> for FlatPlayer<M::Move> {
             return Err(SearchError::NoMove);
         };
         if moves.len() == 1 {
-            return Ok(Choice {
-                mv: first,
-                iterations: 0,
-                value: None,
-                proven: false,
-            });
+            return Ok(Choice::unsearched(first));
         }
         let limit = self.config.max_iterations.unwrap_or(u64::MAX);
         let mut totals = vec![(0u64, 0u64); moves.len()];

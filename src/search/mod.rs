@@ -128,6 +128,18 @@ pub struct Choice<Mv> {
     pub proven: bool,
 }
 
+impl<Mv> Choice<Mv> {
+    /// A move played without searching (the only legal one, or one a fixed rule picks).
+    pub fn unsearched(mv: Mv) -> Choice<Mv> {
+        Choice {
+            mv,
+            iterations: 0,
+            value: None,
+            proven: false,
+        }
+    }
+}
+
 /// Why a player could not choose.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SearchError {
@@ -345,11 +357,6 @@ impl<M: StateMachine> Player<M> for SimplePlayer {
         } else {
             moves.first().copied()
         };
-        Ok(Choice {
-            mv: mv.ok_or(SearchError::NoMove)?,
-            iterations: 0,
-            value: None,
-            proven: false,
-        })
+        Ok(Choice::unsearched(mv.ok_or(SearchError::NoMove)?))
     }
 }

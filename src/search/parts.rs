@@ -23,7 +23,7 @@ use std::time::Instant;
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::analysis::{TurnTakingParts, turn_taking_parts};
+use crate::analysis::{Factoring, TurnTakingParts, turn_taking_parts};
 use crate::gdl::Term;
 use crate::machine::{MachineError, StateMachine};
 
@@ -46,10 +46,14 @@ pub struct PartMachine<M: StateMachine> {
 }
 
 impl<M: StateMachine> PartMachine<M> {
-    /// Part number `part` of `parts`, over `inner`; `None` if the engine cannot hold facts
-    /// ([`StateMachine::copy_facts`]) or has no factoring.
-    pub fn new(mut inner: M, parts: &TurnTakingParts, part: usize) -> Option<PartMachine<M>> {
-        let factoring = inner.factoring()?.clone();
+    /// Part number `part` of `parts` (found on `factoring`), over `inner`; `None` if the
+    /// engine cannot hold facts ([`StateMachine::copy_facts`]).
+    pub fn new(
+        mut inner: M,
+        factoring: &Factoring,
+        parts: &TurnTakingParts,
+        part: usize,
+    ) -> Option<PartMachine<M>> {
         let initial = inner.initial_state();
         if !inner.copy_facts(&mut initial.clone(), &initial, &[]) {
             return None;
@@ -217,7 +221,6 @@ impl<M: StateMachine + Send + 'static> PartsPlayer<M> {
         {
             return Ok(None);
         }
-        let factoring = factoring.clone();
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(config.seed);
         let Some(parts) =
             turn_taking_parts(machine, &factoring, &mut rng, PART_GAMES, PART_STEPS, until)?
@@ -234,7 +237,7 @@ impl<M: StateMachine + Send + 'static> PartsPlayer<M> {
             let Some(fork) = machine.fork() else {
                 return Ok(None);
             };
-            let Some(part_machine) = PartMachine::new(fork, &parts, part) else {
+            let Some(part_machine) = PartMachine::new(fork, &factoring, &parts, part) else {
                 return Ok(None);
             };
             searches.push(PartSearch {
@@ -285,14 +288,7 @@ impl<M: StateMachine + Send + 'static> Player<M> for PartsPlayer<M> {
         let legal = machine.legal_moves(state, self.role)?;
         match legal.as_slice() {
             [] => return Err(SearchError::NoMove),
-            [only] => {
-                return Ok(Choice {
-                    mv: *only,
-                    iterations: 0,
-                    value: None,
-                    proven: false,
-                });
-            }
+            [only] => return Ok(Choice::unsearched(*only)),
             _ => {}
         }
         let in_part = |part: &PartSearch<M>| {
@@ -304,13 +300,9 @@ impl<M: StateMachine + Send + 'static> Player<M> for PartsPlayer<M> {
         let part = (0..self.parts.len())
             .max_by_key(|&p| in_part(&self.parts[p]))
             .ok_or(SearchError::NoMove)?;
+        // The part's moves for us are among our legal moves (see `PartMachine`).
         let part = &mut self.parts[part];
-        let choice = part.player.choose(&mut part.machine, state, deadline)?;
-        if legal.contains(&choice.mv) {
-            Ok(choice)
-        } else {
-            Err(SearchError::NoMove)
-        }
+        part.player.choose(&mut part.machine, state, deadline)
     }
 
     fn hidden_settings(&self) -> Option<MctsSettings> {
