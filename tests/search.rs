@@ -631,16 +631,19 @@ fn batched_searches_meet_the_deadline() {
 #[test]
 fn probe_tells_turn_taking_zero_sum_games() {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
-    let mut check = |d: Description, expected: bool| {
+    let mut check = |d: Description, expected: bool, sum: Option<u32>| {
         let mut m = propnet(&d);
         let found = probe(&mut m, &mut rng, far(), 50, 1000);
         assert_eq!(found.playouts, 50);
         assert_eq!(found.alternating_zero_sum(), expected, "{found:?}");
+        assert_eq!(found.two_player_sum(), sum, "{found:?}");
     };
-    check(ours("ticTacToe"), true);
-    check(ours("connectFour"), true);
-    check(base("gt_prisoner"), false);
-    check(base("roshambo2"), false);
+    check(ours("ticTacToe"), true, Some(100));
+    check(ours("connectFour"), true, Some(100));
+    check(base("gt_prisoner"), false, None);
+    // Simultaneous, two-player and constant-sum.
+    check(base("roshambo2"), false, Some(100));
+    check(base("biddingTicTacToe"), false, Some(100));
 }
 
 #[test]
@@ -659,6 +662,76 @@ fn auto_picks_alphabeta_where_it_solves_and_mcts_elsewhere() {
     auto.start(&mut m, 0, Instant::now() + Duration::from_millis(500))
         .unwrap();
     assert_eq!(auto.name(), "auto:mcts");
+}
+
+/// A one-step simultaneous game: each role picks a number, the higher one wins, a tie is a draw;
+/// `extra` adds legal moves for the left role only.
+fn higher_number(extra: &str) -> Description {
+    let text = format!(
+        "(role left) (role right) (init start) (num 1) (num 2) (num 3) \
+         (gt 2 1) (gt 3 1) (gt 3 2) (gt 4 1) (gt 4 2) (gt 4 3) {extra} \
+         (<= (legal ?r (pick ?n)) (role ?r) (num ?n) (true start)) \
+         (<= (next (picked ?r ?n)) (does ?r (pick ?n))) \
+         (<= terminal (not (true start))) \
+         (<= (goal ?r 100) (true (picked ?r ?a)) (true (picked ?o ?b)) (distinct ?r ?o) (gt ?a ?b)) \
+         (<= (goal ?r 0) (true (picked ?r ?a)) (true (picked ?o ?b)) (distinct ?r ?o) (gt ?b ?a)) \
+         (<= (goal ?r 50) (true (picked ?r ?a)) (true (picked ?o ?a)) (distinct ?r ?o)) \
+         (<= (goal ?r 50) (role ?r) (true start))"
+    );
+    Description::from_text(&text).expect("the sheet is valid")
+}
+
+fn started_auto(
+    d: &Description,
+    role: usize,
+) -> (
+    ggp::search::auto::AutoPlayer<PropnetMachine>,
+    PropnetMachine,
+) {
+    let mut m = propnet(d);
+    let mut p = ggp::search::auto::AutoPlayer::<PropnetMachine>::new(
+        config(3, u64::MAX),
+        ggp::search::mcts::MctsSettings::default(),
+        ggp::search::AutoSettings::default(),
+    );
+    p.start(&mut m, role, Instant::now() + Duration::from_secs(2))
+        .unwrap();
+    (p, m)
+}
+
+#[test]
+fn auto_plays_alpha_beta_where_a_simultaneous_game_is_proven_in_pure_strategies() {
+    // Both can be sure of a draw by picking 3, and neither of more: the value is 50.
+    for role in 0..2 {
+        let (mut p, mut m) = started_auto(&higher_number(""), role);
+        assert_eq!(p.name(), "auto:alphabeta", "{}", p.reason());
+        assert!(p.reason().contains("pure strategies"), "{}", p.reason());
+        let state = m.initial_state();
+        let choice = p.choose(&mut m, &state, far()).unwrap();
+        assert_eq!(printed(&m, choice.mv), "(pick 3)");
+        assert_eq!(choice.value, Some(50.0));
+    }
+    // Left also has 4: a sure win for left, a sure loss for right.
+    let four = "(<= (legal left (pick 4)) (true start))";
+    let (p, _) = started_auto(&higher_number(four), 0);
+    assert!(p.reason().contains("proved a win"), "{}", p.reason());
+    let (p, _) = started_auto(&higher_number(four), 1);
+    assert_eq!(p.name(), "auto:alphabeta", "{}", p.reason());
+    // Matching pennies: each can be sure of 0 only, so the value needs mixing: MCTS.
+    let pennies = Description::from_text(
+        "(role same) (role differ) (init start) (side heads) (side tails) \
+         (<= (legal ?r (show ?s)) (role ?r) (side ?s) (true start)) \
+         (<= (next (shown ?r ?s)) (does ?r (show ?s))) \
+         (<= terminal (not (true start))) \
+         (<= match (true (shown same ?s)) (true (shown differ ?s))) \
+         (<= (goal same 100) match) (<= (goal same 0) (not match)) \
+         (<= (goal differ 0) match) (<= (goal differ 100) (not match))",
+    )
+    .expect("the sheet is valid");
+    for role in 0..2 {
+        let (p, _) = started_auto(&pennies, role);
+        assert_eq!(p.name(), "auto:mcts", "{}", p.reason());
+    }
 }
 
 #[test]

@@ -5,7 +5,9 @@
 //! minimise our value (the "paranoid" assumption). In a two-player, turn-taking, constant-sum
 //! game (see [`super::probe`] for how that is detected) this is exact minimax: in each state
 //! one side has a choice and the other has a single move, and the opponent's gain is our
-//! loss. In other games it is a pessimistic bound, and the `auto` player does not use it there.
+//! loss. In other games it is a pessimistic bound: a value we can be sure of whatever the others
+//! do. The `auto` player uses it in a simultaneous game only where that bound is proven to be
+//! the game's value (see [`super::auto`]).
 //!
 //! **Depth and values.** Depth counts joint moves. Terminal states are worth our goal value
 //! (0 to 100). At the depth limit a state is evaluated by

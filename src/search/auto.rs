@@ -9,6 +9,13 @@
 //! random games for an eighth of the start clock at most, 3 s at most) is played by
 //! [`PartsPlayer`], one part at a time.
 //!
+//! **Simultaneous games proven in pure strategies:** in a two-player constant-sum game with
+//! simultaneous moves, alpha-beta (which lets the other reply knowing our move) searches the
+//! initial state for our role, then for the other's (a quarter of the start clock, then a
+//! third of the rest). If we can be sure of what the other can hold us to, that is the game's
+//! value, a move keeping it is as good as any mixed strategy, and alpha-beta plays
+//! (biddingTicTacToe); if our search proves a win, likewise. MCTS otherwise.
+//!
 //! **With a start clock** (a match): the probe (a quarter of the start clock, at most 3 s, see
 //! [`super::probe`]) tells whether the game is two-player, turn-taking and constant-sum. If not,
 //! MCTS plays. If so, a **trial** decides: within half of the start clock left, alpha-beta and
@@ -176,6 +183,68 @@ impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
         );
         self.decide(Chosen::Parts(parts), &why);
         Ok(true)
+    }
+
+    /// Plays alpha-beta if its searches of the initial state, one for each role, prove the
+    /// game's value in pure strategies (a two-player constant-sum game with simultaneous moves,
+    /// goals summing to `sum`); whether it does. Alpha-beta picks our move and then lets the
+    /// other pick its reply knowing it, so its proven value is one we can be sure of whatever
+    /// the other does; the other's, searched the same way, is what it can hold us to. Where
+    /// they meet (biddingTicTacToe: 50 and 50), a move that keeps our sure value is as good as
+    /// any mixed strategy, and alpha-beta plays it at every turn. Our search gets a quarter of
+    /// the clock to `deadline`, the other's a third of the rest.
+    fn start_proof(
+        &mut self,
+        machine: &mut M,
+        role: usize,
+        sum: u32,
+        deadline: Instant,
+    ) -> Result<bool, SearchError> {
+        if machine.is_gdl2() || (0..machine.roles().len()).any(|r| machine.is_nature(r)) {
+            return Ok(false);
+        }
+        let share = |part: u32| {
+            let now = Instant::now();
+            now + deadline.saturating_duration_since(now) / part
+        };
+        let mut ours = self.prover();
+        ours.start(machine, role, share(4))?;
+        let Some(sure) = ours.stats().value.filter(|_| ours.stats().proven) else {
+            tracing::info!("auto: alpha-beta did not prove our value in a quarter of the clock");
+            return Ok(false);
+        };
+        let why = if sure >= 100.0 {
+            format!("its search proved a win ({sure:.0}) with simultaneous moves")
+        } else {
+            let mut theirs = self.prover();
+            theirs.start(machine, 1 - role, share(3))?;
+            let held = theirs
+                .stats()
+                .value
+                .filter(|_| theirs.stats().proven)
+                .map(|v| f64::from(sum) - v);
+            if held.is_none_or(|held| (held - sure).abs() > 1e-6) {
+                tracing::info!(
+                    "auto: alpha-beta proved {sure:.0} for us, the other's search {}",
+                    held.map_or("did not finish".into(), |h| format!("holds us to {h:.0}"))
+                );
+                return Ok(false);
+            }
+            format!("its searches proved the game's value ({sure:.0}) in pure strategies")
+        };
+        self.decide(Chosen::AlphaBeta(ours), &why);
+        Ok(true)
+    }
+
+    /// The alpha-beta player that proves a simultaneous game's value ([`Self::start_proof`]):
+    /// no material or heuristic to learn, the clock all for the search.
+    fn prover(&self) -> AlphaBetaPlayer<M> {
+        let settings = AlphaBetaSettings {
+            heuristic: false,
+            material: false,
+            ..AlphaBetaSettings::default()
+        };
+        AlphaBetaPlayer::with_settings(self.config.clone(), settings)
     }
 
     /// Why the search was chosen (empty before the start).
@@ -372,6 +441,7 @@ impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
             10_000,
         );
         let qualifies = found.alternating_zero_sum();
+        let two_player_sum = found.two_player_sum();
         let simultaneous = found.simultaneous_states > 0;
         self.probe = Some(found);
         let now = Instant::now();
@@ -379,13 +449,21 @@ impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
         if simultaneous && self.start_parts(machine, role, until, deadline)? {
             return Ok(());
         }
+        let proof_tried = two_player_sum.filter(|_| simultaneous);
+        if let Some(sum) = proof_tried
+            && self.start_proof(machine, role, sum, deadline)?
+        {
+            return Ok(());
+        }
         if !qualifies {
             let mut mcts = self.mcts_player();
             mcts.start(machine, role, deadline)?;
-            self.decide(
-                Chosen::Mcts(mcts),
-                "not two-player turn-taking constant-sum",
-            );
+            let why = if proof_tried.is_some() {
+                "simultaneous moves, the value not proven in pure strategies"
+            } else {
+                "not two-player turn-taking constant-sum"
+            };
+            self.decide(Chosen::Mcts(mcts), why);
             return Ok(());
         }
         let now = Instant::now();

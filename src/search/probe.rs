@@ -51,11 +51,13 @@ pub struct GameProbe {
 impl GameProbe {
     /// Whether the game looks two-player, turn-taking and constant-sum (the module's rule).
     pub fn alternating_zero_sum(&self) -> bool {
-        self.roles == 2
-            && self.playouts > 0
-            && self.simultaneous_states == 0
-            && self.constant_sum.is_some()
-            && !self.varying_sum
+        self.simultaneous_states == 0 && self.two_player_sum().is_some()
+    }
+
+    /// The goal sum of a game that looks two-player and constant-sum, turn-taking or not.
+    pub fn two_player_sum(&self) -> Option<u32> {
+        let seen = self.roles == 2 && self.playouts > 0 && !self.varying_sum;
+        self.constant_sum.filter(|_| seen)
     }
 }
 
