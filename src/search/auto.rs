@@ -14,7 +14,8 @@
 //! initial state for our role, then for the other's (a quarter of the start clock, then a
 //! third of the rest). If we can be sure of what the other can hold us to, that is the game's
 //! value, a move keeping it is as good as any mixed strategy, and alpha-beta plays
-//! (biddingTicTacToe); if our search proves a win, likewise. MCTS otherwise.
+//! (biddingTicTacToe); if our search proves a win, likewise. MCTS otherwise. (A start-clock
+//! rule: with a budget, below, nothing bounds the searches' time, and they are not run.)
 //!
 //! **With a start clock** (a match): the probe (a quarter of the start clock, at most 3 s, see
 //! [`super::probe`]) tells whether the game is two-player, turn-taking and constant-sum. If not,
