@@ -731,6 +731,7 @@ fn auto_plays_alpha_beta_where_a_simultaneous_game_is_proven_in_pure_strategies(
     for role in 0..2 {
         let (p, _) = started_auto(&pennies, role);
         assert_eq!(p.name(), "auto:mcts", "{}", p.reason());
+        assert!(p.reason().contains("not proven"), "{}", p.reason());
     }
 }
 

@@ -109,6 +109,13 @@ pub struct AlphaBetaStats {
     pub seconds: f64,
 }
 
+impl AlphaBetaStats {
+    /// The root value, if it is proven.
+    pub fn proven_value(&self) -> Option<f64> {
+        self.value.filter(|_| self.proven)
+    }
+}
+
 /// The alpha-beta player.
 pub struct AlphaBetaPlayer<M: StateMachine> {
     config: SearchConfig,

@@ -201,7 +201,7 @@ impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
         sum: u32,
         deadline: Instant,
     ) -> Result<bool, SearchError> {
-        if machine.is_gdl2() || (0..machine.roles().len()).any(|r| machine.is_nature(r)) {
+        if machine.is_gdl2() {
             return Ok(false);
         }
         let share = |part: u32| {
@@ -210,7 +210,7 @@ impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
         };
         let mut ours = self.prover();
         ours.start(machine, role, share(4))?;
-        let Some(sure) = ours.stats().value.filter(|_| ours.stats().proven) else {
+        let Some(sure) = ours.stats().proven_value() else {
             tracing::info!("auto: alpha-beta did not prove our value in a quarter of the clock");
             return Ok(false);
         };
@@ -219,11 +219,7 @@ impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
         } else {
             let mut theirs = self.prover();
             theirs.start(machine, 1 - role, share(3))?;
-            let held = theirs
-                .stats()
-                .value
-                .filter(|_| theirs.stats().proven)
-                .map(|v| f64::from(sum) - v);
+            let held = theirs.stats().proven_value().map(|v| f64::from(sum) - v);
             if held.is_none_or(|held| (held - sure).abs() > 1e-6) {
                 tracing::info!(
                     "auto: alpha-beta proved {sure:.0} for us, the other's search {}",

@@ -206,7 +206,7 @@ impl<M: StateMachine + Send + 'static> PartsPlayer<M> {
         settings: &MctsSettings,
         until: Instant,
     ) -> Result<Option<PartsPlayer<M>>, SearchError> {
-        if machine.is_gdl2() || (0..machine.roles().len()).any(|r| machine.is_nature(r)) {
+        if machine.is_gdl2() {
             return Ok(None);
         }
         let Some(factoring) = machine.factoring() else {
