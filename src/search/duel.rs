@@ -80,6 +80,15 @@ pub struct DuelResult {
     pub finished: usize,
 }
 
+impl DuelResult {
+    /// A's games won net of games lost: `(score − ½) × 2 × games`, a draw or an unfinished
+    /// game counting nothing and a goal margin counting its share of a win (1.0 is one game
+    /// won outright with the others drawn).
+    pub fn net_wins(&self) -> f64 {
+        (self.score - 0.5) * 2.0 * self.games as f64
+    }
+}
+
 /// Plays the duel `plan` describes; `make(side, config)` builds a fresh player for a seat.
 ///
 /// # Errors
@@ -173,4 +182,29 @@ fn a_score<M: StateMachine>(
     }
     let others = others / (n_roles - 1) as f64;
     Ok((0.5 + (own - others) / 200.0).clamp(0.0, 1.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::DuelResult;
+
+    fn result(score: f64, games: usize) -> DuelResult {
+        DuelResult {
+            score,
+            games,
+            finished: games,
+        }
+    }
+
+    #[test]
+    fn net_wins_count_whole_games() {
+        // One win and three draws in four games; a win and a loss; one win of two.
+        assert!((result(0.625, 4).net_wins() - 1.0).abs() < 1e-12);
+        assert!(result(0.5, 2).net_wins().abs() < 1e-12);
+        assert!((result(0.75, 2).net_wins() - 1.0).abs() < 1e-12);
+        // A goal margin of 24 points over three games is less than one game.
+        assert!((result(0.54, 3).net_wins() - 0.24).abs() < 1e-12);
+        // No game played.
+        assert_eq!(result(0.5, 0).net_wins(), 0.0);
+    }
 }

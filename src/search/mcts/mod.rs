@@ -94,6 +94,12 @@ pub const TRIAL_PRIOR: u32 = 10;
 /// The heuristic trial's games ([`MctsSettings::heuristic_trial`]): the heuristic's seat
 /// moves round the roles, so an even number gives each side each seat in a two-player game.
 pub const HEURISTIC_TRIAL_GAMES: usize = 4;
+/// Cut playouts are kept when they win the heuristic trial by at least this many games net
+/// ([`super::duel::DuelResult::net_wins`]): one game won outright, the others drawn. A
+/// slimmer margin is noise in four fast games (gt_prisoner's and smallest_4player's trials
+/// kept cutting on 0.54–0.60, a goal margin or one game in two, and those matches were lost;
+/// `docs/experiments/heuristic-trial.md`).
+const HEURISTIC_TRIAL_MARGIN: f64 = 1.0 - 1e-9;
 /// The most random games that measure the heuristic trial games' expected length.
 const HEURISTIC_TRIAL_PROBES: u64 = 200;
 /// A heuristic trial game longer than this is a draw.
@@ -145,8 +151,9 @@ pub struct MctsSettings {
     /// [`cutoff`](Self::cutoff) moves and valued by the heuristic plays
     /// [`HEURISTIC_TRIAL_GAMES`] fast games against MCTS with playouts to the end and the
     /// heuristic as new nodes' prior ([`Plan::with_full_playouts`]), seats taking
-    /// turns; playouts are cut only if that scores more than half (playouts to the end are
-    /// the safe way, cutting them a bet the trial must win). A heuristic
+    /// turns; playouts are cut only if that wins by a whole game net
+    /// ([`HEURISTIC_TRIAL_MARGIN`]: playouts to the end are the safe way, cutting them a bet
+    /// the trial must win clearly). A heuristic
     /// correlates with random games' outcomes, which is not the same as leading a search well
     /// when it cuts its playouts (in dots and boxes, taking boxes greedily is the classic way
     /// to lose). On by default.
@@ -690,16 +697,17 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
                 side_plan,
             ))
         })?;
-        let keep = result.score > 0.5;
+        let keep = result.net_wins() >= HEURISTIC_TRIAL_MARGIN;
         tracing::info!(
-            "heuristic {}: cut playouts scored {:.2} against full playouts with the heuristic \
-             as prior in {} trial games ({} finished, {} ms a move)",
+            "heuristic {}: cut playouts scored {:.2} (net {:+.2} games) against full playouts \
+             with the heuristic as prior in {} trial games ({} finished, {} ms a move)",
             if keep {
                 "values cut playouts"
             } else {
                 "is a prior, playouts go to the end"
             },
             result.score,
+            result.net_wins(),
             result.games,
             result.finished,
             duel_plan.slice.as_millis(),
