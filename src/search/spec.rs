@@ -89,7 +89,7 @@ pub const MCTS_KEYS: &[(&str, &str)] = &[
     ),
     (
         "htrial",
-        "with a heuristic and a start clock: MCTS cutting playouts plays MCTS playing them to the end with the heuristic as a prior, in fast games, and playouts stay cut only if cutting scores more than half (on or off; on by default)",
+        "with a heuristic and a start clock: MCTS cutting playouts plays MCTS playing them to the end with the heuristic as a prior, in fast games, and playouts stay cut only if cutting wins by a whole game net (on or off; on by default)",
     ),
     (
         "cutoff",

@@ -650,9 +650,9 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
     /// The heuristic trial ([`MctsSettings::heuristic_trial`]): for three quarters of the
     /// start clock left, MCTS with playouts cut and valued by the heuristic plays MCTS with
     /// playouts to the end and the heuristic as new nodes' prior ([`TRIAL_PRIOR`] visits);
-    /// playouts are cut only if that scores more than half. The games' expected length comes
-    /// from random games (a tenth of the trial's time, at most [`HEURISTIC_TRIAL_PROBES`] of
-    /// them). A player with an iteration limit gives its trial players the same limit.
+    /// playouts are cut only if that wins by [`HEURISTIC_TRIAL_MARGIN`] games net. The games'
+    /// expected length comes from random games (a tenth of the trial's time, at most
+    /// [`HEURISTIC_TRIAL_PROBES`] of them). A player with an iteration limit gives its trial players the same limit.
     /// Returns `plan` (cut playouts) or `plan` with full playouts, as the trial decided.
     fn try_heuristic(
         &self,
