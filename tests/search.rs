@@ -1189,6 +1189,34 @@ fn think_prints_the_solved_value_of_tic_tac_toe() {
 }
 
 #[test]
+fn think_starts_the_game_in_a_given_state() {
+    let think = |state: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_ggp"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(["think", "../shared/games/base/ticTacToe.kif"])
+            .args(["--player", "alphabeta", "--seconds", "60", "--state", state])
+            .output()
+            .expect("ggp runs");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.success(), text)
+    };
+    // ggp-base's PlayerTester's first tic-tac-toe case: o holds (1 1) and (2 2), x must block
+    // at (3 3).
+    let (ok, text) = think(
+        "( ( cell 2 1 b ) ( control xplayer ) ( cell 1 2 x ) ( cell 1 1 o ) ( cell 3 2 b ) \
+         ( cell 2 3 x ) ( cell 3 3 b ) ( cell 3 1 b ) ( cell 1 3 b ) ( cell 2 2 o ) )",
+    );
+    assert!(ok, "{text}");
+    assert!(text.contains("alphabeta: move (mark 3 3) value "), "{text}");
+    assert!(text.contains(" proven true"), "{text}");
+    let (ok, text) = think("( (cell 1 1 b)");
+    assert!(!ok && text.contains("--state"), "{text}");
+    let (ok, text) = think("( (cell ?x 1 b) )");
+    assert!(!ok && text.contains("ground"), "{text}");
+}
+
+#[test]
 fn think_searches_a_position_from_a_match_record() {
     let dir = std::env::temp_dir().join(format!("ggp-think-record-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

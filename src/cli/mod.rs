@@ -483,6 +483,16 @@ fn load_engine(path: &Path, choice: EngineChoice) -> anyhow::Result<Loaded> {
     load_engine_within(path, choice, &Budget::default())
 }
 
+/// [`load_engine`] for the game started in `state` (`ggp think --state`).
+fn load_engine_starting_in(
+    path: &Path,
+    state: &[gdl::Term],
+    choice: EngineChoice,
+) -> anyhow::Result<Loaded> {
+    let description = load_description_starting_in(path, Some(state))?;
+    engine_for(path, &description, choice, &Budget::default())
+}
+
 /// [`load_engine`] with a grounding budget of the caller's.
 fn load_engine_within(
     path: &Path,
@@ -569,8 +579,25 @@ fn check(path: &Path) -> anyhow::Result<ExitCode> {
 /// # Errors
 /// The file cannot be read or the sheet has errors (printed first).
 pub fn load_description(path: &Path) -> anyhow::Result<Description> {
+    load_description_starting_in(path, None)
+}
+
+/// [`load_description`], the game started in `state` when one is given (its `init` rules
+/// replaced, [`gdl::starting_in`]).
+fn load_description_starting_in(
+    path: &Path,
+    state: Option<&[gdl::Term]>,
+) -> anyhow::Result<Description> {
     let text = read(path)?;
-    match Description::from_text(&text) {
+    let checked = gdl::parse_rules(&text)
+        .map_err(|e| vec![gdl::Diagnostic::from_load_error(&e)])
+        .and_then(|rules| {
+            Description::new(match state {
+                Some(facts) => gdl::starting_in(rules, facts),
+                None => rules,
+            })
+        });
+    match checked {
         Ok(d) => {
             print_diagnostics(path, d.warnings());
             Ok(d)

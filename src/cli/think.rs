@@ -4,10 +4,12 @@
 //! The position is the initial state, the state after `--random-moves` random joint moves
 //! from it (seeded; an error if the game ends on the way), or the state after the first
 //! `--ply` joint moves of a match record (`--record`, every move checked against the rules),
-//! to ask again what the player thought at a move of a match it lost. The player gets
-//! `--start-seconds` to start and `--seconds` to choose; the line printed gives the move, its
-//! value, whether it is proven, the iterations (playouts for MCTS, nodes for alpha-beta) and
-//! their rate.
+//! to ask again what the player thought at a move of a match it lost. With `--state` the game
+//! starts in the facts given, its `init` rules replaced (as ggp-base's PlayerTester poses a
+//! test position), so that the start clock analyses the position as a game of its own. The
+//! player gets `--start-seconds` to start and `--seconds` to choose; the line printed gives
+//! the move, its value, whether it is proven, the iterations (playouts for MCTS, nodes for
+//! alpha-beta) and their rate.
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -20,7 +22,7 @@ use crate::machine::StateMachine;
 use crate::manager::record::MatchRecord;
 use crate::search::{PlayerSpec, SearchConfig};
 
-use super::{EngineChoice, load_engine};
+use super::{EngineChoice, load_engine, load_engine_starting_in};
 use crate::engine::{Machine, UseMachineMut};
 
 /// Arguments of `ggp think`.
@@ -40,6 +42,10 @@ pub struct ThinkArgs {
     /// Seconds to start (the start clock).
     #[arg(long, default_value_t = 0.0)]
     start_seconds: f64,
+    /// The game starts in this state, a list of facts (`"( (cell 1 1 x) (control red) )"`),
+    /// in place of its `init` rules.
+    #[arg(long, conflicts_with = "record")]
+    state: Option<String>,
     /// Random joint moves played from the initial state first.
     #[arg(long, default_value_t = 0, conflicts_with = "record")]
     random_moves: usize,
@@ -67,7 +73,13 @@ pub struct ThinkArgs {
 /// The game cannot be loaded, or the engine or the search failed.
 pub fn run(args: &ThinkArgs) -> anyhow::Result<ExitCode> {
     super::serve::init_logging();
-    let mut loaded = load_engine(&args.game, args.engine)?;
+    let mut loaded = match &args.state {
+        Some(text) => {
+            let facts = crate::gdl::parse_state(text).with_context(|| format!("--state {text}"))?;
+            load_engine_starting_in(&args.game, &facts, args.engine)?
+        }
+        None => load_engine(&args.game, args.engine)?,
+    };
     println!("engine: {}", loaded.engine.name());
     loaded.engine.run_mut(Think(args))
 }

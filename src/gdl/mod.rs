@@ -420,6 +420,54 @@ pub fn parse_term(text: &str) -> Result<Term, LoadError> {
     term_from_sexp(&kif::parse_one(text)?)
 }
 
+/// Reads a state written as its list of facts, `( (cell 1 1 x) (control red) open )`, as match
+/// records and the protocol write one.
+///
+/// # Errors
+/// A syntax error, not exactly one expression, or one that is not a list of ground terms.
+pub fn parse_state(text: &str) -> Result<Vec<Term>, LoadError> {
+    match kif::parse_one(text)? {
+        Sexp::List { items, .. } => items
+            .iter()
+            .map(|item| {
+                let fact = term_from_sexp(item)?;
+                if fact.is_ground() {
+                    Ok(fact)
+                } else {
+                    Err(shape(
+                        item.pos(),
+                        format!("a state's facts are ground, not {fact}"),
+                    ))
+                }
+            })
+            .collect(),
+        other => Err(shape(
+            other.pos(),
+            "a state is a list of facts, `( (f a) (g b) ... )`",
+        )),
+    }
+}
+
+/// `rules` as a game that starts in `state`: every rule concluding `init` left out and
+/// `(init f)` added for each fact `f`. This is how a position is posed as a game of its own
+/// (ggp-base's PlayerTester starts its test games so): a player then analyses it at the start
+/// clock as it would any game.
+pub fn starting_in(rules: Vec<Rule>, state: &[Term]) -> Vec<Rule> {
+    let mut out: Vec<Rule> = rules
+        .into_iter()
+        .filter(|r| r.head.rel != Sym::INIT)
+        .collect();
+    out.extend(state.iter().map(|fact| Rule {
+        head: Atom {
+            rel: Sym::INIT,
+            args: vec![fact.clone()],
+        },
+        body: Vec::new(),
+        pos: Pos::default(),
+    }));
+    out
+}
+
 /// A validated game: its rules, its roles, and any warnings the validator gave.
 #[derive(Clone, Debug)]
 pub struct Description {
@@ -543,6 +591,31 @@ mod tests {
             rules[0].to_string(),
             "(<= (legal ?r NOOP) (role ?r) (not (true (Done))))"
         );
+    }
+
+    #[test]
+    fn a_game_can_start_in_a_given_state() {
+        let rules = parse_rules(
+            "(role x) (init (cell a)) (<= (init (cell ?c)) (col ?c)) (col b) (<= (legal x go) (true (cell a)))",
+        )
+        .unwrap();
+        let state = parse_state("( (cell c) done )").unwrap();
+        let printed: Vec<String> = starting_in(rules, &state)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            printed,
+            [
+                "(role x)",
+                "(col b)",
+                "(<= (legal x go) (true (cell a)))",
+                "(init (cell c))",
+                "(init done)",
+            ]
+        );
+        assert!(parse_state("cell").is_err());
+        assert!(parse_state("( (cell ?x) )").is_err(), "not ground");
     }
 
     #[test]

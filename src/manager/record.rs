@@ -12,8 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::gdl::{Term, parse_term, term_from_sexp};
-use crate::kif::{self, Sexp};
+use crate::gdl::{self, Term, parse_term};
 use crate::machine::StateMachine;
 
 /// One match, as ggp.org stores it.
@@ -97,14 +96,7 @@ pub fn parse_states(states: &[String]) -> Result<Vec<Vec<Term>>, String> {
         .enumerate()
         .map(|(i, text)| {
             let bad = |why: String| format!("state {i}: {why}");
-            let sexp = kif::parse_one(text).map_err(|e| bad(e.to_string()))?;
-            let Sexp::List { items, .. } = sexp else {
-                return Err(bad("not a list of facts".into()));
-            };
-            let mut facts = items
-                .iter()
-                .map(|s| term_from_sexp(s).map_err(|e| bad(e.to_string())))
-                .collect::<Result<Vec<_>, _>>()?;
+            let mut facts = gdl::parse_state(text).map_err(|e| bad(e.to_string()))?;
             facts.sort();
             Ok(facts)
         })
