@@ -267,12 +267,7 @@ const THREE_PLAYER_WIN: &[&str] = &[
     "(drop 6)",
 ];
 
-/// In a game of three roles, each with its own reward, the search takes its win in one, and
-/// knows it.
-///
-/// A "must block" case was tried and left out: when blue threatens four after yellow's turn,
-/// yellow, which gets 50 from blue's win, may or may not block, and red's continuation is worth
-/// about 50 either way; no move of red's is forced there.
+/// In a game of three roles the search takes its win in one, and knows it.
 fn three_player_win<M: StateMachine + Send + 'static>(mut m: M, iterations: u64) {
     let win = after(&mut m, THREE_PLAYER_WIN);
     assert!(!m.is_terminal(&win).unwrap());
@@ -298,6 +293,47 @@ fn three_player_connect_four_win_on_the_propnet() {
 #[test]
 fn three_player_connect_four_win_on_datalog() {
     three_player_win(datalog(&base("3pConnectFour")), 1000);
+}
+
+/// ggp-base's PlayerTester cases for three-player connect four (converted from Sancho's
+/// suites), each posed as PlayerTester poses it, the game started in the position: yellow
+/// (role 1) must block red's four at once, though blue moves in between. Blue gets 50 when
+/// red wins and about as much if the game goes on, so with each role's own reward the search
+/// reads the threat as blocked half the time; the paranoid reading (every other role wants
+/// what yellow loses) blocks.
+#[test]
+fn three_player_connect_four_blocks_with_a_third_role_between() {
+    let cases = [
+        (
+            "( ( cell 4 2 red ) ( cell 3 1 blue ) ( cell 8 2 blue ) ( control yellow ) \
+             ( cell 1 1 yellow ) ( cell 4 3 yellow ) ( cell 3 2 red ) ( cell 2 1 blue ) \
+             ( cell 4 1 yellow ) ( cell 8 1 red ) ( cell 2 2 red ) )",
+            "(drop 1)",
+        ),
+        (
+            "( ( cell 7 1 red ) ( cell 4 2 blue ) ( cell 7 2 red ) ( cell 3 1 yellow ) \
+             ( cell 7 3 red ) ( cell 4 1 yellow ) ( control yellow ) ( cell 8 1 blue ) )",
+            "(drop 7)",
+        ),
+    ];
+    let text = std::fs::read_to_string(format!(
+        "{}/../shared/games/base/3pConnectFour.kif",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .expect("the corpus beside the checkout");
+    for (state, block) in cases {
+        let rules = ggp::gdl::parse_rules(&text).unwrap();
+        let facts = ggp::gdl::parse_state(state).unwrap();
+        let d = Description::new(ggp::gdl::starting_in(rules, &facts)).unwrap();
+        let mut m = propnet(&d);
+        let initial = m.initial_state();
+        for seed in 0..2 {
+            let mut player = plain_mcts::<PropnetMachine>(&config(seed, 20_000));
+            player.start(&mut m, 1, Instant::now()).unwrap();
+            let choice = player.choose(&mut m, &initial, far()).unwrap();
+            assert_eq!(printed(&m, choice.mv), block, "seed {seed}, {state}");
+        }
+    }
 }
 
 // MCTS.

@@ -92,7 +92,7 @@ pub(super) fn round<M: StateMachine>(
 ) -> Round {
     let mut round = gather(tree, machine, rng, ctx, policies, lanes, size, leaf);
     let ran = play(machine, rng, ctx, lanes, &mut round);
-    settle(tree, machine, policies, lanes, &mut round, ran);
+    settle(tree, machine, ctx, policies, lanes, &mut round, ran);
     round
 }
 
@@ -189,6 +189,7 @@ fn play<M: StateMachine>(
 fn settle<M: StateMachine>(
     tree: &mut Tree<M::State, M::Move>,
     machine: &mut M,
+    ctx: &Context,
     policies: &mut Policies<M>,
     lanes: &mut Lanes<M::State, M::Move>,
     round: &mut Round,
@@ -215,6 +216,9 @@ fn settle<M: StateMachine>(
                     continue;
                 }
             }
+        }
+        if let Some(paranoid) = ctx.paranoid {
+            paranoid.apply(&mut rewards);
         }
         tree.complete(n_roles, &mut lanes.paths[owner], rewards.clone());
         round.iterations += 1;
@@ -267,6 +271,7 @@ mod tests {
                     prior: 0,
                     progress: None,
                     batch: None,
+                    paranoid: None,
                 },
                 rng: Xoshiro256PlusPlus::seed_from_u64(5),
                 lanes: Lanes::default(),

@@ -6,7 +6,9 @@
 //! by the joint move (its index in mixed radix over the roles' move lists). A playout's goal
 //! values, scaled to 0..1, are added to every role's statistic along the path. In a
 //! turn-taking position the one role with a choice makes it and the others have a single
-//! move, so this is plain UCT.
+//! move, so this is plain UCT. In a game of three or more roles the other roles' rewards are
+//! read paranoidly, each `1 − ours` ([`Paranoid`]): the tree plays them as if together against
+//! us, not each for itself.
 //!
 //! **Solver: score bounds.** Every node keeps, per role, a value it is sure of (`low`) and a
 //! value it cannot exceed (`high`), on the 0..1 scale (Cazenave and Saffidine, "Score Bounded
@@ -121,7 +123,7 @@ pub enum Anti {
     Auto,
 }
 
-pub use eval::{Evaluation, GoalEvaluation, HeuristicEvaluation};
+pub use eval::{Evaluation, GoalEvaluation, HeuristicEvaluation, Paranoid};
 use parallel::{Context, Hand, MoveSummary, Worker, merge_root, run_all};
 pub use playout::{DecisivePlayout, PlayoutPolicy, UniformPlayout};
 pub use select::{MoveView, Selection, Ucb1};
@@ -600,6 +602,7 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
             },
             progress: self.config.progress.clone(),
             batch: batch::round_size(&self.settings, &self.plan, &*machine),
+            paranoid: Paranoid::of(&*machine, self.role),
         };
         let threads = self.rngs.len();
         let limit = self.config.max_iterations.unwrap_or(u64::MAX);
