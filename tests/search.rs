@@ -322,9 +322,8 @@ fn three_player_connect_four_blocks_with_a_third_role_between() {
     ))
     .expect("the corpus beside the checkout");
     for (state, block) in cases {
-        let rules = ggp::gdl::parse_rules(&text).unwrap();
         let facts = ggp::gdl::parse_state(state).unwrap();
-        let d = Description::new(ggp::gdl::starting_in(rules, &facts)).unwrap();
+        let d = Description::from_text_starting_in(&text, &facts).unwrap();
         let mut m = propnet(&d);
         let initial = m.initial_state();
         for seed in 0..2 {

@@ -589,14 +589,10 @@ fn load_description_starting_in(
     state: Option<&[gdl::Term]>,
 ) -> anyhow::Result<Description> {
     let text = read(path)?;
-    let checked = gdl::parse_rules(&text)
-        .map_err(|e| vec![gdl::Diagnostic::from_load_error(&e)])
-        .and_then(|rules| {
-            Description::new(match state {
-                Some(facts) => gdl::starting_in(rules, facts),
-                None => rules,
-            })
-        });
+    let checked = match state {
+        Some(facts) => Description::from_text_starting_in(&text, facts),
+        None => Description::from_text(&text),
+    };
     match checked {
         Ok(d) => {
             print_diagnostics(path, d.warnings());

@@ -468,6 +468,11 @@ pub fn starting_in(rules: Vec<Rule>, state: &[Term]) -> Vec<Rule> {
     out
 }
 
+/// [`parse_rules`], a syntax or shape error as the one diagnostic.
+fn parse_rules_diagnosed(text: &str) -> Result<Vec<Rule>, Vec<Diagnostic>> {
+    parse_rules(text).map_err(|e| vec![Diagnostic::from_load_error(&e)])
+}
+
 /// A validated game: its rules, its roles, and any warnings the validator gave.
 #[derive(Clone, Debug)]
 pub struct Description {
@@ -524,8 +529,18 @@ impl Description {
     /// # Errors
     /// A syntax or shape error as a single diagnostic, or the validator's errors.
     pub fn from_text(text: &str) -> Result<Description, Vec<Diagnostic>> {
-        let rules = parse_rules(text).map_err(|e| vec![Diagnostic::from_load_error(&e)])?;
-        Description::new(rules)
+        Description::new(parse_rules_diagnosed(text)?)
+    }
+
+    /// Reads and validates a rule sheet whose game starts in `state` ([`starting_in`]).
+    ///
+    /// # Errors
+    /// As [`Description::from_text`].
+    pub fn from_text_starting_in(
+        text: &str,
+        state: &[Term],
+    ) -> Result<Description, Vec<Diagnostic>> {
+        Description::new(starting_in(parse_rules_diagnosed(text)?, state))
     }
 
     /// The rules, in sheet order, in plain GDL ([`normalize`]; the rules it makes follow).

@@ -100,7 +100,8 @@ pub const HEURISTIC_TRIAL_GAMES: usize = 4;
 /// ([`super::duel::DuelResult::net_wins`]): one game won outright, the others drawn. A
 /// slimmer margin is noise in four fast games (gt_prisoner's and smallest_4player's trials
 /// kept cutting on 0.54–0.60, a goal margin or one game in two, and those matches were lost;
-/// `docs/experiments/heuristic-trial.md`).
+/// `docs/experiments/heuristic-trial.md`). Less a rounding allowance, so that a score summed
+/// from goal margins that is one game net in exact arithmetic counts.
 const HEURISTIC_TRIAL_MARGIN: f64 = 1.0 - 1e-9;
 /// The most random games that measure the heuristic trial games' expected length.
 const HEURISTIC_TRIAL_PROBES: u64 = 200;
@@ -655,7 +656,8 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
     /// playouts to the end and the heuristic as new nodes' prior ([`TRIAL_PRIOR`] visits);
     /// playouts are cut only if that wins by [`HEURISTIC_TRIAL_MARGIN`] games net. The games'
     /// expected length comes from random games (a tenth of the trial's time, at most
-    /// [`HEURISTIC_TRIAL_PROBES`] of them). A player with an iteration limit gives its trial players the same limit.
+    /// [`HEURISTIC_TRIAL_PROBES`] of them). A player with an iteration limit gives its trial
+    /// players the same limit.
     /// Returns `plan` (cut playouts) or `plan` with full playouts, as the trial decided.
     fn try_heuristic(
         &self,
