@@ -295,12 +295,40 @@ fn three_player_connect_four_win_on_datalog() {
     three_player_win(datalog(&base("3pConnectFour")), 1000);
 }
 
-/// ggp-base's PlayerTester cases for three-player connect four (converted from Sancho's
-/// suites), each posed as PlayerTester poses it, the game started in the position: yellow
-/// (role 1) must block red's four at once, though blue moves in between. Blue gets 50 when
-/// red wins and about as much if the game goes on, so with each role's own reward the search
-/// reads the threat as blocked half the time; the paranoid reading (every other role wants
-/// what yellow loses) blocks.
+/// Poses each of ggp-base's PlayerTester cases (a position of `game` and the move it wants
+/// of `role`) as PlayerTester poses it, the game started in the position, and asks plain MCTS
+/// for a move: two seeds, `iterations` each, after a start clock of `start`.
+fn passes_player_tester_cases(
+    game: &str,
+    role: usize,
+    cases: &[(&str, &str)],
+    iterations: u64,
+    start: Duration,
+) {
+    let text = std::fs::read_to_string(format!(
+        "{}/../shared/games/base/{game}.kif",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .expect("the corpus beside the checkout");
+    for (state, good) in cases {
+        let facts = ggp::gdl::parse_state(state).unwrap();
+        let d = Description::from_text_starting_in(&text, &facts).unwrap();
+        let mut m = propnet(&d);
+        let initial = m.initial_state();
+        for seed in 0..2 {
+            let mut player = plain_mcts::<PropnetMachine>(&config(seed, iterations));
+            player.start(&mut m, role, Instant::now() + start).unwrap();
+            let choice = player.choose(&mut m, &initial, far()).unwrap();
+            assert_eq!(printed(&m, choice.mv), *good, "seed {seed}, {state}");
+        }
+    }
+}
+
+/// The PlayerTester cases for three-player connect four (converted from Sancho's suites):
+/// yellow (role 1) must block red's four at once, though blue moves in between. Blue gets 50
+/// when red wins and about as much if the game goes on, so with each role's own reward the
+/// search reads the threat as blocked half the time; the paranoid reading (every other role
+/// wants what yellow loses) blocks.
 #[test]
 fn three_player_connect_four_blocks_with_a_third_role_between() {
     let cases = [
@@ -316,23 +344,28 @@ fn three_player_connect_four_blocks_with_a_third_role_between() {
             "(drop 7)",
         ),
     ];
-    let text = std::fs::read_to_string(format!(
-        "{}/../shared/games/base/3pConnectFour.kif",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .expect("the corpus beside the checkout");
-    for (state, block) in cases {
-        let facts = ggp::gdl::parse_state(state).unwrap();
-        let d = Description::from_text_starting_in(&text, &facts).unwrap();
-        let mut m = propnet(&d);
-        let initial = m.initial_state();
-        for seed in 0..2 {
-            let mut player = plain_mcts::<PropnetMachine>(&config(seed, 20_000));
-            player.start(&mut m, 1, Instant::now()).unwrap();
-            let choice = player.choose(&mut m, &initial, far()).unwrap();
-            assert_eq!(printed(&m, choice.mv), block, "seed {seed}, {state}");
-        }
-    }
+    passes_player_tester_cases("3pConnectFour", 1, &cases, 20_000, Duration::ZERO);
+}
+
+/// The PlayerTester cases for 2pffa (two roles, each one's goal ten per piece it captured, so
+/// the goals do not sum alike) that the opponent's own goal alone (max-n) or our loss alone
+/// (paranoid) each fail one of: the opponent read as wanting both in equal parts passes both.
+#[test]
+fn two_role_free_for_all_reads_the_opponent_as_half_rival() {
+    let cases = [
+        (
+            "( ( cell 5 3 blue ) ( step 25 ) ( cell 2 2 red ) ( cell 5 5 blue ) \
+             ( capture blue 4 ) ( cell 1 4 red ) ( cell 7 4 blue ) ( capture red 4 ) \
+             ( cell 3 5 red ) ( control red ) )",
+            "(move 1 4 3 3)",
+        ),
+        (
+            "( ( cell 1 4 red ) ( cell 5 5 blue ) ( capture red 0 ) ( cell 3 3 red ) \
+             ( cell 7 4 blue ) ( control red ) ( step 3 ) ( capture blue 0 ) )",
+            "(move 1 4 3 5)",
+        ),
+    ];
+    passes_player_tester_cases("2pffa", 0, &cases, 400_000, Duration::from_secs(1));
 }
 
 // MCTS.

@@ -217,8 +217,8 @@ fn settle<M: StateMachine>(
                 }
             }
         }
-        if let Some(paranoid) = ctx.paranoid {
-            paranoid.apply(&mut rewards);
+        if let Some(rivalry) = ctx.rivalry {
+            rivalry.apply(&mut rewards);
         }
         tree.complete(n_roles, &mut lanes.paths[owner], rewards.clone());
         round.iterations += 1;
@@ -271,7 +271,7 @@ mod tests {
                     prior: 0,
                     progress: None,
                     batch: None,
-                    paranoid: None,
+                    rivalry: None,
                 },
                 rng: Xoshiro256PlusPlus::seed_from_u64(5),
                 lanes: Lanes::default(),

@@ -16,48 +16,83 @@ use crate::machine::{MachineError, StateMachine};
 use crate::search::goal_or_zero;
 use crate::search::heuristic::{Evaluator, Heuristic, per_role};
 
-/// The paranoid reading of a game of three or more roles (Sturtevant and Korf's paranoid
-/// search, here in the tree's rewards): every other role that chooses is searched as if it
-/// wanted what we lose, its reward `1 − ours` in place of its own goal, so that a move is
-/// valued by what the others can do to us together. Each role's own reward (max-n) lets a
-/// third role's indifference decide: in 3pConnectFour a player whose opponent threatens to win
-/// at once, with the third role to move in between and as well off either way, reads the
-/// threat as blocked half the time, and does not block it itself (ggp-base's PlayerTester
-/// cases for that game). Nature's reward is left as it is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Paranoid {
+/// How the tree reads the rewards of the roles other than ours: each other role that chooses
+/// (nature aside) is searched as wanting, in the proportion `weight`, what we lose (`1 − ours`)
+/// and, for the rest, its own goal. Our own reward, the move chosen and the value reported are
+/// ours alone.
+///
+/// - Three or more roles: weight 1, the paranoid reading (Sturtevant and Korf's paranoid
+///   search, here in the tree's rewards), so that a move is valued by what the others can do
+///   to us together. Each role's own reward (max-n) lets a third role's indifference decide:
+///   in 3pConnectFour a player whose opponent threatens to win at once, with the third role
+///   to move in between and as well off either way, reads the threat as blocked half the
+///   time, and does not block it itself (ggp-base's PlayerTester cases for that game).
+/// - Two roles whose goals did not always sum alike in random games: weight ½, the opponent
+///   read as wanting its own goal and our loss in equal parts. Its own goal alone lets it
+///   pass a chance to hurt us that costs it nothing; our loss alone (paranoid) has it give up
+///   its own score to hurt us, and loses us what its self-interest hands us (2pffa's cases).
+/// - Two roles whose goals always summed alike: none, since the opponent's own goal already is
+///   our loss.
+///
+/// Measured in `docs/experiments/paranoid.md`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rivalry {
     /// Our role.
     me: usize,
-    /// The roles whose reward is turned into `1 − ours`, one bit each.
-    adversaries: u64,
+    /// The roles whose reward is read, one bit each.
+    others: u64,
+    /// How much of each such role's reward is our loss, 0..=1.
+    weight: f64,
 }
 
-impl Paranoid {
-    /// The paranoid reading for role `me` of the game `machine` plays, if it has three or
-    /// more roles that choose (nature aside), at most 64.
-    pub fn of<M: StateMachine>(machine: &M, me: usize) -> Option<Paranoid> {
+impl Rivalry {
+    /// The reading for role `me` of the game `machine` plays (at most 64 roles):
+    /// `goal_sum_varies` says whether random games of it ended with different sums of goals
+    /// ([`Rivalry::needs_goal_sums`]).
+    pub fn of<M: StateMachine>(machine: &M, me: usize, goal_sum_varies: bool) -> Option<Rivalry> {
         let n_roles = machine.roles().len();
-        let players = (0..n_roles).filter(|&r| !machine.is_nature(r)).count();
-        if players < 3 || n_roles > 64 || me >= n_roles {
+        if n_roles > 64 || me >= n_roles {
             return None;
         }
-        let adversaries = (0..n_roles)
+        let weight = match players(machine) {
+            3.. => 1.0,
+            2 if goal_sum_varies => 0.5,
+            _ => return None,
+        };
+        let others = (0..n_roles)
             .filter(|&r| r != me && !machine.is_nature(r))
             .fold(0u64, |bits, r| bits | 1 << r);
-        Some(Paranoid { me, adversaries })
+        Some(Rivalry { me, others, weight })
     }
 
-    /// Rewrites `rewards` (one per role, 0..1) as the paranoid reading sees them.
+    /// Whether the reading of `machine`'s game depends on its goal sums (two roles that
+    /// choose).
+    pub fn needs_goal_sums<M: StateMachine>(machine: &M) -> bool {
+        players(machine) == 2
+    }
+
+    /// Rewrites `rewards` (one per role, 0..1) as this reading sees them.
     pub fn apply(self, rewards: &mut [f64]) {
         let Some(&mine) = rewards.get(self.me) else {
             return;
         };
         for (r, reward) in rewards.iter_mut().enumerate() {
-            if self.adversaries >> r & 1 == 1 {
-                *reward = 1.0 - mine;
+            if self.others >> r & 1 == 1 {
+                *reward = if self.weight >= 1.0 {
+                    1.0 - mine
+                } else {
+                    (1.0 - self.weight) * *reward + self.weight * (1.0 - mine)
+                };
             }
         }
     }
+}
+
+/// The number of roles that choose (nature aside).
+fn players<M: StateMachine>(machine: &M) -> usize {
+    (0..machine.roles().len())
+        .filter(|&r| !machine.is_nature(r))
+        .count()
 }
 
 /// Scores the last state of a playout.
@@ -156,7 +191,7 @@ impl<M: StateMachine> Evaluation<M> for HeuristicEvaluation {
 
 #[cfg(test)]
 mod tests {
-    use super::Paranoid;
+    use super::Rivalry;
     use crate::gdl::Description;
     use crate::propnet::{Budget, PropnetMachine};
 
@@ -171,17 +206,36 @@ mod tests {
     #[test]
     fn the_paranoid_reading_gives_the_others_what_we_lose() {
         let three = machine("(role a) (role b) (role c)");
-        let p = Paranoid::of(&three, 1).expect("three roles");
+        let p = Rivalry::of(&three, 1, false).expect("three roles");
         let mut rewards = vec![1.0, 0.25, 0.5];
         p.apply(&mut rewards);
         assert_eq!(rewards, vec![0.75, 0.25, 0.75]);
-        assert!(Paranoid::of(&machine("(role a) (role b)"), 0).is_none());
         // Nature is not an adversary, and does not count as one of the three.
-        assert!(Paranoid::of(&machine("(role a) (role b) (role random)"), 0).is_none());
+        assert!(Rivalry::of(&machine("(role a) (role b) (role random)"), 0, false).is_none());
         let with_nature = machine("(role a) (role random) (role b) (role c)");
-        let p = Paranoid::of(&with_nature, 0).expect("three players");
+        let p = Rivalry::of(&with_nature, 0, true).expect("three players");
         let mut rewards = vec![0.5, 0.2, 0.9, 0.1];
         p.apply(&mut rewards);
         assert_eq!(rewards, vec![0.5, 0.2, 0.5, 0.5]);
+    }
+
+    #[test]
+    fn a_two_role_opponent_wants_half_its_goal_half_our_loss_where_sums_vary() {
+        let two = machine("(role a) (role b)");
+        assert!(Rivalry::needs_goal_sums(&two));
+        assert!(Rivalry::of(&two, 0, false).is_none());
+        let r = Rivalry::of(&two, 0, true).expect("goal sums vary");
+        let mut rewards = vec![0.25, 0.5];
+        r.apply(&mut rewards);
+        assert_eq!(rewards, vec![0.25, 0.625]);
+        let with_nature = machine("(role a) (role random) (role b)");
+        assert!(Rivalry::needs_goal_sums(&with_nature));
+        let r = Rivalry::of(&with_nature, 2, true).expect("two players");
+        let mut rewards = vec![0.5, 0.3, 1.0];
+        r.apply(&mut rewards);
+        assert_eq!(rewards, vec![0.25, 0.3, 1.0]);
+        assert!(!Rivalry::needs_goal_sums(&machine(
+            "(role a) (role b) (role c)"
+        )));
     }
 }

@@ -7,8 +7,9 @@
 //! values, scaled to 0..1, are added to every role's statistic along the path. In a
 //! turn-taking position the one role with a choice makes it and the others have a single
 //! move, so this is plain UCT. In a game of three or more roles the other roles' rewards are
-//! read paranoidly, each `1 − ours` ([`Paranoid`]): the tree plays them as if together against
-//! us, not each for itself.
+//! read paranoidly, each `1 − ours`: the tree plays them as if together against us, not each
+//! for itself; in a two-role game whose goals do not always sum alike, the opponent's reward
+//! is half its goal and half our loss ([`Rivalry`]).
 //!
 //! **Solver: score bounds.** Every node keeps, per role, a value it is sure of (`low`) and a
 //! value it cannot exceed (`high`), on the 0..1 scale (Cazenave and Saffidine, "Score Bounded
@@ -107,6 +108,10 @@ const HEURISTIC_TRIAL_MARGIN: f64 = 1.0 - 1e-9;
 const HEURISTIC_TRIAL_PROBES: u64 = 200;
 /// A heuristic trial game longer than this is a draw.
 const HEURISTIC_TRIAL_PLIES: usize = 300;
+/// The most random games that look for different goal sums in a two-player game.
+const GOAL_SUM_PLAYOUTS: u64 = 100;
+/// The longest look for different goal sums in a two-player game.
+const GOAL_SUM_PROBE: std::time::Duration = std::time::Duration::from_millis(500);
 /// The shortest think time of a heuristic trial move.
 const MIN_HEURISTIC_TRIAL_MOVE: std::time::Duration = std::time::Duration::from_millis(5);
 
@@ -124,7 +129,7 @@ pub enum Anti {
     Auto,
 }
 
-pub use eval::{Evaluation, GoalEvaluation, HeuristicEvaluation, Paranoid};
+pub use eval::{Evaluation, GoalEvaluation, HeuristicEvaluation, Rivalry};
 use parallel::{Context, Hand, MoveSummary, Worker, merge_root, run_all};
 pub use playout::{DecisivePlayout, PlayoutPolicy, UniformPlayout};
 pub use select::{MoveView, Selection, Ucb1};
@@ -218,6 +223,9 @@ pub struct Plan {
     pub cutoff: usize,
     /// With heuristics: visits a new node's estimate counts as.
     pub prior: u32,
+    /// Whether random games ended with different sums of goals (looked at only where the
+    /// [`Rivalry`] depends on it).
+    pub goal_sum_varies: bool,
 }
 
 impl Plan {
@@ -233,6 +241,7 @@ impl Plan {
             heuristics: None,
             cutoff: settings.cutoff,
             prior: settings.prior,
+            goal_sum_varies: false,
         }
     }
 
@@ -391,6 +400,30 @@ impl<M: StateMachine> MctsPlayer<M> {
         } else {
             self.settings.max_playout_steps
         }
+    }
+
+    /// Whether random games of a two-player game end with different sums of goals (for its
+    /// [`Rivalry`]): at most [`GOAL_SUM_PLAYOUTS`] games in a twentieth of the start clock left,
+    /// at most [`GOAL_SUM_PROBE`]; `false` for other games and when no game finished.
+    fn goal_sum_varies(&self, machine: &mut M, deadline: Instant) -> bool {
+        if !Rivalry::needs_goal_sums(machine) {
+            return false;
+        }
+        let now = Instant::now();
+        let until = now + (deadline.saturating_duration_since(now) / 20).min(GOAL_SUM_PROBE);
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(self.config.seed ^ 0x5355_4d53);
+        let steps = self.settings.max_playout_steps;
+        let found = probe(machine, &mut rng, until, GOAL_SUM_PLAYOUTS, steps);
+        let (sums, reward) = if found.varying_sum {
+            ("vary", "half its goal, half our loss")
+        } else {
+            ("do not vary", "its goal")
+        };
+        tracing::info!(
+            "goal sums {sums} in {} random games: the opponent's reward is {reward}",
+            found.playouts
+        );
+        found.varying_sum
     }
 
     /// The heuristics the settings ask for: given, or learnt (a quarter of the start clock
@@ -603,7 +636,7 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
             },
             progress: self.config.progress.clone(),
             batch: batch::round_size(&self.settings, &self.plan, &*machine),
-            paranoid: Paranoid::of(&*machine, self.role),
+            rivalry: Rivalry::of(&*machine, self.role, self.plan.goal_sum_varies),
         };
         let threads = self.rngs.len();
         let limit = self.config.max_iterations.unwrap_or(u64::MAX);
@@ -729,6 +762,7 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
         deadline: Instant,
     ) -> Result<Plan, SearchError> {
         let mut plan = Plan {
+            goal_sum_varies: self.goal_sum_varies(machine, deadline),
             heuristics: self.learn_heuristics(machine, deadline)?,
             ..Plan::unstarted(&self.settings)
         };

@@ -30,10 +30,9 @@ pub(super) struct Context {
     /// Playouts per batched round and per leaf ([`super::batch`]); `None`: one iteration at
     /// a time.
     pub(super) batch: Option<(usize, usize)>,
-    /// In games of three or more roles, the paranoid reading of the rewards
-    /// ([`super::Paranoid`]): applied to every playout's, estimate's and terminal node's
-    /// rewards as they enter the tree.
-    pub(super) paranoid: Option<super::Paranoid>,
+    /// How the other roles' rewards are read ([`super::Rivalry`]): applied to every
+    /// playout's, estimate's and terminal node's rewards as they enter the tree.
+    pub(super) rivalry: Option<super::Rivalry>,
 }
 
 /// What one thread's search did.

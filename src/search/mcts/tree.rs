@@ -28,7 +28,7 @@ use crate::search::{Halt, goal_or_zero, past};
 
 use super::parallel::Context;
 use super::select::{MoveView, Selection};
-use super::{Paranoid, Policies};
+use super::{Policies, Rivalry};
 
 /// Per-move statistics of one role at one node.
 #[derive(Debug, Clone, Copy)]
@@ -346,7 +346,7 @@ impl<S: Clone + Eq, Mv: Copy + Eq> Tree<S, Mv> {
     /// reused, so that abandoned nodes are never freed on the clock), or a new one at the end
     /// of the arena (`None` if the arena has no index left). The node is settled and worth 0
     /// to everyone if its expansion fails. It is not in the tree until [`Tree::add_child`].
-    fn new_node<M>(&mut self, machine: &mut M, state: &S, paranoid: Option<Paranoid>) -> Option<u32>
+    fn new_node<M>(&mut self, machine: &mut M, state: &S, rivalry: Option<Rivalry>) -> Option<u32>
     where
         M: StateMachine<State = S, Move = Mv>,
     {
@@ -368,9 +368,9 @@ impl<S: Clone + Eq, Mv: Copy + Eq> Tree<S, Mv> {
         match node.fill(machine) {
             // A terminal node: its goals, read as the search reads every reward.
             Ok(()) if node.moves.is_empty() => {
-                if let Some(paranoid) = paranoid {
-                    paranoid.apply(&mut node.low);
-                    paranoid.apply(&mut node.high);
+                if let Some(rivalry) = rivalry {
+                    rivalry.apply(&mut node.low);
+                    rivalry.apply(&mut node.high);
                 }
             }
             Ok(()) => {}
@@ -584,7 +584,7 @@ impl<S: Clone + Eq, Mv: Copy + Eq> Tree<S, Mv> {
         M: StateMachine<State = S, Move = Mv>,
     {
         let n_roles = machine.roles().len();
-        let c = self.new_node(machine, state, ctx.paranoid)?;
+        let c = self.new_node(machine, state, ctx.rivalry)?;
         let settled = self.nodes[c as usize].value().map(<[f64]>::to_vec);
         if self.add_child(id, key, c) {
             scratch.path.push(c);
@@ -595,8 +595,8 @@ impl<S: Clone + Eq, Mv: Copy + Eq> Tree<S, Mv> {
                     .estimate(machine, state, &mut scratch.estimate)
             {
                 // The new node's estimate counts as `prior` visits of the moves to it.
-                if let Some(paranoid) = ctx.paranoid {
-                    paranoid.apply(&mut scratch.estimate);
+                if let Some(rivalry) = ctx.rivalry {
+                    rivalry.apply(&mut scratch.estimate);
                 }
                 let w = f64::from(ctx.prior);
                 let node = &mut self.nodes[id as usize];
@@ -644,8 +644,8 @@ pub(super) fn play_out<M: StateMachine>(
         .playout(machine, state, rng, ctx.deadline, ctx.max_steps)?;
     let mut rewards = Vec::with_capacity(machine.roles().len());
     policies.eval.evaluate(machine, &last, &mut rewards)?;
-    if let Some(paranoid) = ctx.paranoid {
-        paranoid.apply(&mut rewards);
+    if let Some(rivalry) = ctx.rivalry {
+        rivalry.apply(&mut rewards);
     }
     Ok(rewards)
 }
@@ -687,7 +687,7 @@ mod tests {
             prior: 0,
             progress: None,
             batch: None,
-            paranoid: None,
+            rivalry: None,
         };
         let mut policies = Policies::<PropnetMachine> {
             select: Box::new(Ucb1 { exploration: 0.4 }),
