@@ -78,11 +78,8 @@ impl Rivalry {
         };
         for (r, reward) in rewards.iter_mut().enumerate() {
             if self.others >> r & 1 == 1 {
-                *reward = if self.weight >= 1.0 {
-                    1.0 - mine
-                } else {
-                    (1.0 - self.weight) * *reward + self.weight * (1.0 - mine)
-                };
+                // Exactly `1 − ours` at weight 1.
+                *reward = (1.0 - self.weight) * *reward + self.weight * (1.0 - mine);
             }
         }
     }
