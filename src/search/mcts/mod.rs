@@ -12,7 +12,6 @@
 //! is half its goal and half our loss ([`Rivalry`]).
 //!
 //! **The move at a simultaneous root.** Where we and exactly one other role choose at once,
-//! and the tree reads that role as wholly against us (not a two-role game whose goals vary),
 //! the move is drawn from the maximin mixed strategy of the root's payoff matrix, estimated
 //! from the root's children ([`mixed`]): a pure move is what a searching opponent answers.
 //!
@@ -831,15 +830,7 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
                 proven: true,
             });
         }
-        // The maximin reading is the tree's own only where it reads the other as wholly
-        // against us: not in a two-role game whose goals vary (there the other is half a
-        // rival, and maximin mixed in moves that gain nothing: point_grab, see
-        // `docs/experiments/mixed-root.md`).
-        let adversary = !self.plan.goal_sum_varies;
-        if let Some(mixed) = adversary
-            .then(|| mixed::root_strategy(&self.trees, role, moves, &merged, nature))
-            .flatten()
-        {
+        if let Some(mixed) = mixed::root_strategy(&self.trees, role, moves, &merged, nature) {
             // We and one other choose at once: a move drawn from the root's mixed strategy.
             let k = mixed::draw(&mixed.weights, &mut self.rngs[0]);
             tracing::debug!("mixed strategy {:?}, drew {k}", mixed.weights);
