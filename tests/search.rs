@@ -749,42 +749,6 @@ fn higher_number(extra: &str) -> Description {
     Description::from_text(&text).expect("the sheet is valid")
 }
 
-/// Matching pennies: `same` wins if both show the same side, `differ` if not.
-fn pennies() -> Description {
-    Description::from_text(
-        "(role same) (role differ) (init start) (side heads) (side tails) \
-         (<= (legal ?r (show ?s)) (role ?r) (side ?s) (true start)) \
-         (<= (next (shown ?r ?s)) (does ?r (show ?s))) \
-         (<= terminal (not (true start))) \
-         (<= match (true (shown same ?s)) (true (shown differ ?s))) \
-         (<= (goal same 100) match) (<= (goal same 0) (not match)) \
-         (<= (goal differ 0) match) (<= (goal differ 100) (not match))",
-    )
-    .expect("the sheet is valid")
-}
-
-#[test]
-fn mcts_draws_its_move_from_a_mixed_strategy_where_the_other_chooses_at_once() {
-    // roshambo2 (rock, paper, scissors and well, best of ten): rock is never better than
-    // well, and the equilibrium plays each of the other three a third of the time, worth 50.
-    // The move is drawn from the root's maximin strategy: over ten seeds it varies, it is
-    // never rock, and the value is about 50.
-    let mut m = propnet(&base("roshambo2"));
-    let state = m.initial_state();
-    let mut seen = std::collections::BTreeSet::new();
-    for seed in 0..10 {
-        let mut player = plain_mcts::<PropnetMachine>(&config(seed, 100_000));
-        player.start(&mut m, 0, Instant::now()).unwrap();
-        let choice = player.choose(&mut m, &state, far()).unwrap();
-        let mv = printed(&m, choice.mv);
-        assert_ne!(mv, "rock", "seed {seed}");
-        let value = choice.value.expect("a value");
-        assert!((40.0..=60.0).contains(&value), "seed {seed}: {value}");
-        seen.insert(mv);
-    }
-    assert!(seen.len() >= 2, "{seen:?}");
-}
-
 fn started_auto(
     d: &Description,
     role: usize,
@@ -822,7 +786,16 @@ fn auto_plays_alpha_beta_where_a_simultaneous_game_is_proven_in_pure_strategies(
     let (p, _) = started_auto(&higher_number(four), 1);
     assert_eq!(p.name(), "auto:alphabeta", "{}", p.reason());
     // Matching pennies: each can be sure of 0 only, so the value needs mixing: MCTS.
-    let pennies = pennies();
+    let pennies = Description::from_text(
+        "(role same) (role differ) (init start) (side heads) (side tails) \
+         (<= (legal ?r (show ?s)) (role ?r) (side ?s) (true start)) \
+         (<= (next (shown ?r ?s)) (does ?r (show ?s))) \
+         (<= terminal (not (true start))) \
+         (<= match (true (shown same ?s)) (true (shown differ ?s))) \
+         (<= (goal same 100) match) (<= (goal same 0) (not match)) \
+         (<= (goal differ 0) match) (<= (goal differ 100) (not match))",
+    )
+    .expect("the sheet is valid");
     for role in 0..2 {
         let (p, _) = started_auto(&pennies, role);
         assert_eq!(p.name(), "auto:mcts", "{}", p.reason());

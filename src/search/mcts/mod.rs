@@ -11,10 +11,6 @@
 //! for itself; in a two-role game whose goals do not always sum alike, the opponent's reward
 //! is half its goal and half our loss ([`Rivalry`]).
 //!
-//! **The move at a simultaneous root.** Where we and exactly one other role choose at once,
-//! the move is drawn from the maximin mixed strategy of the root's payoff matrix, estimated
-//! from the root's children ([`mixed`]): a pure move is what a searching opponent answers.
-//!
 //! **Solver: score bounds.** Every node keeps, per role, a value it is sure of (`low`) and a
 //! value it cannot exceed (`high`), on the 0..1 scale (Cazenave and Saffidine, "Score Bounded
 //! Monte-Carlo Tree Search", 2010, extended to any number of roles). A terminal node's bounds
@@ -59,7 +55,6 @@
 
 mod batch;
 mod eval;
-mod mixed;
 mod parallel;
 mod playout;
 mod select;
@@ -780,8 +775,8 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
         Ok(plan)
     }
 
-    /// The move to play from the trees' roots (`nature[r]`: role `r` is nature).
-    fn best(&mut self, nature: &[bool]) -> Result<Choice<M::Move>, SearchError> {
+    /// The move to play from the trees' roots.
+    fn best(&self) -> Result<Choice<M::Move>, SearchError> {
         let role = self.role;
         let first = &self.trees[0].nodes[0];
         let moves = first.moves.get(role).ok_or(SearchError::NoMove)?;
@@ -828,17 +823,6 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
                 iterations: self.stats.iterations,
                 value: Some(value * 100.0),
                 proven: true,
-            });
-        }
-        if let Some(mixed) = mixed::root_strategy(&self.trees, role, moves, &merged, nature) {
-            // We and one other choose at once: a move drawn from the root's mixed strategy.
-            let k = mixed::draw(&mixed.weights, &mut self.rngs[0]);
-            tracing::debug!("mixed strategy {:?}, drew {k}", mixed.weights);
-            return Ok(Choice {
-                mv: moves[mixed.rows[k]],
-                iterations: self.stats.iterations,
-                value: Some(mixed.value * 100.0),
-                proven: false,
             });
         }
         let pick = pick_move(&merged);
@@ -901,10 +885,7 @@ impl<M: StateMachine + Send + 'static> Player<M> for MctsPlayer<M> {
             return Err(SearchError::NoMove);
         }
         self.search(machine, state, deadline)?;
-        let nature: Vec<bool> = (0..machine.roles().len())
-            .map(|r| machine.is_nature(r))
-            .collect();
-        self.best(&nature)
+        self.best()
     }
 }
 
