@@ -19,19 +19,12 @@
 //!
 //! **With a start clock** (a match): the probe (a quarter of the start clock, at most 3 s, see
 //! [`super::probe`]) tells whether the game is two-player, turn-taking and constant-sum. If not,
-//! MCTS plays. If so, a **trial** decides: within half of the start clock left, alpha-beta and
-//! MCTS, built by the constructors that build the match's player ([`AutoPlayer::alphabeta`],
-//! [`AutoPlayer::mcts`]; alpha-beta with the material it finds, see
-//! [`super::heuristic::find_material`]), play [`TRIAL_GAMES`] fast games against each other ([`super::duel`]) from the
-//! initial state, seats alternating, each move given the same short time; a game not over
-//! after [`TRIAL_PLIES`] plies, or when the trial's time is up, counts as a draw. Alpha-beta
-//! plays the match if it scored more than half and values its leaves by an evaluation
-//! (material or a learnt heuristic: with random playouts as leaves it is a weaker MCTS, and a
-//! trial at a short slice a move does not tell how it does at the match's clock), or if its
-//! search of the initial state (the rest of the start clock, half of it) proves the game's
-//! value; MCTS otherwise, the search that suits every
-//! game, and MCTS's solver still finds the wins and losses near the end. The choice and its
-//! reason are logged (`INFO auto: ...`) and kept ([`AutoPlayer::reason`]).
+//! MCTS plays. If so, alpha-beta searches the initial state (half of the start clock left) and
+//! plays the match if it proves the game's value; MCTS otherwise, the search that suits every
+//! game, and MCTS's solver still finds the wins and losses near the end. (A trial of fast games
+//! between the two at the start clock used to pick alpha-beta where it won; its picks lost to
+//! Sancho, `docs/experiments/auto-trial.md`, and it was removed.) The choice and its reason are
+//! logged (`INFO auto: ...`) and kept ([`AutoPlayer::reason`]).
 //!
 //! **With a budget instead of a clock** ([`LevelBudget`], the levels of `ggp play`, which have
 //! no start clock): the probe runs by count ([`BUDGET_PROBE_PLAYOUTS`] playouts), and alpha-beta
@@ -47,7 +40,6 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use crate::machine::StateMachine;
 
 use super::alphabeta::{AlphaBetaPlayer, AlphaBetaSettings};
-use super::duel::{DuelPlan, Side, duel};
 use super::mcts::{MctsPlayer, MctsSettings};
 use super::parts::PartsPlayer;
 use super::probe::{GameProbe, probe};
@@ -60,12 +52,6 @@ const MAX_PROBE: Duration = Duration::from_secs(3);
 const MAX_PROBE_PLAYOUTS: u64 = 500;
 /// The probing playouts of a player with a [`LevelBudget`].
 pub const BUDGET_PROBE_PLAYOUTS: u64 = 50;
-/// The trial's games (seats alternating).
-pub const TRIAL_GAMES: usize = 2;
-/// A trial game longer than this is a draw.
-pub const TRIAL_PLIES: usize = 200;
-/// The shortest think time of a trial move.
-const MIN_TRIAL_MOVE: Duration = Duration::from_millis(2);
 
 /// Search limits instead of a clock: MCTS playouts or alpha-beta nodes per move.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,19 +65,13 @@ pub struct LevelBudget {
 /// The options of `auto` besides its MCTS settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AutoSettings {
-    /// Whether the trial decides (on by default); off, alpha-beta plays only when its search
-    /// of the initial state proves the game's value (the rule before the trial).
-    pub trial: bool,
     /// Whether single-player games are played by the puzzle search (on by default).
     pub puzzle: bool,
 }
 
 impl Default for AutoSettings {
     fn default() -> AutoSettings {
-        AutoSettings {
-            trial: true,
-            puzzle: true,
-        }
+        AutoSettings { puzzle: true }
     }
 }
 
@@ -117,7 +97,7 @@ pub struct AutoPlayer<M: StateMachine> {
 }
 
 impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
-    /// A player that decides by the clock (probe and trial at the start clock).
+    /// A player that decides by the clock (probe and searches at the start clock).
     pub fn new(config: SearchConfig, mcts: MctsSettings, auto: AutoSettings) -> AutoPlayer<M> {
         AutoPlayer {
             config,
@@ -257,35 +237,21 @@ impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
         }
     }
 
-    /// The MCTS player `auto` plays with `config`: the match's (with the budget's limit) and
-    /// the trial's are both built here. The trial's (`in_trial`) leaves out the heuristic
-    /// trial, which would spend the one short slice its start is given on games of its own.
-    pub fn mcts(&self, config: SearchConfig, in_trial: bool) -> MctsPlayer<M> {
-        let settings = MctsSettings {
-            heuristic_trial: self.mcts.heuristic_trial && !in_trial,
-            ..self.mcts.clone()
-        };
-        MctsPlayer::with_settings(config, settings)
+    /// The MCTS player `auto` plays (with the budget's limit, if any).
+    fn mcts_player(&self) -> MctsPlayer<M> {
+        let config = self.config_with(self.budget.map(|b| b.playouts));
+        MctsPlayer::with_settings(config, self.mcts.clone())
     }
 
-    /// The alpha-beta player `auto` plays with `config`: its heuristic and candidate
-    /// features are MCTS's; the match's (with the budget's limit) and the trial's are both
-    /// built here.
-    pub fn alphabeta(&self, config: SearchConfig) -> AlphaBetaPlayer<M> {
+    /// The alpha-beta player `auto` plays (with the budget's limit, if any): its heuristic and
+    /// candidate features are MCTS's.
+    fn alphabeta_player(&self) -> AlphaBetaPlayer<M> {
         let settings = AlphaBetaSettings {
             heuristic: self.mcts.heuristic,
             groups: self.mcts.groups,
             ..AlphaBetaSettings::default()
         };
-        AlphaBetaPlayer::with_settings(config, settings)
-    }
-
-    fn mcts_player(&self) -> MctsPlayer<M> {
-        self.mcts(self.config_with(self.budget.map(|b| b.playouts)), false)
-    }
-
-    fn alphabeta_player(&self) -> AlphaBetaPlayer<M> {
-        self.alphabeta(self.config_with(self.budget.map(|b| b.nodes)))
+        AlphaBetaPlayer::with_settings(self.config_with(self.budget.map(|b| b.nodes)), settings)
     }
 
     /// Chooses by the budget: alpha-beta where it qualifies and finds material.
@@ -337,55 +303,6 @@ impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
         tracing::info!("auto: {}", self.reason);
         self.chosen = Some(chosen);
     }
-
-    /// The trial (see the module documentation): alpha-beta's score against MCTS, 0 to 1, and
-    /// the games played, both players built as the match's are.
-    fn trial(&self, machine: &mut M, until: Instant) -> Result<(f64, usize), SearchError> {
-        let expected = self
-            .probe
-            .as_ref()
-            .map_or(TRIAL_PLIES as f64, |p| p.mean_length);
-        let plan = DuelPlan::fitted(
-            TRIAL_GAMES,
-            TRIAL_PLIES,
-            expected,
-            until,
-            MIN_TRIAL_MOVE,
-            self.config.seed,
-        );
-        let result = duel(machine, &plan, |side, config| -> Box<dyn Player<M>> {
-            match side {
-                Side::A => Box::new(self.alphabeta(config)),
-                Side::B => Box::new(self.mcts(config, true)),
-            }
-        })?;
-        Ok((result.score, result.games))
-    }
-}
-
-/// The choice after the trial: alpha-beta (`true`) or MCTS, and why. Alpha-beta when its start
-/// search proved the game's value, or when it scored more than half in the trial and values its
-/// leaves by an evaluation (material or a learnt heuristic). With random playouts as leaves it
-/// is a weaker MCTS whose trial wins at a short slice a move do not carry over to the match's
-/// clock (gomoku_15x15: 2 of 2 in the trial at 86 ms a move, then a blind move at every 4 s
-/// turn, lost to Sancho).
-fn after_trial(proven: bool, evaluates: bool, score: f64, games: usize) -> (bool, String) {
-    if proven {
-        let why =
-            format!("its search proved the game's value ({games} trial games scored {score:.2})");
-        return (true, why);
-    }
-    if score > 0.5 && evaluates {
-        return (
-            true,
-            format!("it scored {score:.2} against MCTS in {games} trial games"),
-        );
-    }
-    let mut why = format!("alpha-beta scored {score:.2} against it in {games} trial games");
-    if score > 0.5 {
-        why.push_str(", but has no evaluation (no material, no heuristic learnt)");
-    }
-    (false, why)
 }
 
 impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
@@ -465,28 +382,21 @@ impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
         }
         let now = Instant::now();
         let half = now + deadline.saturating_duration_since(now) / 2;
-        let (score, games) = if self.auto.trial {
-            self.trial(machine, half)?
-        } else {
-            (0.5, 0)
-        };
-        let now = Instant::now();
-        let half = now + deadline.saturating_duration_since(now) / 2;
         let mut alphabeta = self.alphabeta_player();
         alphabeta.start(machine, role, half)?;
-        let (pick_alphabeta, why) = after_trial(
-            alphabeta.stats().proven,
-            alphabeta.evaluates(),
-            score,
-            games,
-        );
-        if pick_alphabeta {
-            self.decide(Chosen::AlphaBeta(alphabeta), &why);
+        if alphabeta.stats().proven {
+            self.decide(
+                Chosen::AlphaBeta(alphabeta),
+                "its search proved the game's value",
+            );
             return Ok(());
         }
         let mut mcts = self.mcts_player();
         mcts.start(machine, role, deadline)?;
-        self.decide(Chosen::Mcts(mcts), &why);
+        self.decide(
+            Chosen::Mcts(mcts),
+            "alpha-beta did not prove the game's value at the start clock",
+        );
         Ok(())
     }
 
@@ -510,22 +420,5 @@ impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
             Some(Chosen::Parts(p)) => p.choose(machine, state, deadline),
             None => Err(SearchError::NoMove),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn alpha_beta_needs_an_evaluation_or_a_proof_to_be_chosen() {
-        assert!(after_trial(true, false, 0.0, 2).0);
-        assert!(after_trial(false, true, 1.0, 2).0);
-        let (chosen, why) = after_trial(false, false, 1.0, 2);
-        assert!(!chosen);
-        assert!(why.contains("no evaluation"), "{why}");
-        let (chosen, why) = after_trial(false, true, 0.5, 2);
-        assert!(!chosen);
-        assert!(!why.contains("no evaluation"), "{why}");
     }
 }

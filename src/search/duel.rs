@@ -1,7 +1,6 @@
 //! Fast games between two players from the initial state, seats taking turns: the start-clock
-//! trials that choose a search or a setting by how it plays this game, not by its name
-//! (`auto`: alpha-beta against MCTS; MCTS: its learnt heuristic valuing cut playouts against
-//! the same as a prior).
+//! trial that chooses a setting by how it plays this game, not by its name (MCTS: its learnt
+//! heuristic valuing cut playouts against the same as a prior).
 //!
 //! Game `g` seats player A as role `g mod n` and player B in every other seat. Each role with a
 //! choice searches for the same time slice; a role with a single legal move (a `noop` while the

@@ -13,8 +13,8 @@
 //! - [`heuristic`]: a state evaluation learnt at the start clock from random games (fact counts
 //!   that correlate with the outcome), for alpha-beta's leaves.
 //! - [`puzzle`]: best-first search for a line to goal 100 in single-player games.
-//! - [`duel`]: fast games between two players, the start-clock trials that choose a search
-//!   (`auto`) or how MCTS uses its heuristic.
+//! - [`duel`]: fast games between two players, the start-clock trial that chooses how MCTS
+//!   uses its heuristic.
 //! - [`parts`]: a game of simultaneous moves that is turn-taking games played at once, searched
 //!   one part at a time (`auto` plays it so).
 //! - [`probe`]: random playouts that tell which of the two suits a game; the `auto` player

@@ -111,16 +111,10 @@ pub const MCTS_KEYS: &[(&str, &str)] = &[
 ];
 
 /// The options `auto` has besides those of `mcts`: key and meaning.
-pub const AUTO_KEYS: &[(&str, &str)] = &[
-    (
-        "trial",
-        "pick alpha-beta or MCTS by trial games at the start clock (on or off)",
-    ),
-    (
-        "puzzle",
-        "single-player games played by the puzzle search (on or off)",
-    ),
-];
+pub const AUTO_KEYS: &[(&str, &str)] = &[(
+    "puzzle",
+    "single-player games played by the puzzle search (on or off)",
+)];
 
 /// The options of `alphabeta`: key and meaning.
 pub const ALPHABETA_KEYS: &[(&str, &str)] = &[
@@ -334,7 +328,6 @@ fn set_mcts(s: &mut MctsSettings, player: &str, key: &str, v: &str) -> Result<()
 /// Sets one of `auto`'s own options.
 fn set_auto(s: &mut AutoSettings, player: &str, key: &str, v: &str) -> Result<(), SpecError> {
     match key {
-        "trial" => s.trial = switch(player, key, v, AUTO_KEYS)?,
         "puzzle" => s.puzzle = switch(player, key, v, AUTO_KEYS)?,
         _ => return Err(unknown(player, key, AUTO_KEYS)),
     }
@@ -411,6 +404,7 @@ mod tests {
             "mcts:mobility=on",
             "auto:factor=on",
             "auto:endgame=on",
+            "auto:trial=on",
             "alphabeta:ponder=on",
         ] {
             assert!(removed.parse::<PlayerSpec>().is_err(), "{removed}");
@@ -421,11 +415,11 @@ mod tests {
     fn auto_switches_have_their_defaults() {
         let plain: PlayerSpec = "auto".parse().unwrap();
         assert_eq!(plain.auto, AutoSettings::default());
-        assert!(plain.auto.trial && plain.auto.puzzle);
-        let spec: PlayerSpec = "auto:trial=off,puzzle=off,c=0.5".parse().unwrap();
-        assert!(!spec.auto.trial && !spec.auto.puzzle);
+        assert!(plain.auto.puzzle);
+        let spec: PlayerSpec = "auto:puzzle=off,c=0.5".parse().unwrap();
+        assert!(!spec.auto.puzzle);
         assert_eq!(spec.mcts.exploration, 0.5);
-        assert!("auto:trial=maybe".parse::<PlayerSpec>().is_err());
-        assert!("mcts:trial=on".parse::<PlayerSpec>().is_err());
+        assert!("auto:puzzle=maybe".parse::<PlayerSpec>().is_err());
+        assert!("mcts:puzzle=on".parse::<PlayerSpec>().is_err());
     }
 }
