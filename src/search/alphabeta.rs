@@ -188,12 +188,6 @@ impl<M: StateMachine> AlphaBetaPlayer<M> {
         self.material.as_ref()
     }
 
-    /// Whether it values the leaves of its search by an evaluation (material, or a learnt
-    /// heuristic) rather than by random playouts.
-    pub fn evaluates(&self) -> bool {
-        self.material.is_some() || self.evaluator.is_some()
-    }
-
     /// Finds the material and learns the heuristic once, as the settings ask, with at most a
     /// third of the time to `deadline` each (the material needs a fixed number of short
     /// random games, well within that unless the clock is very short).
