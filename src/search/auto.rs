@@ -42,7 +42,7 @@ use crate::machine::StateMachine;
 use super::alphabeta::{AlphaBetaPlayer, AlphaBetaSettings};
 use super::mcts::{MctsPlayer, MctsSettings};
 use super::parts::PartsPlayer;
-use super::probe::{GameProbe, probe};
+use super::probe::probe;
 use super::puzzle::{self, PuzzlePlayer};
 use super::{Choice, Player, SearchConfig, SearchError};
 
@@ -91,7 +91,6 @@ pub struct AutoPlayer<M: StateMachine> {
     chosen: Option<Chosen<M>>,
     /// Our role, from the last start.
     role: usize,
-    probe: Option<GameProbe>,
     reason: String,
     auto: AutoSettings,
 }
@@ -105,7 +104,6 @@ impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
             budget: None,
             chosen: None,
             role: 0,
-            probe: None,
             reason: String::new(),
             auto,
         }
@@ -266,7 +264,6 @@ impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
         let found = probe(machine, &mut rng, far, BUDGET_PROBE_PLAYOUTS, 10_000);
         let qualifies = found.alternating_zero_sum();
         let simultaneous = found.simultaneous_states > 0;
-        self.probe = Some(found);
         if simultaneous && self.start_parts(machine, role, far, deadline)? {
             return Ok(());
         }
@@ -357,7 +354,6 @@ impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
         let qualifies = found.alternating_zero_sum();
         let two_player_sum = found.two_player_sum();
         let simultaneous = found.simultaneous_states > 0;
-        self.probe = Some(found);
         let now = Instant::now();
         let until = now + (deadline.saturating_duration_since(now) / 8).min(MAX_PROBE);
         if simultaneous && self.start_parts(machine, role, until, deadline)? {
