@@ -767,26 +767,9 @@ fn started_auto(
     (p, m)
 }
 
-#[test]
-fn auto_plays_alpha_beta_where_a_simultaneous_game_is_proven_in_pure_strategies() {
-    // Both can be sure of a draw by picking 3, and neither of more: the value is 50.
-    for role in 0..2 {
-        let (mut p, mut m) = started_auto(&higher_number(""), role);
-        assert_eq!(p.name(), "auto:alphabeta", "{}", p.reason());
-        assert!(p.reason().contains("pure strategies"), "{}", p.reason());
-        let state = m.initial_state();
-        let choice = p.choose(&mut m, &state, far()).unwrap();
-        assert_eq!(printed(&m, choice.mv), "(pick 3)");
-        assert_eq!(choice.value, Some(50.0));
-    }
-    // Left also has 4: a sure win for left, a sure loss for right.
-    let four = "(<= (legal left (pick 4)) (true start))";
-    let (p, _) = started_auto(&higher_number(four), 0);
-    assert!(p.reason().contains("proved a win"), "{}", p.reason());
-    let (p, _) = started_auto(&higher_number(four), 1);
-    assert_eq!(p.name(), "auto:alphabeta", "{}", p.reason());
-    // Matching pennies: each can be sure of 0 only, so the value needs mixing: MCTS.
-    let pennies = Description::from_text(
+/// Matching pennies: `same` wins if both show the same side, `differ` otherwise.
+fn pennies() -> Description {
+    Description::from_text(
         "(role same) (role differ) (init start) (side heads) (side tails) \
          (<= (legal ?r (show ?s)) (role ?r) (side ?s) (true start)) \
          (<= (next (shown ?r ?s)) (does ?r (show ?s))) \
@@ -795,12 +778,96 @@ fn auto_plays_alpha_beta_where_a_simultaneous_game_is_proven_in_pure_strategies(
          (<= (goal same 100) match) (<= (goal same 0) (not match)) \
          (<= (goal differ 0) match) (<= (goal differ 100) (not match))",
     )
-    .expect("the sheet is valid");
+    .expect("the sheet is valid")
+}
+
+#[test]
+fn auto_solves_small_simultaneous_games_exactly_and_mixes_where_it_must() {
+    // Both can be sure of a draw by picking 3, and neither of more: a pure strategy.
     for role in 0..2 {
-        let (p, _) = started_auto(&pennies, role);
-        assert_eq!(p.name(), "auto:mcts", "{}", p.reason());
-        assert!(p.reason().contains("not proven"), "{}", p.reason());
+        let (mut p, mut m) = started_auto(&higher_number(""), role);
+        assert_eq!(p.name(), "auto:equilibrium", "{}", p.reason());
+        assert!(p.reason().contains("solved exactly"), "{}", p.reason());
+        let state = m.initial_state();
+        for _ in 0..10 {
+            let choice = p.choose(&mut m, &state, far()).unwrap();
+            assert_eq!(printed(&m, choice.mv), "(pick 3)");
+            assert_eq!(choice.value, Some(50.0));
+            assert!(choice.proven);
+        }
     }
+    // Left also has 4: a sure win for left, a sure loss for right.
+    let four = "(<= (legal left (pick 4)) (true start))";
+    for (role, value) in [(0, 100.0), (1, 0.0)] {
+        let (mut p, mut m) = started_auto(&higher_number(four), role);
+        assert_eq!(p.name(), "auto:equilibrium", "{}", p.reason());
+        let state = m.initial_state();
+        let choice = p.choose(&mut m, &state, far()).unwrap();
+        assert_eq!(choice.value, Some(value));
+        if role == 0 {
+            assert_eq!(printed(&m, choice.mv), "(pick 4)");
+        }
+    }
+    // Matching pennies is worth 50 to each only by even odds: both sides get shown, about
+    // equally often.
+    for role in 0..2 {
+        let (mut p, mut m) = started_auto(&pennies(), role);
+        assert_eq!(p.name(), "auto:equilibrium", "{}", p.reason());
+        let state = m.initial_state();
+        let mut heads = 0;
+        for _ in 0..200 {
+            let choice = p.choose(&mut m, &state, far()).unwrap();
+            assert_eq!(choice.value, Some(50.0));
+            heads += usize::from(printed(&m, choice.mv) == "(show heads)");
+        }
+        assert!((70..=130).contains(&heads), "heads {heads} times of 200");
+    }
+}
+
+/// Each role sets a bit at each of 40 steps, every bit kept, and the game is a draw: too many
+/// states to solve exactly, none that matter. With `escape`, left may instead pick 4 at the
+/// start and win.
+fn bits(escape: bool) -> Description {
+    let escape = if escape {
+        "(<= (legal left (pick 4)) (true (step 0)))"
+    } else {
+        ""
+    };
+    let steps: String = (0..40).map(|n| format!("(succ {n} {}) ", n + 1)).collect();
+    let text = format!(
+        "(role left) (role right) (init (step 0)) {steps} (bit 0) (bit 1) {escape} \
+         (<= (legal ?r (set ?b)) (role ?r) (bit ?b)) \
+         (<= (next (step ?m)) (true (step ?n)) (succ ?n ?m)) \
+         (<= (next (has ?r ?n ?b)) (does ?r (set ?b)) (true (step ?n))) \
+         (<= (next (has ?r ?n ?b)) (true (has ?r ?n ?b))) \
+         (<= (next won) (does left (pick 4))) \
+         (<= terminal (true won)) \
+         (<= terminal (true (step 40))) \
+         (<= (goal left 100) (true won)) (<= (goal right 0) (true won)) \
+         (<= (goal left 50) (not (true won))) (<= (goal right 50) (not (true won)))"
+    );
+    Description::from_text(&text).expect("the sheet is valid")
+}
+
+#[test]
+fn auto_plays_alpha_beta_where_a_simultaneous_game_is_proven_in_pure_strategies() {
+    for role in 0..2 {
+        let (mut p, mut m) = started_auto(&bits(true), role);
+        assert_eq!(p.name(), "auto:alphabeta", "{}", p.reason());
+        let state = m.initial_state();
+        let choice = p.choose(&mut m, &state, far()).unwrap();
+        if role == 0 {
+            assert!(p.reason().contains("proved a win"), "{}", p.reason());
+            assert_eq!(printed(&m, choice.mv), "(pick 4)");
+        } else {
+            assert!(p.reason().contains("pure strategies"), "{}", p.reason());
+            assert_eq!(choice.value, Some(0.0));
+        }
+    }
+    // Without the escape, neither the exact solve nor alpha-beta ends within the clock.
+    let (p, _) = started_auto(&bits(false), 0);
+    assert_eq!(p.name(), "auto:mcts", "{}", p.reason());
+    assert!(p.reason().contains("not solved"), "{}", p.reason());
 }
 
 #[test]

@@ -9,6 +9,10 @@
 //! random games for an eighth of the start clock at most, 3 s at most) is played by
 //! [`PartsPlayer`], one part at a time.
 //!
+//! **Small simultaneous games solved:** a two-player constant-sum game with simultaneous moves
+//! whose states can all be solved in a third of the start clock (at most [`MAX_SOLVED_STATES`])
+//! is solved exactly ([`super::equilibrium`]) and played by an optimal mixed strategy.
+//!
 //! **Simultaneous games proven in pure strategies:** in a two-player constant-sum game with
 //! simultaneous moves, alpha-beta (which lets the other reply knowing our move) searches the
 //! initial state for our role, then for the other's (a quarter of the start clock, then a
@@ -40,6 +44,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use crate::machine::StateMachine;
 
 use super::alphabeta::{AlphaBetaPlayer, AlphaBetaSettings};
+use super::equilibrium::{Equilibrium, EquilibriumPlayer, Unsolved};
 use super::mcts::{MctsPlayer, MctsSettings};
 use super::parts::PartsPlayer;
 use super::probe::probe;
@@ -50,6 +55,8 @@ use super::{Choice, Player, SearchConfig, SearchError};
 const MAX_PROBE: Duration = Duration::from_secs(3);
 /// The most probing playouts.
 const MAX_PROBE_PLAYOUTS: u64 = 500;
+/// The most states the exact solve of a simultaneous game keeps ([`super::equilibrium`]).
+pub const MAX_SOLVED_STATES: usize = 2_000_000;
 /// The probing playouts of a player with a [`LevelBudget`].
 pub const BUDGET_PROBE_PLAYOUTS: u64 = 50;
 
@@ -81,6 +88,7 @@ enum Chosen<M: StateMachine> {
     Mcts(MctsPlayer<M>),
     Puzzle(Box<PuzzlePlayer<M>>),
     Parts(PartsPlayer<M>),
+    Equilibrium(EquilibriumPlayer<M>),
 }
 
 /// The `auto` player.
@@ -161,6 +169,40 @@ impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
             parts.parts()
         );
         self.decide(Chosen::Parts(parts), &why);
+        Ok(true)
+    }
+
+    /// Plays an optimal mixed strategy if the game (two-player, constant-sum: goals summing to
+    /// `sum`) is solved exactly before `until` ([`super::equilibrium`]); whether it is.
+    fn start_equilibrium(
+        &mut self,
+        machine: &mut M,
+        role: usize,
+        sum: u32,
+        until: Instant,
+    ) -> Result<bool, SearchError> {
+        if machine.is_gdl2() {
+            return Ok(false);
+        }
+        let started = Instant::now();
+        let initial = machine.initial_state();
+        let table = match Equilibrium::solve(machine, &initial, sum, until, MAX_SOLVED_STATES) {
+            Ok(table) => table,
+            Err(Unsolved::Machine(e)) => return Err(e.into()),
+            Err(why) => {
+                tracing::info!("auto: the exact solve gave up: {why}");
+                return Ok(false);
+            }
+        };
+        let why = format!(
+            "simultaneous moves, solved exactly ({} states in {:.1} s, value {:.1})",
+            table.states(),
+            started.elapsed().as_secs_f64(),
+            table.value(&initial, role).unwrap_or(f64::NAN),
+        );
+        let mut player = EquilibriumPlayer::new(&self.config, table);
+        player.start(machine, role, until)?;
+        self.decide(Chosen::Equilibrium(player), &why);
         Ok(true)
     }
 
@@ -295,6 +337,7 @@ impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
             Chosen::Mcts(_) => "mcts",
             Chosen::Puzzle(_) => "puzzle",
             Chosen::Parts(_) => "parts",
+            Chosen::Equilibrium(_) => "equilibrium",
         };
         self.reason = format!("{name}: {reason}");
         tracing::info!("auto: {}", self.reason);
@@ -310,6 +353,7 @@ impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
             Some(Chosen::Mcts(_)) => "auto:mcts".into(),
             Some(Chosen::Puzzle(_)) => "auto:puzzle".into(),
             Some(Chosen::Parts(_)) => "auto:parts".into(),
+            Some(Chosen::Equilibrium(_)) => "auto:equilibrium".into(),
         }
     }
 
@@ -323,6 +367,7 @@ impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
             Some(Chosen::Mcts(p)) => p.work(),
             Some(Chosen::Puzzle(p)) => p.work(),
             Some(Chosen::Parts(p)) => p.work(),
+            Some(Chosen::Equilibrium(p)) => p.work(),
             None => super::Work::default(),
         }
     }
@@ -360,16 +405,20 @@ impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
             return Ok(());
         }
         let proof_tried = two_player_sum.filter(|_| simultaneous);
-        if let Some(sum) = proof_tried
-            && self.start_proof(machine, role, sum, deadline)?
-        {
-            return Ok(());
+        if let Some(sum) = proof_tried {
+            let now = Instant::now();
+            let third = now + deadline.saturating_duration_since(now) / 3;
+            if self.start_equilibrium(machine, role, sum, third)?
+                || self.start_proof(machine, role, sum, deadline)?
+            {
+                return Ok(());
+            }
         }
         if !qualifies {
             let mut mcts = self.mcts_player();
             mcts.start(machine, role, deadline)?;
             let why = if proof_tried.is_some() {
-                "simultaneous moves, the value not proven in pure strategies"
+                "simultaneous moves, not solved, the value not proven in pure strategies"
             } else {
                 "not two-player turn-taking constant-sum"
             };
@@ -414,6 +463,7 @@ impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
             Some(Chosen::Mcts(p)) => p.choose(machine, state, deadline),
             Some(Chosen::Puzzle(p)) => p.choose(machine, state, deadline),
             Some(Chosen::Parts(p)) => p.choose(machine, state, deadline),
+            Some(Chosen::Equilibrium(p)) => p.choose(machine, state, deadline),
             None => Err(SearchError::NoMove),
         }
     }

@@ -15,6 +15,9 @@
 //! - [`puzzle`]: best-first search for a line to goal 100 in single-player games.
 //! - [`duel`]: fast games between two players, the start-clock trial that chooses how MCTS
 //!   uses its heuristic.
+//! - [`equilibrium`]: small two-player constant-sum games with simultaneous moves solved
+//!   exactly at the start clock (a matrix game at each state) and played by an optimal mixed
+//!   strategy (`auto` plays them so).
 //! - [`parts`]: a game of simultaneous moves that is turn-taking games played at once, searched
 //!   one part at a time (`auto` plays it so).
 //! - [`probe`]: random playouts that tell which of the two suits a game; the `auto` player
@@ -27,6 +30,7 @@
 pub mod alphabeta;
 pub mod auto;
 pub mod duel;
+pub mod equilibrium;
 mod flat;
 pub mod heuristic;
 pub mod hidden;

@@ -1,0 +1,513 @@
+//! Exact play of small two-player constant-sum games with simultaneous moves.
+//!
+//! [`Equilibrium::solve`] works out the value of every state reachable from a start state by
+//! backward induction: a terminal state is worth its goal; any other state is a matrix game
+//! whose entries are the values of the states its joint moves lead to, and it is worth that
+//! game's value, which a saddle point or else linear programming gives (the `microlp` crate).
+//! A table keeps each state once. The solve gives up, saying why, at its deadline, past a
+//! number of states, or where the game turns out not to be two-player constant-sum.
+//!
+//! [`EquilibriumPlayer`] then plays, in each state, an optimal mixed strategy of its matrix
+//! game: whatever the other does, it scores the game's value in expectation, and no strategy
+//! can promise more. In a game like colonelBlotto, where each pure strategy is beaten by
+//! another, this is what search that settles on one move cannot give (Bošanský, Lisý,
+//! Lanctot, Čermák, Winands, "Algorithms for computing strategies in two-player simultaneous
+//! move games", 2016: backward induction with a matrix game solved at each stage).
+
+use std::time::Instant;
+
+use hashbrown::HashMap;
+use microlp::{ComparisonOp, OptimizationDirection, Problem};
+use rand::SeedableRng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+use crate::machine::{MachineError, StateMachine};
+
+use super::{Choice, Player, SearchConfig, SearchError, goal_or_zero, past};
+
+/// The longest chain of states the solve follows (a deeper game is not small).
+const MAX_DEPTH: usize = 1000;
+/// Tolerance when comparing values (goals are integers from 0 to 100).
+const EPSILON: f64 = 1e-7;
+
+/// Why a solve stopped without a value.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Unsolved {
+    /// The deadline came first (after so many states were solved).
+    #[error("the deadline came ({0} states solved)")]
+    Deadline(usize),
+    /// More states than allowed.
+    #[error("more than {0} states")]
+    TooBig(usize),
+    /// A terminal state whose goals do not add up to the game's sum.
+    #[error("a terminal state's goals sum to {found}, not {expected}")]
+    NotConstantSum {
+        /// The sum expected.
+        expected: u32,
+        /// The sum found.
+        found: u32,
+    },
+    /// A role without a legal move in a state that is not terminal.
+    #[error("a role has no legal move in a state that is not terminal")]
+    NoMove,
+    /// The states lead back to one on the current line, or further than [`MAX_DEPTH`].
+    #[error("a line of play returns to a state or is longer than {MAX_DEPTH} moves")]
+    TooDeep,
+    /// The game is not for two roles.
+    #[error("the game has {0} roles, not two")]
+    Roles(usize),
+    /// The linear program of a matrix game failed.
+    #[error("linear programming failed: {0}")]
+    Lp(String),
+    /// The engine failed.
+    #[error(transparent)]
+    Machine(#[from] MachineError),
+}
+
+/// The values of a two-player constant-sum game's states, for the first role.
+pub struct Equilibrium<M: StateMachine> {
+    /// The value of each state solved for role 0; `NaN` while it is being solved.
+    values: HashMap<M::State, f64>,
+    /// The goals' sum.
+    sum: u32,
+}
+
+impl<M: StateMachine> Equilibrium<M> {
+    /// Solves every state reachable from `start` of a game whose goals sum to `sum`, before
+    /// `deadline` and within `max_states` states.
+    ///
+    /// # Errors
+    /// Why the game was not solved ([`Unsolved`]).
+    pub fn solve(
+        machine: &mut M,
+        start: &M::State,
+        sum: u32,
+        deadline: Instant,
+        max_states: usize,
+    ) -> Result<Equilibrium<M>, Unsolved> {
+        let mut table = Equilibrium {
+            values: HashMap::new(),
+            sum,
+        };
+        table.extend(machine, start, deadline, max_states)?;
+        Ok(table)
+    }
+
+    /// Solves `start` and the states after it that are not in the table yet. On an error the
+    /// table may hold states marked as being solved; it is then not to be used.
+    fn extend(
+        &mut self,
+        machine: &mut M,
+        start: &M::State,
+        deadline: Instant,
+        max_states: usize,
+    ) -> Result<f64, Unsolved> {
+        let roles = machine.roles().len();
+        if roles != 2 {
+            return Err(Unsolved::Roles(roles));
+        }
+        let mut solver = Solver {
+            machine,
+            table: self,
+            deadline,
+            max_states,
+            steps: 0,
+        };
+        solver.value(start, 0)
+    }
+
+    /// How many states are solved.
+    pub fn states(&self) -> usize {
+        self.values.len()
+    }
+
+    /// The value of `state` for role number `role`, if it was solved.
+    pub fn value(&self, state: &M::State, role: usize) -> Option<f64> {
+        let v = *self.values.get(state)?;
+        if v.is_nan() {
+            return None;
+        }
+        Some(if role == 0 {
+            v
+        } else {
+            f64::from(self.sum) - v
+        })
+    }
+
+    /// The matrix game of `state` (the values of its joint moves for role 0, row-major: role
+    /// 0's moves are the rows) and the two roles' moves, if every state after it is solved.
+    fn matrix(
+        &self,
+        machine: &mut M,
+        state: &M::State,
+    ) -> Result<Option<Stage<M::Move>>, MachineError> {
+        let rows = machine.legal_moves(state, 0)?;
+        let cols = machine.legal_moves(state, 1)?;
+        let mut payoffs = Vec::with_capacity(rows.len() * cols.len());
+        for &a in &rows {
+            for &b in &cols {
+                let next = machine.next_state_unchecked(state, &[a, b])?;
+                match self.value(&next, 0) {
+                    Some(v) => payoffs.push(v),
+                    None => return Ok(None),
+                }
+            }
+        }
+        Ok(Some(Stage {
+            rows,
+            cols,
+            payoffs,
+        }))
+    }
+}
+
+/// One state's matrix game.
+struct Stage<Mv> {
+    rows: Vec<Mv>,
+    cols: Vec<Mv>,
+    /// Role 0's value of each joint move, row-major.
+    payoffs: Vec<f64>,
+}
+
+/// The backward induction over one solve.
+struct Solver<'a, M: StateMachine> {
+    machine: &'a mut M,
+    table: &'a mut Equilibrium<M>,
+    deadline: Instant,
+    max_states: usize,
+    /// Joint moves followed, for looking at the clock now and then.
+    steps: u64,
+}
+
+impl<M: StateMachine> Solver<'_, M> {
+    /// The value of `state` for role 0, `depth` moves into the solve.
+    fn value(&mut self, state: &M::State, depth: usize) -> Result<f64, Unsolved> {
+        if let Some(&v) = self.table.values.get(state) {
+            return if v.is_nan() {
+                Err(Unsolved::TooDeep)
+            } else {
+                Ok(v)
+            };
+        }
+        if depth > MAX_DEPTH {
+            return Err(Unsolved::TooDeep);
+        }
+        if self.table.values.len() >= self.max_states {
+            return Err(Unsolved::TooBig(self.max_states));
+        }
+        if self.machine.is_terminal(state)? {
+            let ours = goal_or_zero(self.machine, state, 0)?;
+            let theirs = goal_or_zero(self.machine, state, 1)?;
+            let found = u32::from(ours) + u32::from(theirs);
+            if found != self.table.sum {
+                return Err(Unsolved::NotConstantSum {
+                    expected: self.table.sum,
+                    found,
+                });
+            }
+            let v = f64::from(ours);
+            self.table.values.insert(state.clone(), v);
+            return Ok(v);
+        }
+        self.table.values.insert(state.clone(), f64::NAN);
+        let rows = self.machine.legal_moves(state, 0)?;
+        let cols = self.machine.legal_moves(state, 1)?;
+        if rows.is_empty() || cols.is_empty() {
+            return Err(Unsolved::NoMove);
+        }
+        let mut payoffs = Vec::with_capacity(rows.len() * cols.len());
+        for &a in &rows {
+            for &b in &cols {
+                self.steps += 1;
+                if self.steps.is_multiple_of(256) && past(self.deadline) {
+                    return Err(Unsolved::Deadline(self.table.values.len()));
+                }
+                let next = self.machine.next_state_unchecked(state, &[a, b])?;
+                payoffs.push(self.value(&next, depth + 1)?);
+            }
+        }
+        let v = match game_value(&payoffs, rows.len(), cols.len(), self.deadline) {
+            Err(Unsolved::Deadline(_)) => Err(Unsolved::Deadline(self.table.values.len())),
+            other => other,
+        }?;
+        self.table.values.insert(state.clone(), v);
+        Ok(v)
+    }
+}
+
+/// The value to the row player of the matrix game `payoffs` (`rows` × `cols`, row-major, the
+/// row player's payoffs; the column player gets the rest of a constant sum), found before
+/// `deadline`.
+fn game_value(
+    payoffs: &[f64],
+    rows: usize,
+    cols: usize,
+    deadline: Instant,
+) -> Result<f64, Unsolved> {
+    if let Some(v) = saddle_point(payoffs, rows, cols) {
+        return Ok(v);
+    }
+    Ok(row_strategy(payoffs, rows, cols, deadline)?.0)
+}
+
+/// The value of a matrix game where a pure strategy of each side is optimal: the row
+/// player's best worst case equals the column player's.
+fn saddle_point(payoffs: &[f64], rows: usize, cols: usize) -> Option<f64> {
+    let maximin = payoffs
+        .chunks(cols)
+        .map(|row| row.iter().copied().fold(f64::INFINITY, f64::min))
+        .fold(f64::NEG_INFINITY, f64::max);
+    let minimax = (0..cols)
+        .map(|j| {
+            (0..rows)
+                .map(|i| payoffs[i * cols + j])
+                .fold(f64::NEG_INFINITY, f64::max)
+        })
+        .fold(f64::INFINITY, f64::min);
+    ((minimax - maximin).abs() < EPSILON).then_some(maximin)
+}
+
+/// The value of the matrix game `payoffs` (as in [`game_value`]) and an optimal mixed strategy
+/// of the row player, by linear programming: the largest `v` such that some probabilities `x`
+/// over the rows give at least `v` against every column.
+/// The solve stops at `deadline`.
+fn row_strategy(
+    payoffs: &[f64],
+    rows: usize,
+    cols: usize,
+    deadline: Instant,
+) -> Result<(f64, Vec<f64>), Unsolved> {
+    let low = payoffs.iter().copied().fold(f64::INFINITY, f64::min);
+    let high = payoffs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let mut problem = Problem::new(OptimizationDirection::Maximize);
+    let v = problem.add_var(1.0, (low, high));
+    let x: Vec<_> = (0..rows)
+        .map(|_| problem.add_var(0.0, (0.0, 1.0)))
+        .collect();
+    for j in 0..cols {
+        let mut terms: Vec<_> = (0..rows).map(|i| (x[i], payoffs[i * cols + j])).collect();
+        terms.push((v, -1.0));
+        problem.add_constraint(terms.as_slice(), ComparisonOp::Ge, 0.0);
+    }
+    let ones: Vec<_> = x.iter().map(|&xi| (xi, 1.0)).collect();
+    problem.add_constraint(ones.as_slice(), ComparisonOp::Eq, 1.0);
+    problem.set_time_limit(deadline.saturating_duration_since(Instant::now()));
+    let outcome = problem.solve().map_err(|e| Unsolved::Lp(e.to_string()))?;
+    let Some(solution) = outcome.solution().filter(|_| outcome.is_optimal()) else {
+        return Err(Unsolved::Deadline(0));
+    };
+    let strategy = x
+        .iter()
+        .map(|&xi| solution.var_value(xi).max(0.0))
+        .collect();
+    Ok((solution.objective(), strategy))
+}
+
+/// An optimal mixed strategy of role number `role` in `stage`, found before `deadline`:
+/// probabilities over its moves. Where a pure strategy is optimal (a saddle point), the move
+/// that keeps the value and scores best against a uniformly random reply; where linear
+/// programming fails or runs out of time, the move with the best worst case.
+fn stage_strategy<Mv>(stage: &Stage<Mv>, role: usize, deadline: Instant) -> Vec<f64> {
+    let (rows, cols) = (stage.rows.len(), stage.cols.len());
+    // The role's own game: for the column player, the transposed matrix, payoffs negated.
+    let (payoffs, rows, cols) = if role == 0 {
+        (stage.payoffs.clone(), rows, cols)
+    } else {
+        let transposed = (0..cols)
+            .flat_map(|j| (0..rows).map(move |i| (i, j)))
+            .map(|(i, j)| -stage.payoffs[i * cols + j])
+            .collect();
+        (transposed, cols, rows)
+    };
+    if saddle_point(&payoffs, rows, cols).is_none() {
+        match row_strategy(&payoffs, rows, cols, deadline) {
+            Ok((_, strategy)) => return strategy,
+            Err(why) => {
+                tracing::warn!("equilibrium: the best worst case, no mixed strategy: {why}")
+            }
+        }
+    }
+    pure_maximin(&payoffs, rows, cols)
+}
+
+/// The row with the best worst case (ties: the best mean), as a strategy.
+fn pure_maximin(payoffs: &[f64], rows: usize, cols: usize) -> Vec<f64> {
+    let score = |i: usize| {
+        let row = &payoffs[i * cols..(i + 1) * cols];
+        let worst = row.iter().copied().fold(f64::INFINITY, f64::min);
+        (worst, row.iter().sum::<f64>())
+    };
+    let best = (0..rows)
+        .max_by(|&a, &b| {
+            score(a)
+                .partial_cmp(&score(b))
+                .unwrap_or(std::cmp::Ordering::Equal)
+        })
+        .unwrap_or(0);
+    (0..rows)
+        .map(|i| if i == best { 1.0 } else { 0.0 })
+        .collect()
+}
+
+/// Plays a solved game ([`Equilibrium`]) by an optimal mixed strategy in each state.
+pub struct EquilibriumPlayer<M: StateMachine> {
+    table: Equilibrium<M>,
+    role: usize,
+    rng: Xoshiro256PlusPlus,
+}
+
+impl<M: StateMachine> EquilibriumPlayer<M> {
+    /// A player of `table`'s game for the role it is started with.
+    pub fn new(config: &SearchConfig, table: Equilibrium<M>) -> EquilibriumPlayer<M> {
+        EquilibriumPlayer {
+            table,
+            role: 0,
+            rng: Xoshiro256PlusPlus::seed_from_u64(config.seed),
+        }
+    }
+
+    /// The solved states.
+    pub fn table(&self) -> &Equilibrium<M> {
+        &self.table
+    }
+
+    /// Our move in `state` drawn from an optimal mixed strategy (found before `deadline`),
+    /// with our value there.
+    fn draw(
+        &mut self,
+        machine: &mut M,
+        state: &M::State,
+        deadline: Instant,
+    ) -> Result<Option<(M::Move, f64)>, MachineError> {
+        let Some(stage) = self.table.matrix(machine, state)? else {
+            return Ok(None);
+        };
+        let Some(value) = self.table.value(state, self.role) else {
+            return Ok(None);
+        };
+        let strategy = stage_strategy(&stage, self.role, deadline);
+        let moves = if self.role == 0 {
+            &stage.rows
+        } else {
+            &stage.cols
+        };
+        let total: f64 = strategy.iter().sum();
+        let mut pick = rand::Rng::random::<f64>(&mut self.rng) * total;
+        let mut chosen = moves[0];
+        for (&mv, &p) in moves.iter().zip(&strategy) {
+            if p > 0.0 {
+                chosen = mv;
+                if pick < p {
+                    break;
+                }
+                pick -= p;
+            }
+        }
+        let support = strategy.iter().filter(|&&p| p > EPSILON).count();
+        tracing::debug!(
+            "equilibrium: value {value:.2}, {support} of {} moves in the mixed strategy",
+            moves.len()
+        );
+        Ok(Some((chosen, value)))
+    }
+}
+
+impl<M: StateMachine + Send> Player<M> for EquilibriumPlayer<M> {
+    fn name(&self) -> String {
+        "equilibrium".into()
+    }
+
+    fn start(&mut self, _: &mut M, role: usize, _: Instant) -> Result<(), SearchError> {
+        self.role = role;
+        Ok(())
+    }
+
+    fn choose(
+        &mut self,
+        machine: &mut M,
+        state: &M::State,
+        deadline: Instant,
+    ) -> Result<Choice<M::Move>, SearchError> {
+        if self.table.value(state, 0).is_none() {
+            // Not reached by the solve (the match began elsewhere than the solve did): solve it
+            // now, in half of what is left of the clock.
+            let now = Instant::now();
+            let until = now + deadline.saturating_duration_since(now) / 2;
+            if let Err(why) = self.table.extend(machine, state, until, usize::MAX) {
+                tracing::warn!("equilibrium: a state outside the solve not solved: {why}");
+                self.table.values.retain(|_, v| !v.is_nan());
+            }
+        }
+        if let Some((mv, value)) = self.draw(machine, state, deadline)? {
+            return Ok(Choice {
+                mv,
+                iterations: 0,
+                value: Some(value),
+                proven: true,
+            });
+        }
+        // Still not solved: the first legal move, as the solve could not say better.
+        let moves = machine.legal_moves(state, self.role)?;
+        let first = moves.first().copied().ok_or(SearchError::NoMove)?;
+        Ok(Choice::unsearched(first))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn far() -> Instant {
+        Instant::now() + std::time::Duration::from_secs(60)
+    }
+
+    #[test]
+    fn saddle_point_is_found_and_its_absence_noticed() {
+        // Row 1 guarantees 3; column 0 holds the row player to 3.
+        assert_eq!(saddle_point(&[3.0, 5.0, 1.0, 4.0], 2, 2), Some(3.0));
+        // Matching pennies has no saddle point.
+        assert_eq!(saddle_point(&[1.0, 0.0, 0.0, 1.0], 2, 2), None);
+    }
+
+    #[test]
+    fn matching_pennies_is_worth_a_half_with_even_odds() {
+        let (value, strategy) = row_strategy(&[1.0, 0.0, 0.0, 1.0], 2, 2, far()).unwrap();
+        assert!((value - 0.5).abs() < 1e-6);
+        assert!(
+            strategy.iter().all(|p| (p - 0.5).abs() < 1e-6),
+            "{strategy:?}"
+        );
+    }
+
+    #[test]
+    fn rock_paper_scissors_mixes_all_three_and_a_dominated_move_gets_nothing() {
+        // Rock, paper, scissors and a fourth move that loses to everything.
+        let payoffs = [
+            50.0, 0.0, 100.0, 100.0, //
+            100.0, 50.0, 0.0, 100.0, //
+            0.0, 100.0, 50.0, 100.0, //
+            0.0, 0.0, 0.0, 50.0,
+        ];
+        let (value, strategy) = row_strategy(&payoffs, 4, 4, far()).unwrap();
+        assert!((value - 50.0).abs() < 1e-6);
+        for p in &strategy[..3] {
+            assert!((p - 1.0 / 3.0).abs() < 1e-6, "{strategy:?}");
+        }
+        assert!(strategy[3].abs() < 1e-6, "{strategy:?}");
+        assert!((game_value(&payoffs, 4, 4, far()).unwrap() - 50.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn the_column_player_gets_its_own_optimal_strategy() {
+        // The row player prefers row 0 against column 0; the column player should mix so
+        // that the row player cannot gain: value 2/3 by columns (1/3, 2/3).
+        let stage = Stage {
+            rows: vec![0, 1],
+            cols: vec![0, 1],
+            payoffs: vec![2.0, 0.0, 0.0, 1.0],
+        };
+        let strategy = stage_strategy(&stage, 1, far());
+        assert!((strategy[0] - 1.0 / 3.0).abs() < 1e-6, "{strategy:?}");
+        assert!((strategy[1] - 2.0 / 3.0).abs() < 1e-6, "{strategy:?}");
+    }
+}
