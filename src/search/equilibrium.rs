@@ -366,11 +366,6 @@ impl<M: StateMachine> EquilibriumPlayer<M> {
         }
     }
 
-    /// The solved states.
-    pub fn table(&self) -> &Equilibrium<M> {
-        &self.table
-    }
-
     /// Our move in `state` drawn from an optimal mixed strategy (found before `deadline`),
     /// with our value there.
     fn draw(
