@@ -725,7 +725,8 @@ fn auto_picks_alphabeta_where_it_solves_and_mcts_elsewhere() {
     let choice = auto.choose(&mut m, &state, far()).unwrap();
     assert!(choice.proven);
 
-    let mut m = propnet(&base("gt_prisoner"));
+    // Not constant-sum, and its stages are not settled by dominance: not solved exactly.
+    let mut m = propnet(&base("gt_chicken"));
     let mut auto = new_player::<PropnetMachine>(PlayerKind::Auto, &config(13, 200));
     auto.start(&mut m, 0, Instant::now() + Duration::from_millis(500))
         .unwrap();
@@ -821,6 +822,54 @@ fn auto_solves_small_simultaneous_games_exactly_and_mixes_where_it_must() {
             heads += usize::from(printed(&m, choice.mv) == "(show heads)");
         }
         assert!((70..=130).contains(&heads), "heads {heads} times of 200");
+    }
+}
+
+/// The prisoner's dilemma twice: each round, cooperating gives each 30, defecting against a
+/// cooperator gives the defector 50 and the cooperator nothing, both defecting gives each 10;
+/// the goal is the sum. Defecting is better for each whatever the other does.
+fn dilemma() -> Description {
+    Description::from_text(
+        "(role a) (role b) (init (round 0)) (init (score a 0)) (init (score b 0)) \
+         (choice cooperate) (choice defect) (succ 0 1) (succ 1 2) \
+         (gain cooperate cooperate 30) (gain cooperate defect 0) \
+         (gain defect cooperate 50) (gain defect defect 10) \
+         (plus 0 0 0) (plus 0 10 10) (plus 0 30 30) (plus 0 50 50) \
+         (plus 10 0 10) (plus 10 10 20) (plus 10 30 40) (plus 10 50 60) \
+         (plus 30 0 30) (plus 30 10 40) (plus 30 30 60) (plus 30 50 80) \
+         (plus 50 0 50) (plus 50 10 60) (plus 50 30 80) (plus 50 50 100) \
+         (<= (legal ?r ?c) (role ?r) (choice ?c) (not (true (round 2)))) \
+         (<= (next (round ?y)) (true (round ?x)) (succ ?x ?y)) \
+         (<= (next (score ?r ?new)) (true (score ?r ?old)) (does ?r ?mine) \
+             (does ?o ?theirs) (distinct ?r ?o) (gain ?mine ?theirs ?g) (plus ?old ?g ?new)) \
+         (<= terminal (true (round 2))) \
+         (<= (goal ?r ?s) (true (score ?r ?s)))",
+    )
+    .expect("the sheet is valid")
+}
+
+#[test]
+fn auto_plays_a_game_that_is_not_constant_sum_by_dominance_where_it_settles_it() {
+    for role in 0..2 {
+        let (mut p, mut m) = started_auto(&dilemma(), role);
+        assert_eq!(p.name(), "auto:equilibrium", "{}", p.reason());
+        let mut state = m.initial_state();
+        // Against a cooperator, each round: 10 + 10 sure at the start, 50 + 10 after the first.
+        let cooperate = m
+            .legal_moves(&state, 1 - role)
+            .unwrap()
+            .into_iter()
+            .find(|&mv| printed(&m, mv) == "cooperate")
+            .expect("cooperate is legal");
+        for value in [20.0, 60.0] {
+            let choice = p.choose(&mut m, &state, far()).unwrap();
+            assert_eq!(printed(&m, choice.mv), "defect");
+            assert_eq!(choice.value, Some(value));
+            assert!(choice.proven);
+            let mut joint = [cooperate, cooperate];
+            joint[role] = choice.mv;
+            state = m.next_state(&state, &joint).unwrap();
+        }
     }
 }
 

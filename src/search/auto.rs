@@ -9,9 +9,11 @@
 //! random games for an eighth of the start clock at most, 3 s at most) is played by
 //! [`PartsPlayer`], one part at a time.
 //!
-//! **Small simultaneous games solved:** a two-player constant-sum game with simultaneous moves
-//! whose states can all be solved in a third of the start clock (at most [`MAX_SOLVED_STATES`])
-//! is solved exactly ([`super::equilibrium`]) and played by an optimal mixed strategy.
+//! **Small simultaneous games solved:** a two-player game with simultaneous moves whose states
+//! can all be solved in a third of the start clock (at most [`MAX_SOLVED_STATES`]) is solved
+//! exactly ([`super::equilibrium`]) and played by an optimal mixed strategy where it is
+//! constant-sum, by the moves iterated dominance leaves where it is not (the prisoner's
+//! dilemma); a game with a stage that is neither gives up at that stage.
 //!
 //! **Simultaneous games proven in pure strategies:** in a two-player constant-sum game with
 //! simultaneous moves, alpha-beta (which lets the other reply knowing our move) searches the
@@ -172,21 +174,20 @@ impl<M: StateMachine + Send + 'static> AutoPlayer<M> {
         Ok(true)
     }
 
-    /// Plays an optimal mixed strategy if the game (two-player, constant-sum: goals summing to
-    /// `sum`) is solved exactly before `until` ([`super::equilibrium`]); whether it is.
+    /// Plays the equilibrium if the game (two-player) is solved exactly before `until`
+    /// ([`super::equilibrium`]); whether it is.
     fn start_equilibrium(
         &mut self,
         machine: &mut M,
         role: usize,
-        sum: u32,
         until: Instant,
     ) -> Result<bool, SearchError> {
-        if machine.is_gdl2() {
+        if machine.is_gdl2() || machine.roles().len() != 2 {
             return Ok(false);
         }
         let started = Instant::now();
         let initial = machine.initial_state();
-        let table = match Equilibrium::solve(machine, &initial, sum, until, MAX_SOLVED_STATES) {
+        let table = match Equilibrium::solve(machine, &initial, until, MAX_SOLVED_STATES) {
             Ok(table) => table,
             Err(Unsolved::Machine(e)) => return Err(e.into()),
             Err(why) => {
@@ -404,15 +405,18 @@ impl<M: StateMachine + Send + 'static> Player<M> for AutoPlayer<M> {
         if simultaneous && self.start_parts(machine, role, until, deadline)? {
             return Ok(());
         }
-        let proof_tried = two_player_sum.filter(|_| simultaneous);
-        if let Some(sum) = proof_tried {
+        if simultaneous {
             let now = Instant::now();
             let third = now + deadline.saturating_duration_since(now) / 3;
-            if self.start_equilibrium(machine, role, sum, third)?
-                || self.start_proof(machine, role, sum, deadline)?
-            {
+            if self.start_equilibrium(machine, role, third)? {
                 return Ok(());
             }
+        }
+        let proof_tried = two_player_sum.filter(|_| simultaneous);
+        if let Some(sum) = proof_tried
+            && self.start_proof(machine, role, sum, deadline)?
+        {
+            return Ok(());
         }
         if !qualifies {
             let mut mcts = self.mcts_player();

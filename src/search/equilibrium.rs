@@ -1,18 +1,24 @@
-//! Exact play of small two-player constant-sum games with simultaneous moves.
+//! Exact play of small two-player games with simultaneous moves.
 //!
 //! [`Equilibrium::solve`] works out the value of every state reachable from a start state by
-//! backward induction: a terminal state is worth its goal; any other state is a matrix game
-//! whose entries are the values of the states its joint moves lead to, and it is worth that
-//! game's value, which a saddle point or else linear programming gives (the `microlp` crate).
-//! A table keeps each state once. The solve gives up, saying why, at its deadline, past a
-//! number of states, or where the game turns out not to be two-player constant-sum.
+//! backward induction: a terminal state is worth its goals; any other state is a matrix game
+//! whose entries are the values of the states its joint moves lead to. Where those entries'
+//! goals always add up to the same sum (a constant-sum stage), the state is worth that game's
+//! value, which a saddle point or else linear programming gives (the `microlp` crate). Where
+//! they do not (a game like the prisoner's dilemma), the state is worth the one pair of moves
+//! that survives iterated elimination of strictly dominated moves, a subgame-perfect
+//! equilibrium that every rational pair of players reaches. A table keeps each state once.
+//! The solve gives up, saying why, at its deadline, past a number of states, or at a stage
+//! that is neither constant-sum nor settled by dominance (a game like chicken, whose
+//! equilibria differ in what each side gets).
 //!
 //! [`EquilibriumPlayer`] then plays, in each state, an optimal mixed strategy of its matrix
-//! game: whatever the other does, it scores the game's value in expectation, and no strategy
-//! can promise more. In a game like colonelBlotto, where each pure strategy is beaten by
-//! another, this is what search that settles on one move cannot give (Bošanský, Lisý,
-//! Lanctot, Čermák, Winands, "Algorithms for computing strategies in two-player simultaneous
-//! move games", 2016: backward induction with a matrix game solved at each stage).
+//! game (at a constant-sum stage: whatever the other does, it scores the game's value in
+//! expectation, and no strategy can promise more) or the move that dominance leaves. In a game
+//! like colonelBlotto, where each pure strategy is beaten by another, this is what search that
+//! settles on one move cannot give (Bošanský, Lisý, Lanctot, Čermák, Winands, "Algorithms for
+//! computing strategies in two-player simultaneous move games", 2016: backward induction with
+//! a matrix game solved at each stage).
 
 use std::time::Instant;
 
@@ -39,14 +45,10 @@ pub enum Unsolved {
     /// More states than allowed.
     #[error("more than {0} states")]
     TooBig(usize),
-    /// A terminal state whose goals do not add up to the game's sum.
-    #[error("a terminal state's goals sum to {found}, not {expected}")]
-    NotConstantSum {
-        /// The sum expected.
-        expected: u32,
-        /// The sum found.
-        found: u32,
-    },
+    /// A stage that is not constant-sum where more than one pair of moves survives iterated
+    /// elimination of strictly dominated moves.
+    #[error("a state's matrix game is not constant-sum and not settled by dominance")]
+    NoEquilibrium,
     /// A role without a legal move in a state that is not terminal.
     #[error("a role has no legal move in a state that is not terminal")]
     NoMove,
@@ -64,30 +66,26 @@ pub enum Unsolved {
     Machine(#[from] MachineError),
 }
 
-/// The values of a two-player constant-sum game's states, for the first role.
+/// The values of a two-player game's states, for both roles.
 pub struct Equilibrium<M: StateMachine> {
-    /// The value of each state solved for role 0; `NaN` while it is being solved.
-    values: HashMap<M::State, f64>,
-    /// The goals' sum.
-    sum: u32,
+    /// The value of each state solved for roles 0 and 1; `NaN` while it is being solved.
+    values: HashMap<M::State, [f64; 2]>,
 }
 
 impl<M: StateMachine> Equilibrium<M> {
-    /// Solves every state reachable from `start` of a game whose goals sum to `sum`, before
-    /// `deadline` and within `max_states` states.
+    /// Solves every state reachable from `start` before `deadline` and within `max_states`
+    /// states.
     ///
     /// # Errors
     /// Why the game was not solved ([`Unsolved`]).
     pub fn solve(
         machine: &mut M,
         start: &M::State,
-        sum: u32,
         deadline: Instant,
         max_states: usize,
     ) -> Result<Equilibrium<M>, Unsolved> {
         let mut table = Equilibrium {
             values: HashMap::new(),
-            sum,
         };
         table.extend(machine, start, deadline, max_states)?;
         Ok(table)
@@ -101,7 +99,7 @@ impl<M: StateMachine> Equilibrium<M> {
         start: &M::State,
         deadline: Instant,
         max_states: usize,
-    ) -> Result<f64, Unsolved> {
+    ) -> Result<[f64; 2], Unsolved> {
         let roles = machine.roles().len();
         if roles != 2 {
             return Err(Unsolved::Roles(roles));
@@ -123,19 +121,14 @@ impl<M: StateMachine> Equilibrium<M> {
 
     /// The value of `state` for role number `role`, if it was solved.
     pub fn value(&self, state: &M::State, role: usize) -> Option<f64> {
-        let v = *self.values.get(state)?;
-        if v.is_nan() {
+        let v = self.values.get(state)?;
+        if v[0].is_nan() {
             return None;
         }
-        Some(if role == 0 {
-            v
-        } else {
-            f64::from(self.sum) - v
-        })
+        Some(v[role])
     }
 
-    /// The matrix game of `state` (the values of its joint moves for role 0, row-major: role
-    /// 0's moves are the rows) and the two roles' moves, if every state after it is solved.
+    /// The matrix game of `state` and the two roles' moves, if every state after it is solved.
     fn matrix(
         &self,
         machine: &mut M,
@@ -147,9 +140,9 @@ impl<M: StateMachine> Equilibrium<M> {
         for &a in &rows {
             for &b in &cols {
                 let next = machine.next_state_unchecked(state, &[a, b])?;
-                match self.value(&next, 0) {
-                    Some(v) => payoffs.push(v),
-                    None => return Ok(None),
+                match (self.value(&next, 0), self.value(&next, 1)) {
+                    (Some(v0), Some(v1)) => payoffs.push([v0, v1]),
+                    _ => return Ok(None),
                 }
             }
         }
@@ -165,8 +158,84 @@ impl<M: StateMachine> Equilibrium<M> {
 struct Stage<Mv> {
     rows: Vec<Mv>,
     cols: Vec<Mv>,
-    /// Role 0's value of each joint move, row-major.
-    payoffs: Vec<f64>,
+    /// Both roles' values of each joint move, row-major (role 0's moves are the rows).
+    payoffs: Vec<[f64; 2]>,
+}
+
+impl<Mv> Stage<Mv> {
+    /// The sum that every entry's two values add up to, if they all add up to one.
+    fn constant_sum(&self) -> Option<f64> {
+        let first = self.payoffs.first()?;
+        let sum = first[0] + first[1];
+        self.payoffs
+            .iter()
+            .all(|p| (p[0] + p[1] - sum).abs() < EPSILON)
+            .then_some(sum)
+    }
+
+    /// Role 0's values, row-major.
+    fn row_payoffs(&self) -> Vec<f64> {
+        self.payoffs.iter().map(|p| p[0]).collect()
+    }
+
+    /// The value of the stage for both roles, found before `deadline`: the matrix game's value
+    /// at a constant-sum stage, else the pair of moves that dominance leaves.
+    fn value(&self, deadline: Instant) -> Result<[f64; 2], Unsolved> {
+        let (rows, cols) = (self.rows.len(), self.cols.len());
+        if let Some(sum) = self.constant_sum() {
+            let v = game_value(&self.row_payoffs(), rows, cols, deadline)?;
+            return Ok([v, sum - v]);
+        }
+        let (i, j) = self.dominance().ok_or(Unsolved::NoEquilibrium)?;
+        Ok(self.payoffs[i * cols + j])
+    }
+
+    /// The pair of moves (row, column) left by iterated elimination of strictly dominated
+    /// moves, each role judging by its own values; several left count as one where every pair
+    /// left is worth the same to both roles.
+    fn dominance(&self) -> Option<(usize, usize)> {
+        let cols = self.cols.len();
+        let value = |i: usize, j: usize, role: usize| self.payoffs[i * cols + j][role];
+        let mut left_rows: Vec<usize> = (0..self.rows.len()).collect();
+        let mut left_cols: Vec<usize> = (0..cols).collect();
+        loop {
+            let before = left_rows.len() + left_cols.len();
+            let rows_kept: Vec<usize> = left_rows
+                .iter()
+                .copied()
+                .filter(|&i| {
+                    !left_rows.iter().any(|&k| {
+                        left_cols
+                            .iter()
+                            .all(|&j| value(k, j, 0) > value(i, j, 0) + EPSILON)
+                    })
+                })
+                .collect();
+            left_rows = rows_kept;
+            let cols_kept: Vec<usize> = left_cols
+                .iter()
+                .copied()
+                .filter(|&j| {
+                    !left_cols.iter().any(|&k| {
+                        left_rows
+                            .iter()
+                            .all(|&i| value(i, k, 1) > value(i, j, 1) + EPSILON)
+                    })
+                })
+                .collect();
+            left_cols = cols_kept;
+            if left_rows.len() + left_cols.len() == before {
+                break;
+            }
+        }
+        let (&i, &j) = (left_rows.first()?, left_cols.first()?);
+        let same = left_rows.iter().all(|&r| {
+            left_cols.iter().all(|&c| {
+                (0..2).all(|role| (value(r, c, role) - value(i, j, role)).abs() < EPSILON)
+            })
+        });
+        same.then_some((i, j))
+    }
 }
 
 /// The backward induction over one solve.
@@ -180,10 +249,10 @@ struct Solver<'a, M: StateMachine> {
 }
 
 impl<M: StateMachine> Solver<'_, M> {
-    /// The value of `state` for role 0, `depth` moves into the solve.
-    fn value(&mut self, state: &M::State, depth: usize) -> Result<f64, Unsolved> {
+    /// The value of `state` for both roles, `depth` moves into the solve.
+    fn value(&mut self, state: &M::State, depth: usize) -> Result<[f64; 2], Unsolved> {
         if let Some(&v) = self.table.values.get(state) {
-            return if v.is_nan() {
+            return if v[0].is_nan() {
                 Err(Unsolved::TooDeep)
             } else {
                 Ok(v)
@@ -196,20 +265,14 @@ impl<M: StateMachine> Solver<'_, M> {
             return Err(Unsolved::TooBig(self.max_states));
         }
         if self.machine.is_terminal(state)? {
-            let ours = goal_or_zero(self.machine, state, 0)?;
-            let theirs = goal_or_zero(self.machine, state, 1)?;
-            let found = u32::from(ours) + u32::from(theirs);
-            if found != self.table.sum {
-                return Err(Unsolved::NotConstantSum {
-                    expected: self.table.sum,
-                    found,
-                });
-            }
-            let v = f64::from(ours);
+            let v = [
+                f64::from(goal_or_zero(self.machine, state, 0)?),
+                f64::from(goal_or_zero(self.machine, state, 1)?),
+            ];
             self.table.values.insert(state.clone(), v);
             return Ok(v);
         }
-        self.table.values.insert(state.clone(), f64::NAN);
+        self.table.values.insert(state.clone(), [f64::NAN; 2]);
         let rows = self.machine.legal_moves(state, 0)?;
         let cols = self.machine.legal_moves(state, 1)?;
         if rows.is_empty() || cols.is_empty() {
@@ -226,7 +289,12 @@ impl<M: StateMachine> Solver<'_, M> {
                 payoffs.push(self.value(&next, depth + 1)?);
             }
         }
-        let v = match game_value(&payoffs, rows.len(), cols.len(), self.deadline) {
+        let stage = Stage {
+            rows,
+            cols,
+            payoffs,
+        };
+        let v = match stage.value(self.deadline) {
             Err(Unsolved::Deadline(_)) => Err(Unsolved::Deadline(self.table.values.len())),
             other => other,
         }?;
@@ -303,31 +371,41 @@ fn row_strategy(
     Ok((solution.objective(), strategy))
 }
 
-/// An optimal mixed strategy of role number `role` in `stage`, found before `deadline`:
-/// probabilities over its moves. Where a pure strategy is optimal (a saddle point), the move
-/// that keeps the value and scores best against a uniformly random reply; where linear
-/// programming fails or runs out of time, the move with the best worst case.
+/// A strategy of role number `role` in `stage`, found before `deadline`: probabilities over
+/// its moves. At a constant-sum stage an optimal mixed strategy; where a pure strategy is
+/// optimal (a saddle point), the move that keeps the value and scores best against a uniformly
+/// random reply; where linear programming fails or runs out of time, the move with the best
+/// worst case. At any other stage the move that dominance leaves (the best worst case if
+/// dominance leaves several, which a solved stage does not).
 fn stage_strategy<Mv>(stage: &Stage<Mv>, role: usize, deadline: Instant) -> Vec<f64> {
     let (rows, cols) = (stage.rows.len(), stage.cols.len());
-    // The role's own game: for the column player, the transposed matrix, payoffs negated.
-    let (payoffs, rows, cols) = if role == 0 {
-        (stage.payoffs.clone(), rows, cols)
+    // The role's own values, its moves as the rows: for the column player, transposed.
+    let (own, rows, cols): (Vec<f64>, _, _) = if role == 0 {
+        (stage.row_payoffs(), rows, cols)
     } else {
         let transposed = (0..cols)
             .flat_map(|j| (0..rows).map(move |i| (i, j)))
-            .map(|(i, j)| -stage.payoffs[i * cols + j])
+            .map(|(i, j)| stage.payoffs[i * cols + j][1])
             .collect();
         (transposed, cols, rows)
     };
-    if saddle_point(&payoffs, rows, cols).is_none() {
-        match row_strategy(&payoffs, rows, cols, deadline) {
+    if stage.constant_sum().is_none() {
+        if let Some((i, j)) = stage.dominance() {
+            let chosen = if role == 0 { i } else { j };
+            return (0..rows)
+                .map(|k| if k == chosen { 1.0 } else { 0.0 })
+                .collect();
+        }
+        tracing::warn!("equilibrium: a stage not settled by dominance; the best worst case");
+    } else if saddle_point(&own, rows, cols).is_none() {
+        match row_strategy(&own, rows, cols, deadline) {
             Ok((_, strategy)) => return strategy,
             Err(why) => {
                 tracing::warn!("equilibrium: the best worst case, no mixed strategy: {why}")
             }
         }
     }
-    pure_maximin(&payoffs, rows, cols)
+    pure_maximin(&own, rows, cols)
 }
 
 /// The row with the best worst case (ties: the best mean), as a strategy.
@@ -430,7 +508,7 @@ impl<M: StateMachine + Send> Player<M> for EquilibriumPlayer<M> {
             let until = now + deadline.saturating_duration_since(now) / 2;
             if let Err(why) = self.table.extend(machine, state, until, usize::MAX) {
                 tracing::warn!("equilibrium: a state outside the solve not solved: {why}");
-                self.table.values.retain(|_, v| !v.is_nan());
+                self.table.values.retain(|_, v| !v[0].is_nan());
             }
         }
         if let Some((mv, value)) = self.draw(machine, state, deadline)? {
@@ -499,10 +577,50 @@ mod tests {
         let stage = Stage {
             rows: vec![0, 1],
             cols: vec![0, 1],
-            payoffs: vec![2.0, 0.0, 0.0, 1.0],
+            payoffs: vec![[2.0, 0.0], [0.0, 2.0], [0.0, 2.0], [1.0, 1.0]],
         };
+        assert_eq!(stage.constant_sum(), Some(2.0));
         let strategy = stage_strategy(&stage, 1, far());
         assert!((strategy[0] - 1.0 / 3.0).abs() < 1e-6, "{strategy:?}");
         assert!((strategy[1] - 2.0 / 3.0).abs() < 1e-6, "{strategy:?}");
+        let value = stage.value(far()).unwrap();
+        assert!((value[0] - 2.0 / 3.0).abs() < 1e-6, "{value:?}");
+        assert!((value[1] - 4.0 / 3.0).abs() < 1e-6, "{value:?}");
+    }
+
+    /// A stage of `rows` × `cols` with both roles' values, row-major.
+    fn stage(rows: usize, cols: usize, payoffs: &[[f64; 2]]) -> Stage<usize> {
+        Stage {
+            rows: (0..rows).collect(),
+            cols: (0..cols).collect(),
+            payoffs: payoffs.to_vec(),
+        }
+    }
+
+    #[test]
+    fn the_prisoners_dilemma_is_settled_by_dominance_and_chicken_is_not() {
+        // Moves: cooperate, defect. Defecting is better for each whatever the other does.
+        let dilemma = stage(2, 2, &[[3.0, 3.0], [0.0, 5.0], [5.0, 0.0], [1.0, 1.0]]);
+        assert_eq!(dilemma.constant_sum(), None);
+        assert_eq!(dilemma.dominance(), Some((1, 1)));
+        assert_eq!(dilemma.value(far()).unwrap(), [1.0, 1.0]);
+        assert_eq!(stage_strategy(&dilemma, 0, far()), vec![0.0, 1.0]);
+        assert_eq!(stage_strategy(&dilemma, 1, far()), vec![0.0, 1.0]);
+        // Moves: swerve, straight. Each does best doing the opposite of the other: two
+        // equilibria that differ in who gets what.
+        let chicken = stage(2, 2, &[[5.0, 5.0], [1.0, 9.0], [9.0, 1.0], [0.0, 0.0]]);
+        assert_eq!(chicken.dominance(), None);
+        assert_eq!(chicken.value(far()), Err(Unsolved::NoEquilibrium));
+        // Elimination in rounds: neither row is dominated until column 1 (worse for the
+        // column player against both rows) is gone; then row 1 is.
+        let rounds = stage(2, 2, &[[4.0, 1.0], [0.0, 0.0], [3.0, 2.0], [9.0, 0.0]]);
+        assert_eq!(rounds.dominance(), Some((0, 0)));
+        // Moves that tie for the row player leave one value where they tie for both roles,
+        // and none where the column player's values differ.
+        let ties = stage(2, 2, &[[2.0, 7.0], [2.0, 6.0], [2.0, 7.0], [2.0, 6.0]]);
+        assert_eq!(ties.constant_sum(), None);
+        assert_eq!(ties.value(far()).unwrap(), [2.0, 7.0]);
+        let split = stage(2, 1, &[[2.0, 7.0], [2.0, 3.0]]);
+        assert_eq!(split.dominance(), None);
     }
 }
