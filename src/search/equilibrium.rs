@@ -200,30 +200,8 @@ impl<Mv> Stage<Mv> {
         let mut left_cols: Vec<usize> = (0..cols).collect();
         loop {
             let before = left_rows.len() + left_cols.len();
-            let rows_kept: Vec<usize> = left_rows
-                .iter()
-                .copied()
-                .filter(|&i| {
-                    !left_rows.iter().any(|&k| {
-                        left_cols
-                            .iter()
-                            .all(|&j| value(k, j, 0) > value(i, j, 0) + EPSILON)
-                    })
-                })
-                .collect();
-            left_rows = rows_kept;
-            let cols_kept: Vec<usize> = left_cols
-                .iter()
-                .copied()
-                .filter(|&j| {
-                    !left_cols.iter().any(|&k| {
-                        left_rows
-                            .iter()
-                            .all(|&i| value(i, k, 1) > value(i, j, 1) + EPSILON)
-                    })
-                })
-                .collect();
-            left_cols = cols_kept;
+            left_rows = undominated(&left_rows, &left_cols, |i, j| value(i, j, 0));
+            left_cols = undominated(&left_cols, &left_rows, |j, i| value(i, j, 1));
             if left_rows.len() + left_cols.len() == before {
                 break;
             }
@@ -236,6 +214,23 @@ impl<Mv> Stage<Mv> {
         });
         same.then_some((i, j))
     }
+}
+
+/// The moves of `mine` that no other of `mine` beats strictly against every move of `theirs`,
+/// `value(m, t)` being the chooser's value of its move `m` against the other's `t`.
+fn undominated(
+    mine: &[usize],
+    theirs: &[usize],
+    value: impl Fn(usize, usize) -> f64,
+) -> Vec<usize> {
+    mine.iter()
+        .copied()
+        .filter(|&m| {
+            !mine
+                .iter()
+                .any(|&k| theirs.iter().all(|&t| value(k, t) > value(m, t) + EPSILON))
+        })
+        .collect()
 }
 
 /// The backward induction over one solve.
