@@ -825,6 +825,34 @@ fn auto_solves_small_simultaneous_games_exactly_and_mixes_where_it_must() {
     }
 }
 
+#[test]
+fn auto_answers_an_opponent_that_leans_one_way_in_a_mixed_game() {
+    // roshambo2: rock, paper, scissors and a well that takes rock and scissors and is covered
+    // by paper; first to five wins. Against a side that always throws scissors, the move of
+    // the optimal mix that beats it (the well) is thrown from the second round on.
+    for role in 0..2 {
+        let (mut p, mut m) = started_auto(&base("roshambo2"), role);
+        assert_eq!(p.name(), "auto:equilibrium", "{}", p.reason());
+        let mut state = m.initial_state();
+        let scissors = m.find_move(&term("scissors")).unwrap();
+        let mut round = 0;
+        while !m.is_terminal(&state).unwrap() {
+            let choice = p.choose(&mut m, &state, far()).unwrap();
+            if round > 0 {
+                assert_eq!(printed(&m, choice.mv), "well", "round {round}, role {role}");
+            }
+            let joint = if role == 0 {
+                [choice.mv, scissors]
+            } else {
+                [scissors, choice.mv]
+            };
+            state = m.next_state(&state, &joint).unwrap();
+            round += 1;
+        }
+        assert_eq!(m.goal_values(&state, role).unwrap(), vec![100]);
+    }
+}
+
 /// The prisoner's dilemma twice: each round, cooperating gives each 30, defecting against a
 /// cooperator gives the defector 50 and the cooperator nothing, both defecting gives each 10;
 /// the goal is the sum. Defecting is better for each whatever the other does.

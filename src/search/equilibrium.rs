@@ -367,12 +367,25 @@ fn row_strategy(
 }
 
 /// A strategy of role number `role` in `stage`, found before `deadline`: probabilities over
-/// its moves. At a constant-sum stage an optimal mixed strategy; where a pure strategy is
-/// optimal (a saddle point), the move that keeps the value and scores best against a uniformly
-/// random reply; where linear programming fails or runs out of time, the move with the best
-/// worst case. At any other stage the move that dominance leaves (the best worst case if
-/// dominance leaves several, which a solved stage does not).
-fn stage_strategy<Mv>(stage: &Stage<Mv>, role: usize, deadline: Instant) -> Vec<f64> {
+/// its moves. At a constant-sum stage an optimal mixed strategy, or, given `reply` (what the
+/// other role is expected to play, from its moves seen so far), the move of that strategy's
+/// support that scores best against `reply` where one scores better than the mix; where a pure
+/// strategy is optimal (a saddle point), the move that keeps the value and scores best against
+/// `reply` (a uniformly random one when nothing is seen yet); where linear programming fails or
+/// runs out of time, the move with the best worst case. At any other stage the move that
+/// dominance leaves (the best worst case if dominance leaves several, which a solved stage does
+/// not).
+///
+/// Keeping to the support is what makes the exploitation safe against an optimal opponent:
+/// against any optimal strategy of the other role, each move in the support of an optimal
+/// strategy scores the stage's value exactly, so a best reply among them gives up nothing to
+/// such an opponent and gains where the other's moves lean one way.
+fn stage_strategy<Mv>(
+    stage: &Stage<Mv>,
+    role: usize,
+    reply: Option<&[f64]>,
+    deadline: Instant,
+) -> Vec<f64> {
     let (rows, cols) = (stage.rows.len(), stage.cols.len());
     // The role's own values, its moves as the rows: for the column player, transposed.
     let (own, rows, cols): (Vec<f64>, _, _) = if role == 0 {
@@ -386,29 +399,59 @@ fn stage_strategy<Mv>(stage: &Stage<Mv>, role: usize, deadline: Instant) -> Vec<
     };
     if stage.constant_sum().is_none() {
         if let Some((i, j)) = stage.dominance() {
-            let chosen = if role == 0 { i } else { j };
-            return (0..rows)
-                .map(|k| if k == chosen { 1.0 } else { 0.0 })
-                .collect();
+            return pure(rows, if role == 0 { i } else { j });
         }
         tracing::warn!("equilibrium: a stage not settled by dominance; the best worst case");
     } else if saddle_point(&own, rows, cols).is_none() {
         match row_strategy(&own, rows, cols, deadline) {
-            Ok((_, strategy)) => return strategy,
+            Ok((_, strategy)) => {
+                return match reply.and_then(|r| best_in_support(&own, cols, &strategy, r)) {
+                    Some(best) => pure(rows, best),
+                    None => strategy,
+                };
+            }
             Err(why) => {
                 tracing::warn!("equilibrium: the best worst case, no mixed strategy: {why}")
             }
         }
     }
-    pure_maximin(&own, rows, cols)
+    let uniform = vec![1.0 / cols as f64; cols];
+    pure_maximin(&own, rows, cols, reply.unwrap_or(&uniform))
 }
 
-/// The row with the best worst case (ties: the best mean), as a strategy.
-fn pure_maximin(payoffs: &[f64], rows: usize, cols: usize) -> Vec<f64> {
+/// Our values against `reply` (probabilities over the other's moves), per row of `payoffs`.
+fn against(payoffs: &[f64], cols: usize, reply: &[f64]) -> Vec<f64> {
+    payoffs
+        .chunks(cols)
+        .map(|row| row.iter().zip(reply).map(|(v, p)| v * p).sum())
+        .collect()
+}
+
+/// The row of `strategy`'s support that scores best against `reply`, if it scores more than
+/// `strategy` itself does.
+fn best_in_support(payoffs: &[f64], cols: usize, strategy: &[f64], reply: &[f64]) -> Option<usize> {
+    let scores = against(payoffs, cols, reply);
+    let mixed: f64 = scores.iter().zip(strategy).map(|(s, p)| s * p).sum();
+    let best = (0..scores.len())
+        .filter(|&i| strategy[i] > EPSILON)
+        .max_by(|&a, &b| scores[a].total_cmp(&scores[b]))?;
+    (scores[best] > mixed + EPSILON).then_some(best)
+}
+
+/// The pure strategy of row `row` of `rows`.
+fn pure(rows: usize, row: usize) -> Vec<f64> {
+    (0..rows)
+        .map(|i| if i == row { 1.0 } else { 0.0 })
+        .collect()
+}
+
+/// The row with the best worst case (ties: the best score against `reply`), as a strategy.
+fn pure_maximin(payoffs: &[f64], rows: usize, cols: usize, reply: &[f64]) -> Vec<f64> {
+    let scores = against(payoffs, cols, reply);
     let score = |i: usize| {
         let row = &payoffs[i * cols..(i + 1) * cols];
         let worst = row.iter().copied().fold(f64::INFINITY, f64::min);
-        (worst, row.iter().sum::<f64>())
+        (worst, scores[i])
     };
     let best = (0..rows)
         .max_by(|&a, &b| {
@@ -417,16 +460,22 @@ fn pure_maximin(payoffs: &[f64], rows: usize, cols: usize) -> Vec<f64> {
                 .unwrap_or(std::cmp::Ordering::Equal)
         })
         .unwrap_or(0);
-    (0..rows)
-        .map(|i| if i == best { 1.0 } else { 0.0 })
-        .collect()
+    pure(rows, best)
 }
 
-/// Plays a solved game ([`Equilibrium`]) by an optimal mixed strategy in each state.
+/// Plays a solved game ([`Equilibrium`]) by an optimal mixed strategy in each state, or by the
+/// best reply within that strategy's support to the other role's moves seen so far in the
+/// match ([`stage_strategy`]).
 pub struct EquilibriumPlayer<M: StateMachine> {
     table: Equilibrium<M>,
     role: usize,
     rng: Xoshiro256PlusPlus,
+    /// The state of our last choice and the move we chose, to tell the other's move from the
+    /// state that follows.
+    last: Option<(M::State, M::Move)>,
+    /// How often the other role has played each move in this match; where several of its
+    /// moves lead to the same state, each gets a share.
+    seen: HashMap<M::Move, f64>,
 }
 
 impl<M: StateMachine> EquilibriumPlayer<M> {
@@ -436,7 +485,51 @@ impl<M: StateMachine> EquilibriumPlayer<M> {
             table,
             role: 0,
             rng: Xoshiro256PlusPlus::seed_from_u64(config.seed),
+            last: None,
+            seen: HashMap::new(),
         }
+    }
+
+    /// Counts the other role's move that led from our last choice's state to `state` (shared
+    /// among its moves that lead there alike); nothing when it had one move, when every move
+    /// leads there, or when none does (the match went on elsewhere).
+    fn observe(&mut self, machine: &mut M, state: &M::State) -> Result<(), MachineError> {
+        let Some((before, ours)) = self.last.take() else {
+            return Ok(());
+        };
+        let theirs = machine.legal_moves(&before, 1 - self.role)?;
+        let mut fits = Vec::new();
+        for &mv in &theirs {
+            let joint = if self.role == 0 {
+                [ours, mv]
+            } else {
+                [mv, ours]
+            };
+            if machine.next_state_unchecked(&before, &joint)? == *state {
+                fits.push(mv);
+            }
+        }
+        if !fits.is_empty() && fits.len() < theirs.len() {
+            let share = 1.0 / fits.len() as f64;
+            for mv in fits {
+                *self.seen.entry(mv).or_default() += share;
+            }
+        }
+        Ok(())
+    }
+
+    /// What the other role is expected to play among `moves`: each move as often as it was
+    /// seen plus once (Laplace's rule); `None` while none of them has been seen.
+    fn reply(&self, moves: &[M::Move]) -> Option<Vec<f64>> {
+        let counts: Vec<f64> = moves
+            .iter()
+            .map(|mv| self.seen.get(mv).copied().unwrap_or(0.0))
+            .collect();
+        if counts.iter().all(|&c| c <= 0.0) {
+            return None;
+        }
+        let total: f64 = counts.iter().map(|c| c + 1.0).sum();
+        Some(counts.iter().map(|c| (c + 1.0) / total).collect())
     }
 
     /// Our move in `state` drawn from an optimal mixed strategy (found before `deadline`),
@@ -453,12 +546,13 @@ impl<M: StateMachine> EquilibriumPlayer<M> {
         let Some(value) = self.table.value(state, self.role) else {
             return Ok(None);
         };
-        let strategy = stage_strategy(&stage, self.role, deadline);
-        let moves = if self.role == 0 {
-            &stage.rows
+        let (moves, others) = if self.role == 0 {
+            (&stage.rows, &stage.cols)
         } else {
-            &stage.cols
+            (&stage.cols, &stage.rows)
         };
+        let reply = self.reply(others);
+        let strategy = stage_strategy(&stage, self.role, reply.as_deref(), deadline);
         let total: f64 = strategy.iter().sum();
         let mut pick = rand::Rng::random::<f64>(&mut self.rng) * total;
         let mut chosen = moves[0];
@@ -473,8 +567,13 @@ impl<M: StateMachine> EquilibriumPlayer<M> {
         }
         let support = strategy.iter().filter(|&&p| p > EPSILON).count();
         tracing::debug!(
-            "equilibrium: value {value:.2}, {support} of {} moves in the mixed strategy",
-            moves.len()
+            "equilibrium: value {value:.2}, {support} of {} moves in the strategy{}",
+            moves.len(),
+            if reply.is_some() {
+                ", the other's moves seen"
+            } else {
+                ""
+            }
         );
         Ok(Some((chosen, value)))
     }
@@ -487,6 +586,8 @@ impl<M: StateMachine + Send> Player<M> for EquilibriumPlayer<M> {
 
     fn start(&mut self, _: &mut M, role: usize, _: Instant) -> Result<(), SearchError> {
         self.role = role;
+        self.last = None;
+        self.seen.clear();
         Ok(())
     }
 
@@ -506,18 +607,22 @@ impl<M: StateMachine + Send> Player<M> for EquilibriumPlayer<M> {
                 self.table.values.retain(|_, v| !v[0].is_nan());
             }
         }
-        if let Some((mv, value)) = self.draw(machine, state, deadline)? {
-            return Ok(Choice {
+        self.observe(machine, state)?;
+        let choice = match self.draw(machine, state, deadline)? {
+            Some((mv, value)) => Choice {
                 mv,
                 iterations: 0,
                 value: Some(value),
                 proven: true,
-            });
-        }
-        // Still not solved: the first legal move, as the solve could not say better.
-        let moves = machine.legal_moves(state, self.role)?;
-        let first = moves.first().copied().ok_or(SearchError::NoMove)?;
-        Ok(Choice::unsearched(first))
+            },
+            None => {
+                // Still not solved: the first legal move, as the solve could not say better.
+                let moves = machine.legal_moves(state, self.role)?;
+                Choice::unsearched(moves.first().copied().ok_or(SearchError::NoMove)?)
+            }
+        };
+        self.last = Some((state.clone(), choice.mv));
+        Ok(choice)
     }
 }
 
@@ -575,12 +680,54 @@ mod tests {
             payoffs: vec![[2.0, 0.0], [0.0, 2.0], [0.0, 2.0], [1.0, 1.0]],
         };
         assert_eq!(stage.constant_sum(), Some(2.0));
-        let strategy = stage_strategy(&stage, 1, far());
+        let strategy = stage_strategy(&stage, 1, None, far());
         assert!((strategy[0] - 1.0 / 3.0).abs() < 1e-6, "{strategy:?}");
         assert!((strategy[1] - 2.0 / 3.0).abs() < 1e-6, "{strategy:?}");
         let value = stage.value(far()).unwrap();
         assert!((value[0] - 2.0 / 3.0).abs() < 1e-6, "{value:?}");
         assert!((value[1] - 4.0 / 3.0).abs() < 1e-6, "{value:?}");
+    }
+
+    #[test]
+    fn a_lean_in_the_others_moves_is_answered_within_the_optimal_support() {
+        // Rock, paper, scissors, and a fourth move that loses to everything.
+        let mut payoffs = Vec::new();
+        for row in [[50.0, 0.0, 100.0, 100.0], [100.0, 50.0, 0.0, 100.0]]
+            .into_iter()
+            .chain([[0.0, 100.0, 50.0, 100.0], [0.0, 0.0, 0.0, 50.0]])
+        {
+            payoffs.extend(row.map(|v| [v, 100.0 - v]));
+        }
+        let rps = stage(4, 4, &payoffs);
+        let mix = stage_strategy(&rps, 0, None, far());
+        assert!(
+            mix[..3].iter().all(|p| (p - 1.0 / 3.0).abs() < 1e-6),
+            "{mix:?}"
+        );
+        // Rock seen most: paper, alone.
+        let rocky = [0.5, 0.2, 0.2, 0.1];
+        assert_eq!(stage_strategy(&rps, 0, Some(&rocky), far()), pure(4, 1));
+        assert_eq!(stage_strategy(&rps, 1, Some(&rocky), far()), pure(4, 1));
+        // Nothing to gain against an even spread over the three: the mix.
+        let even = [1.0 / 3.0, 1.0 / 3.0, 1.0 / 3.0, 0.0];
+        let same = stage_strategy(&rps, 0, Some(&even), far());
+        assert!(
+            same[..3].iter().all(|p| (p - 1.0 / 3.0).abs() < 1e-6),
+            "{same:?}"
+        );
+        // The fourth move, seen most: any of the three beats it; never the fourth itself.
+        let fourth = stage_strategy(&rps, 0, Some(&[0.1, 0.1, 0.1, 0.7]), far());
+        assert_eq!(fourth[3], 0.0, "{fourth:?}");
+        // A saddle point (column 0 holds both rows to 50): of the two rows that keep 50, the
+        // one better against what is seen; against nothing seen, the better on average.
+        let saddle = stage(
+            2,
+            3,
+            &[50.0, 100.0, 60.0, 50.0, 60.0, 90.0].map(|v| [v, 100.0 - v]),
+        );
+        assert_eq!(stage_strategy(&saddle, 0, None, far()), pure(2, 0));
+        let right = [0.2, 0.2, 0.6];
+        assert_eq!(stage_strategy(&saddle, 0, Some(&right), far()), pure(2, 1));
     }
 
     /// A stage of `rows` × `cols` with both roles' values, row-major.
@@ -599,8 +746,8 @@ mod tests {
         assert_eq!(dilemma.constant_sum(), None);
         assert_eq!(dilemma.dominance(), Some((1, 1)));
         assert_eq!(dilemma.value(far()).unwrap(), [1.0, 1.0]);
-        assert_eq!(stage_strategy(&dilemma, 0, far()), vec![0.0, 1.0]);
-        assert_eq!(stage_strategy(&dilemma, 1, far()), vec![0.0, 1.0]);
+        assert_eq!(stage_strategy(&dilemma, 0, None, far()), vec![0.0, 1.0]);
+        assert_eq!(stage_strategy(&dilemma, 1, None, far()), vec![0.0, 1.0]);
         // Moves: swerve, straight. Each does best doing the opposite of the other: two
         // equilibria that differ in who gets what.
         let chicken = stage(2, 2, &[[5.0, 5.0], [1.0, 9.0], [9.0, 1.0], [0.0, 0.0]]);
