@@ -518,18 +518,22 @@ impl<M: StateMachine> EquilibriumPlayer<M> {
         Ok(())
     }
 
-    /// What the other role is expected to play among `moves`: each move as often as it was
-    /// seen plus once (Laplace's rule); `None` while none of them has been seen.
+    /// What the other role has been seen to play among `moves`: each move's share of the
+    /// times any of them was seen; `None` while none was.
+    ///
+    /// The other role is presumed to play an optimal strategy but for what it was seen to do.
+    /// Against an optimal strategy every move of our optimal support scores the same, so the
+    /// moves seen alone decide which of them to play. (A prior spread evenly over the other's
+    /// moves, Laplace's rule, was measured instead: with many moves it outweighs a few seen
+    /// ones, and the player kept to the one move best against an even spread; colonelBlotto
+    /// lost three of four against Sancho, `docs/experiments/equilibrium.md`.)
     fn reply(&self, moves: &[M::Move]) -> Option<Vec<f64>> {
         let counts: Vec<f64> = moves
             .iter()
             .map(|mv| self.seen.get(mv).copied().unwrap_or(0.0))
             .collect();
-        if counts.iter().all(|&c| c <= 0.0) {
-            return None;
-        }
-        let total: f64 = counts.iter().map(|c| c + 1.0).sum();
-        Some(counts.iter().map(|c| (c + 1.0) / total).collect())
+        let total: f64 = counts.iter().sum();
+        (total > 0.0).then(|| counts.iter().map(|c| c / total).collect())
     }
 
     /// Our move in `state` drawn from an optimal mixed strategy (found before `deadline`),
