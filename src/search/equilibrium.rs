@@ -18,7 +18,10 @@
 //! like colonelBlotto, where each pure strategy is beaten by another, this is what search that
 //! settles on one move cannot give (Bošanský, Lisý, Lanctot, Čermák, Winands, "Algorithms for
 //! computing strategies in two-player simultaneous move games", 2016: backward induction with
-//! a matrix game solved at each stage).
+//! a matrix game solved at each stage). Once it has seen the other's moves in the match, it
+//! plays the move of the optimal strategy's support that scores best against them, where one
+//! scores more than the mix: against an optimal opponent every such move scores the value, so
+//! only an opponent that leans one way is affected, and it is answered.
 
 use std::time::Instant;
 
