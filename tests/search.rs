@@ -1062,19 +1062,6 @@ fn the_compiled_evaluator_matches_the_heuristics_and_mcts_uses_them() {
     );
     let state = m.initial_state();
     assert!(p.choose(&mut m, &state, far()).unwrap().value.is_some());
-    // With anti-decisive playouts (on in this game), playouts go to the end and the heuristic
-    // is new nodes' prior.
-    let spec: PlayerSpec = "mcts:anti=auto".parse().unwrap();
-    let mut p = MctsPlayer::<PropnetMachine>::with_settings(config(5, 3000), spec.mcts.clone());
-    p.start(&mut m, 0, Instant::now() + Duration::from_secs(2))
-        .unwrap();
-    assert!(p.anti());
-    assert!(
-        p.heuristics()
-            .is_some_and(|h| h.iter().any(Option::is_some))
-    );
-    assert_eq!(p.playout_cutoff(), None);
-    assert!(p.choose(&mut m, &state, far()).unwrap().value.is_some());
 }
 
 /// Role `a` may win at once or wait (one of nine ways); waiting goes on forever.

@@ -463,9 +463,8 @@ impl<M: StateMachine> MctsPlayer<M> {
     /// all along random games, for a tenth of the start clock left, at most [`ANTI_PROBE`],
     /// and turns them on when they are worth it (at least [`ANTI_MIN_CHANGES`] choices a
     /// playout differ from the uniform ones) and affordable (at least [`ANTI_MIN_RATE`] a
-    /// second). On, they play to the end, a learnt heuristic serving as new nodes' prior (as
-    /// Sancho uses its heuristics), since a cut-off after a few moves would leave them nothing
-    /// to act on. Returns the plan so decided.
+    /// second). On, they play to the end: a learnt heuristic is dropped, since its cut-off
+    /// after a few moves would leave them nothing to act on. Returns the plan so decided.
     fn decide_anti(
         &self,
         machine: &mut M,
@@ -532,11 +531,12 @@ impl<M: StateMachine> MctsPlayer<M> {
             });
         }
         if plan.heuristic() {
-            tracing::info!("heuristic as new nodes' prior: anti-decisive playouts play to the end");
+            tracing::info!("heuristic dropped: anti-decisive playouts play to the end");
         }
         Ok(Plan {
             playout: Playout::AntiDecisive,
-            ..plan.with_full_playouts()
+            heuristics: None,
+            ..plan
         })
     }
 
@@ -546,7 +546,7 @@ impl<M: StateMachine> MctsPlayer<M> {
     }
 
     /// The moves after which a playout is cut and valued by the heuristic, when it is (a
-    /// heuristic learnt, and not turned into a prior by the heuristic trial or for
+    /// heuristic learnt, and not turned into a prior by the heuristic trial or dropped for
     /// anti-decisive playouts); `None` when playouts go to the end.
     pub fn playout_cutoff(&self) -> Option<usize> {
         let steps = self.playout_steps();
@@ -769,12 +769,7 @@ impl<M: StateMachine + Send + 'static> MctsPlayer<M> {
         if self.settings.anti == Anti::Auto {
             plan = self.decide_anti(machine, initial, deadline, plan)?;
         }
-        // Anti-decisive playouts go to the end, the heuristic a prior: nothing to try.
-        if self.settings.heuristic_trial
-            && plan.heuristic()
-            && plan.playout == Playout::Uniform
-            && machine.roles().len() > 1
-        {
+        if self.settings.heuristic_trial && plan.heuristic() && machine.roles().len() > 1 {
             plan = self.try_heuristic(machine, deadline, plan)?;
         }
         Ok(plan)
