@@ -123,7 +123,7 @@ fn gather<M: StateMachine>(
         let scratch = &mut lanes.paths[lanes.used];
         match tree.descend(machine, rng, ctx, policies, scratch) {
             Ok(Leaf::Value(v)) => {
-                tree.complete(n_roles, scratch, v);
+                tree.complete(n_roles, scratch, v, ctx.implicit > 0.0);
                 round.iterations += 1;
                 attempts += 1;
             }
@@ -220,7 +220,12 @@ fn settle<M: StateMachine>(
         if let Some(rivalry) = ctx.rivalry {
             rivalry.apply(&mut rewards);
         }
-        tree.complete(n_roles, &mut lanes.paths[owner], rewards.clone());
+        tree.complete(
+            n_roles,
+            &mut lanes.paths[owner],
+            rewards.clone(),
+            ctx.implicit > 0.0,
+        );
         round.iterations += 1;
     }
 }
@@ -269,6 +274,7 @@ mod tests {
                     stop: AtomicBool::new(false),
                     max_steps: 5000,
                     prior: 0,
+                    implicit: 0.0,
                     progress: None,
                     batch: None,
                     rivalry: None,

@@ -24,6 +24,9 @@ pub(super) struct Context {
     pub(super) max_steps: usize,
     /// Pseudo-visits a new node's estimate counts as (0: none).
     pub(super) prior: u32,
+    /// The weight of the implicit minimax values in the selection (0: none; see
+    /// [`super::IMPLICIT_WEIGHT`]).
+    pub(super) implicit: f64,
     /// Where finished playouts are counted as they happen (see
     /// [`SearchConfig::progress`](crate::search::SearchConfig::progress)).
     pub(super) progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,

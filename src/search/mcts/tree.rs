@@ -55,6 +55,11 @@ pub(super) struct Node<S, Mv> {
     pub(super) high: Box<[f64]>,
     /// Number of joint moves (product of the move counts).
     pub(super) n_joint: u64,
+    /// Per role, the implicit minimax value 0..1 (used only with
+    /// [`super::parallel::Context::implicit`]): the heuristic's estimate of the node's state
+    /// when it was added, then, at a node with one mover, the value of the child best for the
+    /// mover, backed up after each iteration; the goals at a terminal node.
+    pub(super) im: Box<[f64]>,
 }
 
 impl<S: Clone, Mv: Copy> Node<S, Mv> {
@@ -79,6 +84,7 @@ impl<S: Clone, Mv: Copy> Node<S, Mv> {
             low: Box::default(),
             high: Box::default(),
             n_joint: 1,
+            im: Box::default(),
         }
     }
 
@@ -94,6 +100,7 @@ impl<S: Clone, Mv: Copy> Node<S, Mv> {
         self.n_joint = 1;
         set_all(&mut self.low, n_roles, 0.0);
         set_all(&mut self.high, n_roles, 1.0);
+        set_all(&mut self.im, n_roles, 0.5);
         if machine.is_terminal(&self.state)? {
             self.moves.clear();
             self.stats.clear();
@@ -101,6 +108,7 @@ impl<S: Clone, Mv: Copy> Node<S, Mv> {
                 let g = f64::from(goal_or_zero(machine, &self.state, r)?) / 100.0;
                 self.low[r] = g;
                 self.high[r] = g;
+                self.im[r] = g;
             }
             return Ok(());
         }
@@ -136,6 +144,7 @@ impl<S: Clone, Mv: Copy> Node<S, Mv> {
         self.n_joint = 1;
         set_all(&mut self.low, n_roles, 0.0);
         set_all(&mut self.high, n_roles, 0.0);
+        set_all(&mut self.im, n_roles, 0.0);
     }
 
     /// The exact value per role, once known.
@@ -154,7 +163,7 @@ impl<S: Clone, Mv: Copy> Node<S, Mv> {
         let per_move = size_of::<Mv>() + size_of::<Stat>();
         size_of::<Self>()
             + OVERHEAD
-            + self.low.len() * 16
+            + self.low.len() * 24
             + self
                 .moves
                 .iter()
@@ -248,6 +257,8 @@ pub(super) struct Tree<S, Mv> {
     /// Slots of the arena whose nodes are no longer in the tree, to be filled again as new
     /// nodes (the pool).
     free: Vec<u32>,
+    /// Scratch: an implicit minimax value being backed up.
+    im_buf: Vec<f64>,
 }
 
 impl<S: Clone + Eq, Mv: Copy + Eq> Tree<S, Mv> {
@@ -258,6 +269,7 @@ impl<S: Clone + Eq, Mv: Copy + Eq> Tree<S, Mv> {
             bytes: 0,
             budget,
             free: Vec::new(),
+            im_buf: Vec::new(),
         }
     }
 
@@ -372,6 +384,7 @@ impl<S: Clone + Eq, Mv: Copy + Eq> Tree<S, Mv> {
                     rivalry.apply(&mut node.low);
                     rivalry.apply(&mut node.high);
                 }
+                node.im.copy_from_slice(&node.low);
             }
             Ok(()) => {}
             Err(_) => node.kill(n_roles),
@@ -401,12 +414,16 @@ impl<S: Clone + Eq, Mv: Copy + Eq> Tree<S, Mv> {
     /// first, at random). When `role` is the node's only mover, moves whose child is settled
     /// or cannot beat what the mover is already sure of are left out while others remain,
     /// and a settled child counts at its value.
+    ///
+    /// With `implicit` above 0, a mover's move with a child counts at `(1 − implicit)` times
+    /// its mean plus `implicit` times the child's implicit minimax value.
     fn select(
         &self,
         id: u32,
         role: usize,
         rule: &dyn Selection,
         mover: bool,
+        implicit: f64,
         rng: &mut impl Rng,
     ) -> u32 {
         let node = &self.nodes[id as usize];
@@ -442,13 +459,16 @@ impl<S: Clone + Eq, Mv: Copy + Eq> Tree<S, Mv> {
             if !consider(s) {
                 continue;
             }
-            let settled = s
-                .child
-                .filter(|_| mover)
-                .and_then(|ch| self.nodes[ch as usize].value().map(|v| v[role]));
+            let child = s.child.filter(|_| mover).map(|ch| &self.nodes[ch as usize]);
+            let settled = child.and_then(|ch| ch.value().map(|v| v[role]));
+            let mean = s.sum / f64::from(s.visits.max(1));
+            let mean = match child {
+                Some(ch) if implicit > 0.0 => (1.0 - implicit) * mean + implicit * ch.im[role],
+                _ => mean,
+            };
             let view = MoveView {
                 visits: s.visits,
-                mean: settled.unwrap_or(s.sum / f64::from(s.visits.max(1))),
+                mean: settled.unwrap_or(mean),
                 parent_visits: node.visits,
             };
             let score = rule.score(&view);
@@ -476,7 +496,7 @@ impl<S: Clone + Eq, Mv: Copy + Eq> Tree<S, Mv> {
             Leaf::Value(v) => v,
             Leaf::Playout(state) => play_out(machine, rng, ctx, policies, &state)?,
         };
-        self.complete(machine.roles().len(), scratch, rewards);
+        self.complete(machine.roles().len(), scratch, rewards, ctx.implicit > 0.0);
         Ok(())
     }
 
@@ -507,7 +527,14 @@ impl<S: Clone + Eq, Mv: Copy + Eq> Tree<S, Mv> {
             let mover = node.mover();
             let start = scratch.choices.len();
             for r in 0..n_roles {
-                let pick = self.select(id, r, &*policies.select, mover == Some(r), rng);
+                let pick = self.select(
+                    id,
+                    r,
+                    &*policies.select,
+                    mover == Some(r),
+                    ctx.implicit,
+                    rng,
+                );
                 scratch.choices.push(pick);
             }
             let node = &self.nodes[id as usize];
@@ -539,9 +566,10 @@ impl<S: Clone + Eq, Mv: Copy + Eq> Tree<S, Mv> {
         n_roles: usize,
         scratch: &mut Scratch<Mv>,
         rewards: Vec<f64>,
+        implicit: bool,
     ) {
         scratch.rewards = rewards;
-        self.back_up(scratch, n_roles);
+        self.back_up(scratch, n_roles, implicit);
     }
 
     /// A virtual loss on the path `scratch` holds: one visit worth nothing added to every node
@@ -589,29 +617,35 @@ impl<S: Clone + Eq, Mv: Copy + Eq> Tree<S, Mv> {
         if self.add_child(id, key, c) {
             scratch.path.push(c);
             if settled.is_none()
-                && ctx.prior > 0
+                && (ctx.prior > 0 || ctx.implicit > 0.0)
                 && policies
                     .eval
                     .estimate(machine, state, &mut scratch.estimate)
             {
-                // The new node's estimate counts as `prior` visits of the moves to it.
                 if let Some(rivalry) = ctx.rivalry {
                     rivalry.apply(&mut scratch.estimate);
                 }
-                let w = f64::from(ctx.prior);
-                let node = &mut self.nodes[id as usize];
-                for r in 0..n_roles {
-                    let s = &mut node.stats[r][scratch.choices[start + r] as usize];
-                    s.visits = s.visits.saturating_add(ctx.prior);
-                    s.sum += w * scratch.estimate[r];
+                if ctx.implicit > 0.0 {
+                    self.nodes[c as usize].im.copy_from_slice(&scratch.estimate);
+                }
+                if ctx.prior > 0 {
+                    // The new node's estimate counts as `prior` visits of the moves to it.
+                    let w = f64::from(ctx.prior);
+                    let node = &mut self.nodes[id as usize];
+                    for r in 0..n_roles {
+                        let s = &mut node.stats[r][scratch.choices[start + r] as usize];
+                        s.visits = s.visits.saturating_add(ctx.prior);
+                        s.sum += w * scratch.estimate[r];
+                    }
                 }
             }
         }
         settled
     }
 
-    /// Adds the rewards along the path and tightens the bounds bottom up, while they change.
-    fn back_up(&mut self, scratch: &Scratch<Mv>, n_roles: usize) {
+    /// Adds the rewards along the path and tightens the bounds bottom up, while they change;
+    /// with `implicit`, backs the implicit minimax values up the path.
+    fn back_up(&mut self, scratch: &Scratch<Mv>, n_roles: usize, implicit: bool) {
         let n_chosen = scratch.choices.len() / n_roles.max(1);
         for k in 0..n_chosen {
             let node = &mut self.nodes[scratch.path[k] as usize];
@@ -626,6 +660,34 @@ impl<S: Clone + Eq, Mv: Copy + Eq> Tree<S, Mv> {
             if !self.tighten(scratch.path[k] as usize) {
                 break;
             }
+        }
+        // After the bounds, so that a child they settled counts at its exact value.
+        if implicit {
+            for k in (0..n_chosen).rev() {
+                self.back_up_implicit(scratch.path[k] as usize);
+            }
+        }
+    }
+
+    /// At a node with one mover, takes the implicit minimax value of the child best for the
+    /// mover (a settled child at its exact value); other nodes keep theirs.
+    fn back_up_implicit(&mut self, id: usize) {
+        let node = &self.nodes[id];
+        let Some(m) = node.mover().filter(|_| !node.moves.is_empty()) else {
+            return;
+        };
+        let best = node.stats[m]
+            .iter()
+            .filter_map(|s| s.child)
+            .map(|c| {
+                let child = &self.nodes[c as usize];
+                child.value().unwrap_or(&child.im)
+            })
+            .max_by(|a, b| a[m].total_cmp(&b[m]));
+        if let Some(best) = best {
+            self.im_buf.clear();
+            self.im_buf.extend_from_slice(best);
+            self.nodes[id].im.copy_from_slice(&self.im_buf);
         }
     }
 }
@@ -659,8 +721,8 @@ mod tests {
 
     use super::*;
     use crate::gdl::Description;
-    use crate::propnet::{Budget, PropnetMachine};
-    use crate::search::mcts::{GoalEvaluation, Ucb1, UniformPlayout};
+    use crate::propnet::{Budget, PropnetMachine, PropnetState};
+    use crate::search::mcts::{Evaluation, GoalEvaluation, Ucb1, UniformPlayout};
 
     type Ttt =
         Tree<<PropnetMachine as StateMachine>::State, <PropnetMachine as StateMachine>::Move>;
@@ -685,6 +747,7 @@ mod tests {
             stop: AtomicBool::new(false),
             max_steps: 100,
             prior: 0,
+            implicit: 0.0,
             progress: None,
             batch: None,
             rivalry: None,
@@ -704,6 +767,116 @@ mod tests {
                 .map_err(|_| "an iteration failed")
                 .unwrap();
         }
+    }
+
+    /// A made-up estimate for the implicit minimax values: X's share of the marks in the top
+    /// row, so that the estimates differ from node to node.
+    struct TopRow;
+
+    impl Evaluation<PropnetMachine> for TopRow {
+        fn evaluate(
+            &mut self,
+            machine: &mut PropnetMachine,
+            state: &PropnetState,
+            out: &mut Vec<f64>,
+        ) -> Result<(), MachineError> {
+            GoalEvaluation.evaluate(machine, state, out)
+        }
+
+        fn estimate(
+            &mut self,
+            machine: &mut PropnetMachine,
+            state: &PropnetState,
+            out: &mut Vec<f64>,
+        ) -> bool {
+            let terms: Vec<String> = machine
+                .state_terms(state)
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            let count = |mark: &str| {
+                (1..=3)
+                    .filter(|c| terms.contains(&format!("(cell {c} 1 {mark})")))
+                    .count() as f64
+            };
+            let x = 0.5 + 0.1 * (count("x") - count("o"));
+            out.clear();
+            out.extend([x, 1.0 - x]);
+            true
+        }
+    }
+
+    /// With implicit minimax values, every node with one mover holds the value of its child
+    /// best for the mover (a settled child at its exact value), a terminal node its goals, a
+    /// leaf its estimate; and the search still proves tic-tac-toe a draw.
+    #[test]
+    fn implicit_minimax_values_back_up_the_best_child() {
+        let text = include_str!("../../../rules/ticTacToe.kif");
+        let d = Description::from_text(text).expect("the sheet parses");
+        let mut m = PropnetMachine::new(&d, &Budget::default()).expect("the game grounds");
+        let mut tree = Tree::new(64 << 20);
+        let initial = m.initial_state();
+        tree.reset(Node::new(&mut m, initial).expect("the root expands"));
+        let ctx = Context {
+            deadline: Instant::now() + Duration::from_secs(600),
+            stop: AtomicBool::new(false),
+            max_steps: 100,
+            prior: 0,
+            implicit: 0.4,
+            progress: None,
+            batch: None,
+            rivalry: None,
+        };
+        let mut policies = Policies::<PropnetMachine> {
+            select: Box::new(Ucb1 { exploration: 0.4 }),
+            playout: Box::new(UniformPlayout::default()),
+            eval: Box::new(TopRow),
+        };
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
+        let mut scratch = Scratch::default();
+        let mut checked = 0;
+        for round in 0..200 {
+            for _ in 0..500 {
+                if tree.root_settled() {
+                    break;
+                }
+                tree.iterate(&mut m, &mut rng, &ctx, &mut policies, &mut scratch)
+                    .map_err(|_| "an iteration failed")
+                    .unwrap();
+            }
+            for id in reachable(&tree) {
+                let node = &tree.nodes[id as usize];
+                if node.moves.is_empty() {
+                    assert_eq!(node.im, node.low, "a terminal node holds its goals");
+                    continue;
+                }
+                let m0 = node.mover().expect("tic-tac-toe has one mover a turn");
+                let best = node.stats[m0]
+                    .iter()
+                    .filter_map(|s| s.child)
+                    .map(|c| {
+                        let child = &tree.nodes[c as usize];
+                        child.value().unwrap_or(&child.im).to_vec()
+                    })
+                    .max_by(|a, b| a[m0].total_cmp(&b[m0]));
+                match best {
+                    Some(best) => assert_eq!(*node.im, *best, "node {id} after round {round}"),
+                    None if id != 0 => {
+                        let mut estimate = Vec::new();
+                        assert!(TopRow.estimate(&mut m, &node.state, &mut estimate));
+                        assert_eq!(*node.im, *estimate, "leaf {id}");
+                    }
+                    None => {}
+                }
+                checked += 1;
+            }
+            if tree.root_settled() {
+                break;
+            }
+        }
+        assert!(checked > 1000, "{checked} nodes checked");
+        assert!(tree.root_settled(), "tic-tac-toe is solved");
+        assert_eq!(*tree.nodes[0].low, [0.5, 0.5], "a draw");
     }
 
     /// Of two sure wins the quicker is told apart: X wins at once at (3 1), or in three by
