@@ -30,6 +30,15 @@
 //! once (of several, the quickest win the tree shows; of sure losses, the slowest), and the
 //! search stops as soon as the root is settled.
 //!
+//! **Implicit minimax values.** Where anti-decisive playouts play to the end and a heuristic
+//! was learnt, every node also keeps, per role, an implicit minimax value (Lanctot, Winands,
+//! Pepels and Sturtevant, "Monte Carlo Tree Search with Heuristic Evaluations using Implicit
+//! Minimax Backups", 2014): the heuristic's estimate of its state when it is added, the goals
+//! when terminal, and, after each iteration, bottom up along the path, the value of the child
+//! best for the node's one mover. The mover then scores a move by `0.6 · mean + 0.4 · value`
+//! ([`IMPLICIT_WEIGHT`]) instead of the mean alone: the heuristic's minimax over the tree steers
+//! the search, the playouts still decide the means.
+//!
 //! **Tree reuse.** The tree of the previous search is kept. When [`Player::choose`] is called
 //! with a new state, it is looked for among the previous root's children and grandchildren
 //! if found, what it reaches becomes the new tree (kept where it is, the other slots freed
@@ -130,7 +139,8 @@ pub enum Anti {
     /// Anti-decisive playouts.
     On,
     /// On when the start clock's measurement finds them fast enough and of use; on, they
-    /// play to the end, without the heuristic's cut-off.
+    /// play to the end, without the heuristic's cut-off (a learnt heuristic then gives the
+    /// tree's implicit minimax values).
     Auto,
 }
 
@@ -474,8 +484,10 @@ impl<M: StateMachine> MctsPlayer<M> {
     /// all along random games, for a tenth of the start clock left, at most [`ANTI_PROBE`],
     /// and turns them on when they are worth it (at least [`ANTI_MIN_CHANGES`] choices a
     /// playout differ from the uniform ones) and affordable (at least [`ANTI_MIN_RATE`] a
-    /// second). On, they play to the end: a learnt heuristic is dropped, since its cut-off
-    /// after a few moves would leave them nothing to act on. Returns the plan so decided.
+    /// second). On, they play to the end, since a heuristic's cut-off after a few moves would
+    /// leave them nothing to act on: a learnt heuristic is kept as the tree's implicit minimax
+    /// values instead ([`Plan::implicit`]; measured in
+    /// `docs/experiments/implicit-minimax.md`). Returns the plan so decided.
     fn decide_anti(
         &self,
         machine: &mut M,
@@ -565,8 +577,8 @@ impl<M: StateMachine> MctsPlayer<M> {
     }
 
     /// The moves after which a playout is cut and valued by the heuristic, when it is (a
-    /// heuristic learnt, and not turned into a prior by the heuristic trial or dropped for
-    /// anti-decisive playouts); `None` when playouts go to the end.
+    /// heuristic learnt, and not turned into a prior by the heuristic trial or into implicit
+    /// minimax values beside anti-decisive playouts); `None` when playouts go to the end.
     pub fn playout_cutoff(&self) -> Option<usize> {
         let steps = self.playout_steps();
         (steps < self.settings.max_playout_steps).then_some(steps)
