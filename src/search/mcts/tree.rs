@@ -727,8 +727,8 @@ mod tests {
     type Ttt =
         Tree<<PropnetMachine as StateMachine>::State, <PropnetMachine as StateMachine>::Move>;
 
-    /// A tic-tac-toe tree after `iterations` iterations, and its machine.
-    fn searched(iterations: usize) -> (PropnetMachine, Ttt) {
+    /// The tic-tac-toe machine and a tree holding only the initial state.
+    fn fresh() -> (PropnetMachine, Ttt) {
         let text = include_str!("../../../rules/ticTacToe.kif");
         let d = Description::from_text(text).expect("the sheet parses");
         let mut m = PropnetMachine::new(&d, &Budget::default()).expect("the game grounds");
@@ -736,36 +736,69 @@ mod tests {
         let initial = m.initial_state();
         let root = Node::new(&mut m, initial).expect("the root expands");
         tree.reset(root);
+        (m, tree)
+    }
+
+    /// A tic-tac-toe tree after `iterations` iterations, and its machine.
+    fn searched(iterations: usize) -> (PropnetMachine, Ttt) {
+        let (mut m, mut tree) = fresh();
         search_more(&mut tree, &mut m, iterations);
         (m, tree)
     }
 
     /// Runs `iterations` more iterations on `tree`.
     fn search_more(tree: &mut Ttt, m: &mut PropnetMachine, iterations: usize) {
-        let ctx = Context {
-            deadline: Instant::now() + Duration::from_secs(600),
-            stop: AtomicBool::new(false),
-            max_steps: 100,
-            prior: 0,
-            implicit: 0.0,
-            progress: None,
-            batch: None,
-            rivalry: None,
-        };
-        let mut policies = Policies::<PropnetMachine> {
-            select: Box::new(Ucb1 { exploration: 0.4 }),
-            playout: Box::new(UniformPlayout::default()),
-            eval: Box::new(GoalEvaluation),
-        };
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
-        let mut scratch = Scratch::default();
-        for _ in 0..iterations {
-            if tree.root_settled() {
-                break;
+        Searcher::new(0.0, Box::new(GoalEvaluation)).run(tree, m, iterations);
+    }
+
+    /// What a test's iterations run with: uniform playouts, UCB1, seed 5.
+    struct Searcher {
+        ctx: Context,
+        policies: Policies<PropnetMachine>,
+        rng: Xoshiro256PlusPlus,
+        scratch: Scratch<<PropnetMachine as StateMachine>::Move>,
+    }
+
+    impl Searcher {
+        /// With implicit minimax values at weight `implicit` (0: none), evaluated by `eval`.
+        fn new(implicit: f64, eval: Box<dyn Evaluation<PropnetMachine>>) -> Searcher {
+            Searcher {
+                ctx: Context {
+                    deadline: Instant::now() + Duration::from_secs(600),
+                    stop: AtomicBool::new(false),
+                    max_steps: 100,
+                    prior: 0,
+                    implicit,
+                    progress: None,
+                    batch: None,
+                    rivalry: None,
+                },
+                policies: Policies {
+                    select: Box::new(Ucb1 { exploration: 0.4 }),
+                    playout: Box::new(UniformPlayout::default()),
+                    eval,
+                },
+                rng: Xoshiro256PlusPlus::seed_from_u64(5),
+                scratch: Scratch::default(),
             }
-            tree.iterate(m, &mut rng, &ctx, &mut policies, &mut scratch)
+        }
+
+        /// Runs `iterations` more iterations on `tree`, or fewer if its root settles.
+        fn run(&mut self, tree: &mut Ttt, m: &mut PropnetMachine, iterations: usize) {
+            for _ in 0..iterations {
+                if tree.root_settled() {
+                    break;
+                }
+                tree.iterate(
+                    m,
+                    &mut self.rng,
+                    &self.ctx,
+                    &mut self.policies,
+                    &mut self.scratch,
+                )
                 .map_err(|_| "an iteration failed")
                 .unwrap();
+            }
         }
     }
 
@@ -811,39 +844,11 @@ mod tests {
     /// leaf its estimate; and the search still proves tic-tac-toe a draw.
     #[test]
     fn implicit_minimax_values_back_up_the_best_child() {
-        let text = include_str!("../../../rules/ticTacToe.kif");
-        let d = Description::from_text(text).expect("the sheet parses");
-        let mut m = PropnetMachine::new(&d, &Budget::default()).expect("the game grounds");
-        let mut tree = Tree::new(64 << 20);
-        let initial = m.initial_state();
-        tree.reset(Node::new(&mut m, initial).expect("the root expands"));
-        let ctx = Context {
-            deadline: Instant::now() + Duration::from_secs(600),
-            stop: AtomicBool::new(false),
-            max_steps: 100,
-            prior: 0,
-            implicit: 0.4,
-            progress: None,
-            batch: None,
-            rivalry: None,
-        };
-        let mut policies = Policies::<PropnetMachine> {
-            select: Box::new(Ucb1 { exploration: 0.4 }),
-            playout: Box::new(UniformPlayout::default()),
-            eval: Box::new(TopRow),
-        };
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
-        let mut scratch = Scratch::default();
+        let (mut m, mut tree) = fresh();
+        let mut searcher = Searcher::new(0.4, Box::new(TopRow));
         let mut checked = 0;
         for round in 0..200 {
-            for _ in 0..500 {
-                if tree.root_settled() {
-                    break;
-                }
-                tree.iterate(&mut m, &mut rng, &ctx, &mut policies, &mut scratch)
-                    .map_err(|_| "an iteration failed")
-                    .unwrap();
-            }
+            searcher.run(&mut tree, &mut m, 500);
             for id in reachable(&tree) {
                 let node = &tree.nodes[id as usize];
                 if node.moves.is_empty() {
