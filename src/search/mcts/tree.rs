@@ -629,13 +629,23 @@ impl<S: Clone + Eq, Mv: Copy + Eq> Tree<S, Mv> {
                     self.nodes[c as usize].im.copy_from_slice(&scratch.estimate);
                 }
                 if ctx.prior > 0 {
-                    // The new node's estimate counts as `prior` visits of the moves to it.
+                    // The new node's estimate counts as `prior` visits of each role's move
+                    // to it, once per move: where several roles choose, a move leads to a
+                    // child for every reply of the others, and only the first child's
+                    // estimate is its prior (counted at every child, a move's prior weighed
+                    // the replies' number times `prior`, and where the heuristic misleads,
+                    // the moves it undervalued were starved: see
+                    // docs/experiments/simultaneous-prior.md). A move not tried before is one
+                    // without visits: this iteration's own visit is counted after the
+                    // playout.
                     let w = f64::from(ctx.prior);
                     let node = &mut self.nodes[id as usize];
                     for r in 0..n_roles {
                         let s = &mut node.stats[r][scratch.choices[start + r] as usize];
-                        s.visits = s.visits.saturating_add(ctx.prior);
-                        s.sum += w * scratch.estimate[r];
+                        if s.visits == 0 {
+                            s.visits = ctx.prior;
+                            s.sum += w * scratch.estimate[r];
+                        }
                     }
                 }
             }
@@ -882,6 +892,106 @@ mod tests {
         assert!(checked > 1000, "{checked} nodes checked");
         assert!(tree.root_settled(), "tic-tac-toe is solved");
         assert_eq!(*tree.nodes[0].low, [0.5, 0.5], "a draw");
+    }
+
+    /// A constant estimate (0.3 for every role), for priors.
+    struct Flat;
+
+    impl Evaluation<PropnetMachine> for Flat {
+        fn evaluate(
+            &mut self,
+            machine: &mut PropnetMachine,
+            state: &PropnetState,
+            out: &mut Vec<f64>,
+        ) -> Result<(), MachineError> {
+            GoalEvaluation.evaluate(machine, state, out)
+        }
+
+        fn estimate(
+            &mut self,
+            machine: &mut PropnetMachine,
+            _: &PropnetState,
+            out: &mut Vec<f64>,
+        ) -> bool {
+            out.clear();
+            out.resize(machine.roles().len(), 0.3);
+            true
+        }
+    }
+
+    /// Two rounds of a simultaneous guessing game: each role names p, q or r, and the second
+    /// round decides (a wins on different names, b on the same).
+    const GUESS: &str = "
+        (role a) (role b)
+        (init (round 0))
+        (succ 0 1) (succ 1 2)
+        (name p) (name q) (name r)
+        (<= (legal ?x ?n) (role ?x) (name ?n))
+        (<= (next (round ?n)) (true (round ?o)) (succ ?o ?n))
+        (<= (next (named ?x ?n)) (does ?x ?n))
+        (<= terminal (true (round 2)))
+        (<= (goal a 100) (true (named a ?m)) (true (named b ?n)) (distinct ?m ?n))
+        (<= (goal a 0) (true (named a ?m)) (true (named b ?m)))
+        (<= (goal b 0) (true (named a ?m)) (true (named b ?n)) (distinct ?m ?n))
+        (<= (goal b 100) (true (named a ?m)) (true (named b ?m)))
+        (<= (goal ?x 0) (role ?x) (true (round 0)))
+    ";
+
+    /// A heuristic prior counts once per move: at a node where one role chooses, a move's
+    /// prior is its child's estimate; where both choose, a move leads to three children (one
+    /// per reply), and it still gets `prior` visits once, not three times.
+    #[test]
+    fn a_move_gets_its_prior_once() {
+        let prior = 10;
+        let counted = |tree: &Ttt, id: usize| {
+            let node = &tree.nodes[id];
+            let extra: Vec<u32> = node
+                .stats
+                .iter()
+                .map(|stats| stats.iter().map(|s| s.visits).sum::<u32>() - node.visits)
+                .collect();
+            let tried: Vec<u32> = node
+                .stats
+                .iter()
+                .map(|stats| stats.iter().filter(|s| s.visits > 0).count() as u32)
+                .collect();
+            (extra, tried, node.children.len())
+        };
+        // Both roles choose at the root of the guessing game.
+        let d = Description::from_text(GUESS).expect("the sheet parses");
+        let mut m = PropnetMachine::new(&d, &Budget::default()).expect("the game grounds");
+        let mut tree = Tree::new(64 << 20);
+        let initial = m.initial_state();
+        tree.reset(Node::new(&mut m, initial).expect("the root expands"));
+        let mut searcher = Searcher::new(0.0, Box::new(Flat));
+        searcher.ctx.prior = prior;
+        searcher.run(&mut tree, &mut m, 300);
+        let (extra, tried, children) = counted(&tree, 0);
+        assert_eq!(tried, [3, 3], "every move tried");
+        assert!(
+            children > 3,
+            "some move has two children or more: {children}"
+        );
+        assert_eq!(
+            extra,
+            [3 * prior, 3 * prior],
+            "one prior per move, not per child"
+        );
+        let root = &tree.nodes[0];
+        for stats in &root.stats {
+            for s in stats {
+                // The prior's part of the sum is 0.3 a visit; the rest are the real rewards.
+                let real = s.sum - 0.3 * f64::from(prior);
+                assert!(real >= -1e-9 && real <= f64::from(s.visits - prior) + 1e-9);
+            }
+        }
+        // In tic-tac-toe each move has one child, and each child's estimate is its prior.
+        let (mut m, mut tree) = fresh();
+        searcher.run(&mut tree, &mut m, 300);
+        let (extra, _, children) = counted(&tree, 0);
+        assert_eq!(children, 9);
+        assert_eq!(extra[0], 9 * prior, "X's nine moves");
+        assert_eq!(extra[1], prior, "O's one move (noop) once");
     }
 
     /// Of two sure wins the quicker is told apart: X wins at once at (3 1), or in three by
