@@ -812,11 +812,11 @@ mod tests {
         }
     }
 
-    /// A made-up estimate for the implicit minimax values: X's share of the marks in the top
-    /// row, so that the estimates differ from node to node.
-    struct TopRow;
+    /// A test evaluation: goals for playouts, and the function's values as every state's
+    /// estimate.
+    struct Estimate(fn(&mut PropnetMachine, &PropnetState) -> Vec<f64>);
 
-    impl Evaluation<PropnetMachine> for TopRow {
+    impl Evaluation<PropnetMachine> for Estimate {
         fn evaluate(
             &mut self,
             machine: &mut PropnetMachine,
@@ -832,21 +832,32 @@ mod tests {
             state: &PropnetState,
             out: &mut Vec<f64>,
         ) -> bool {
-            let terms: Vec<String> = machine
-                .state_terms(state)
-                .iter()
-                .map(ToString::to_string)
-                .collect();
-            let count = |mark: &str| {
-                (1..=3)
-                    .filter(|c| terms.contains(&format!("(cell {c} 1 {mark})")))
-                    .count() as f64
-            };
-            let x = 0.5 + 0.1 * (count("x") - count("o"));
             out.clear();
-            out.extend([x, 1.0 - x]);
+            out.extend((self.0)(machine, state));
             true
         }
+    }
+
+    /// A made-up estimate for the implicit minimax values: X's share of the marks in the top
+    /// row, so that the estimates differ from node to node.
+    fn top_row(machine: &mut PropnetMachine, state: &PropnetState) -> Vec<f64> {
+        let terms: Vec<String> = machine
+            .state_terms(state)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        let count = |mark: &str| {
+            (1..=3)
+                .filter(|c| terms.contains(&format!("(cell {c} 1 {mark})")))
+                .count() as f64
+        };
+        let x = 0.5 + 0.1 * (count("x") - count("o"));
+        vec![x, 1.0 - x]
+    }
+
+    /// A constant estimate (0.3 for every role), for priors.
+    fn flat(machine: &mut PropnetMachine, _: &PropnetState) -> Vec<f64> {
+        vec![0.3; machine.roles().len()]
     }
 
     /// With implicit minimax values, every node with one mover holds the value of its child
@@ -855,7 +866,7 @@ mod tests {
     #[test]
     fn implicit_minimax_values_back_up_the_best_child() {
         let (mut m, mut tree) = fresh();
-        let mut searcher = Searcher::new(0.4, Box::new(TopRow));
+        let mut searcher = Searcher::new(0.4, Box::new(Estimate(top_row)));
         let mut checked = 0;
         for round in 0..200 {
             searcher.run(&mut tree, &mut m, 500);
@@ -878,7 +889,7 @@ mod tests {
                     Some(best) => assert_eq!(*node.im, *best, "node {id} after round {round}"),
                     None if id != 0 => {
                         let mut estimate = Vec::new();
-                        assert!(TopRow.estimate(&mut m, &node.state, &mut estimate));
+                        assert!(Estimate(top_row).estimate(&mut m, &node.state, &mut estimate));
                         assert_eq!(*node.im, *estimate, "leaf {id}");
                     }
                     None => {}
@@ -892,31 +903,6 @@ mod tests {
         assert!(checked > 1000, "{checked} nodes checked");
         assert!(tree.root_settled(), "tic-tac-toe is solved");
         assert_eq!(*tree.nodes[0].low, [0.5, 0.5], "a draw");
-    }
-
-    /// A constant estimate (0.3 for every role), for priors.
-    struct Flat;
-
-    impl Evaluation<PropnetMachine> for Flat {
-        fn evaluate(
-            &mut self,
-            machine: &mut PropnetMachine,
-            state: &PropnetState,
-            out: &mut Vec<f64>,
-        ) -> Result<(), MachineError> {
-            GoalEvaluation.evaluate(machine, state, out)
-        }
-
-        fn estimate(
-            &mut self,
-            machine: &mut PropnetMachine,
-            _: &PropnetState,
-            out: &mut Vec<f64>,
-        ) -> bool {
-            out.clear();
-            out.resize(machine.roles().len(), 0.3);
-            true
-        }
     }
 
     /// Two rounds of a simultaneous guessing game: each role names p, q or r, and the second
@@ -963,7 +949,7 @@ mod tests {
         let mut tree = Tree::new(64 << 20);
         let initial = m.initial_state();
         tree.reset(Node::new(&mut m, initial).expect("the root expands"));
-        let mut searcher = Searcher::new(0.0, Box::new(Flat));
+        let mut searcher = Searcher::new(0.0, Box::new(Estimate(flat)));
         searcher.ctx.prior = prior;
         searcher.run(&mut tree, &mut m, 300);
         let (extra, tried, children) = counted(&tree, 0);
