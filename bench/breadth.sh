@@ -2,6 +2,7 @@
 # The breadth run (issue 27): ggp against Sancho 1.61c on games nobody tuned on, every class.
 #
 #   sh bench/breadth.sh select               writes bench/breadth/classes.txt, set-a.txt, set-b.txt
+#   sh bench/breadth.sh select-c             writes bench/breadth/set-c.txt (issue 55's held-back set)
 #   sh bench/breadth.sh run SET OUT          plays SET (a set file) into the folder OUT
 #
 # Selection (never by results): every sheet of ../shared/games/base, in alphabetical order, is
@@ -18,6 +19,14 @@
 # the sheets at positions 0, n, 2n, ... and set B those at n/2, n/2 + n, ... (n/2 rounded
 # down), T of each: two disjoint sets of 24 games, B for confirming a change tuned on A.
 # Set files hold `CLASS SHEET` lines.
+#
+# Set C (issue 55), held back for the final measurement and never tuned on, is drawn by the
+# same rule from the sheets no strength work has used: in each class's alphabetical list of
+# the L sheets of classes.txt that are in neither set A nor set B and name no match record
+# committed under docs/experiments/ or matches/ (GAME.*.json), with T per set and
+# m = floor(L / T), the sheets at positions floor(m/2), floor(m/2) + m, ...: 20 turn, 6 sim,
+# 6 multi (32 games; the multi class has only 7 such sheets). Written once (2026-12-07) and
+# committed: rerunning it after more records are committed would draw another set.
 #
 # Run: one `ggp tournament` over the set's games, `ggp=$GGP_PLAYER` against `sancho=$SANCHO`,
 # seats rotating; games of three or four roles get `builtin:random` in the seats left over
@@ -80,6 +89,29 @@ select_sets() {
     awk '{print $4}' "$DIR/classes.txt" | sort | uniq -c
     echo "set A:"; cat "$DIR/set-a.txt"
     echo "set B:"; cat "$DIR/set-b.txt"
+}
+
+select_c() {
+    here=$(dirname "$0")/..
+    used=$(mktemp)
+    cat "$DIR/set-a.txt" "$DIR/set-b.txt" | awk '{print $2}' > "$used"
+    find "$here/docs/experiments" "$here/matches" -name '*.json' ! -name tournament.json \
+        2> /dev/null | sed 's|.*/||; s|\..*||' >> "$used"
+    : > "$DIR/set-c.txt"
+    for spec in turn:20 sim:6 multi:6; do
+        class=${spec%:*}
+        want=${spec#*:}
+        awk -v c="$class" -v t="$want" -v out="$DIR/set-c.txt" '
+            FILENAME == ARGV[1] { used[$1] = 1; next }
+            $4 == c && !($1 in used) { s[n++] = $1 }
+            END {
+                step = int(n / t)
+                if (step < 1) { print c ": only " n " sheets" > "/dev/stderr"; exit 1 }
+                for (i = 0; i < t; i++) print c, s[int(step / 2) + i * step] >> out
+            }' "$used" "$DIR/classes.txt" || { rm -f "$used"; exit 1; }
+    done
+    rm -f "$used"
+    echo "set C:"; cat "$DIR/set-c.txt"
 }
 
 # Whether Sancho answers an INFO.
@@ -178,6 +210,7 @@ run_set() {
 
 case ${1:-} in
     select) select_sets ;;
+    select-c) select_c ;;
     run) run_set "${2:?usage: sh bench/breadth.sh run SET OUT}" "${3:?usage: sh bench/breadth.sh run SET OUT}" ;;
     *) sed -n '2,5p' "$0"; exit 2 ;;
 esac

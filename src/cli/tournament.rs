@@ -126,6 +126,10 @@ pub fn run(args: TournamentArgs) -> anyhow::Result<ExitCode> {
             path,
             rulesheet: text,
             roles: player_roles.len(),
+            role_names: player_roles
+                .iter()
+                .map(|&r| machine.engine.roles()[r].to_string())
+                .collect(),
             player_roles,
         });
         loaded.push(GameEngine {

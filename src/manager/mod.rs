@@ -318,12 +318,16 @@ impl Referee<'_> {
             style.start(id, &role, &rules_out, config.start_clock, config.play_clock)
         });
         let replies = self.broadcast(&starts, Duration::from_secs(config.start_clock));
+        // A reply other than `ready` (Sancho answers `busy` when its START went wrong) is
+        // recorded as a fault too: the match goes on, but the player was not ready for it.
         let start_errors: Vec<String> = replies
             .into_iter()
-            .map(|(reply, _)| {
-                reply
-                    .err()
-                    .map_or(String::new(), |e| Fault::from(e).to_string())
+            .zip(&self.nature)
+            .map(|((reply, _), &nature)| match reply {
+                _ if nature => String::new(),
+                Ok(text) if text.trim().eq_ignore_ascii_case("ready") => String::new(),
+                Ok(text) => Fault::NotReady(one_line(&text)).to_string(),
+                Err(e) => Fault::from(e).to_string(),
             })
             .collect();
         record.errors.push(start_errors);
@@ -564,6 +568,9 @@ pub enum Fault {
     /// A move that is not legal (as sent, spaced).
     #[error("IL {0}")]
     Illegal(String),
+    /// A reply to START other than `ready` (as sent, spaced).
+    #[error("IL {0}")]
+    NotReady(String),
 }
 
 impl From<SendError> for Fault {
@@ -573,6 +580,15 @@ impl From<SendError> for Fault {
             SendError::Connection(_) => Fault::Connection,
         }
     }
+}
+
+/// `text` on one line, its spaces collapsed, at most 60 characters; `null` when empty.
+fn one_line(text: &str) -> String {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    if words.is_empty() {
+        return "null".into();
+    }
+    words.join(" ").chars().take(60).collect()
 }
 
 /// The name in an INFO reply `((name NAME) (status ...))`.

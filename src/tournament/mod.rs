@@ -52,6 +52,8 @@ pub struct Game {
     pub roles: usize,
     /// The index of each players' role among all the game's roles, in role order.
     pub player_roles: Vec<usize>,
+    /// The name of each players' role, in role order.
+    pub role_names: Vec<String>,
 }
 
 /// How the tournament runs.
@@ -446,16 +448,16 @@ pub fn record_path(out: &Path, job: &Job) -> PathBuf {
 }
 
 /// What a completed record gives the tables; `None` for a record that is missing, cannot be
-/// read, is not completed, does not fit the match (another number of roles), or in which a
-/// player could not be reached (see [`outcome`]).
+/// read, is not completed, or does not fit the match (another number of roles).
 pub fn finished(out: &Path, job: &Job, games: &[Game], players: &[Entrant]) -> Option<Outcome> {
     let record = MatchRecord::load(&record_path(out, job)).ok()?;
     outcome(&record, job, games, players).ok()
 }
 
-/// What a record gives the tables, or why it gives nothing. A match in which a player's
-/// connection failed (`CE`: the player died, or never answered) is not a result: its moves
-/// were the referee's random ones, so it is reported as failed and played again on a rerun.
+/// What a record gives the tables, or why it gives nothing. A match that finished counts
+/// whatever the players' errors: one in which a player timed out, moved illegally or could
+/// not be reached (its moves the referee's random ones) counts in the full figures and is
+/// left out of its opponents' clean ones ([`stats::Clean`]).
 fn outcome(
     record: &MatchRecord,
     job: &Job,
@@ -482,18 +484,6 @@ fn outcome(
             )
         })
         .collect::<Vec<Errors>>();
-    let unreachable: Vec<String> = errors
-        .iter()
-        .zip(&job.seats)
-        .filter(|(e, _)| e.connection > 0)
-        .map(|(e, &p)| format!("{} ({} connection errors)", players[p].name, e.connection))
-        .collect();
-    if !unreachable.is_empty() {
-        return Err(format!(
-            "not counted, a player could not be reached: {}",
-            unreachable.join(", ")
-        ));
-    }
     // The filler's seats are left out: the players are judged against each other.
     let kept: Vec<usize> = (0..job.seats.len())
         .filter(|&i| !players[job.seats[i]].filler)
@@ -501,11 +491,13 @@ fn outcome(
     Ok(Outcome {
         game: game.name.clone(),
         seats: kept.iter().map(|&i| job.seats[i]).collect(),
+        roles: kept.clone(),
         goals: kept
             .iter()
             .map(|&i| record.goal_values[game.player_roles[i]])
             .collect(),
         errors: kept.iter().map(|&i| errors[i]).collect(),
+        total: record.goal_values.iter().sum(),
     })
 }
 
@@ -800,7 +792,8 @@ where
             free += cost(job, players, cores);
             pools.give_back(job, &lease);
             bar.inc(1);
-            match result.and_then(|record| outcome(&record, job, games, players)) {
+            let result = result.and_then(|record| outcome(&record, job, games, players));
+            let lost_contact = match &result {
                 Ok(outcome) => {
                     let line: Vec<String> = outcome
                         .seats
@@ -809,33 +802,40 @@ where
                         .map(|(&p, g)| format!("{} {g}", players[p].name))
                         .collect();
                     say(&bar, format!("{}: {}", job.key, line.join(", ")));
-                    summary.outcomes.push(outcome);
+                    outcome.errors.iter().any(|e| e.connection > 0)
                 }
                 Err(why) => {
                     say(&bar, format!("{}: failed: {why}", job.key));
-                    summary.failures.push((job.key.clone(), why));
-                    // An address of this match that is now down plays no more matches; a
-                    // player with no address left fails every match still to play with it,
-                    // at once (they are played on a rerun).
-                    for (&p, address) in job.seats.iter().zip(&lease) {
-                        let Some(address) = address else { continue };
-                        let Err(down) = check(p, address) else {
-                            continue;
-                        };
-                        if pools.down(p, address) {
-                            say(&bar, format!("{down}; no more matches there"));
-                            continue;
-                        }
-                        let why = format!("not played: {down}");
-                        say(&bar, format!("{why}; its other matches are not played"));
-                        let (gone, kept): (VecDeque<&Job>, VecDeque<&Job>) =
-                            pending.drain(..).partition(|j| j.seats.contains(&p));
-                        pending = kept;
-                        for job in gone {
-                            bar.inc(1);
-                            summary.failures.push((job.key.clone(), why.clone()));
-                        }
-                    }
+                    summary.failures.push((job.key.clone(), why.clone()));
+                    true
+                }
+            };
+            if let Ok(outcome) = result {
+                summary.outcomes.push(outcome);
+            }
+            if !lost_contact {
+                continue;
+            }
+            // An address of this match that is now down plays no more matches; a player with
+            // no address left fails every match still to play with it, at once (they are
+            // played on a rerun).
+            for (&p, address) in job.seats.iter().zip(&lease) {
+                let Some(address) = address else { continue };
+                let Err(down) = check(p, address) else {
+                    continue;
+                };
+                if pools.down(p, address) {
+                    say(&bar, format!("{down}; no more matches there"));
+                    continue;
+                }
+                let why = format!("not played: {down}");
+                say(&bar, format!("{why}; its other matches are not played"));
+                let (gone, kept): (VecDeque<&Job>, VecDeque<&Job>) =
+                    pending.drain(..).partition(|j| j.seats.contains(&p));
+                pending = kept;
+                for job in gone {
+                    bar.inc(1);
+                    summary.failures.push((job.key.clone(), why.clone()));
                 }
             }
         }
@@ -853,7 +853,8 @@ fn say(bar: &ProgressBar, line: String) {
     }
 }
 
-/// The tables: one per game, then one over every game.
+/// The tables: one per game, then one over every game. A game whose matches' goals sum to
+/// different totals also gets each player's mean goal role by role ([`stats::render_roles`]).
 pub fn tables(outcomes: &[Outcome], games: &[Game], players: &[Entrant]) -> String {
     let names: Vec<String> = players.iter().map(|p| p.name.clone()).collect();
     let mut by_game: BTreeMap<&str, Vec<&Outcome>> = BTreeMap::new();
@@ -864,6 +865,9 @@ pub fn tables(outcomes: &[Outcome], games: &[Game], players: &[Entrant]) -> Stri
     for game in games {
         if let Some(list) = by_game.get(game.name.as_str()) {
             text.push_str(&stats::render(&game.name, &stats::lines(list), &names));
+            if list.iter().any(|o| o.total != list[0].total) {
+                text.push_str(&stats::render_roles(list, &game.role_names, &names));
+            }
             text.push('\n');
         }
     }
@@ -893,6 +897,7 @@ mod tests {
             rulesheet: String::new(),
             roles,
             player_roles: (0..roles).collect(),
+            role_names: (0..roles).map(|r| format!("r{r}")).collect(),
         }
     }
 

@@ -20,15 +20,33 @@ use std::fmt::Write as _;
 pub struct Outcome {
     /// The game's name.
     pub game: String,
-    /// The player (index into the tournament's players) in each role.
+    /// The player (index into the tournament's players) in each seat counted (the filler's
+    /// seats are left out).
     pub seats: Vec<usize>,
-    /// The goal of each role.
+    /// The role (index into the game's player roles) of each seat counted.
+    pub roles: Vec<usize>,
+    /// The goal of each seat counted.
     pub goals: Vec<u32>,
-    /// The errors of each role over the match.
+    /// The errors of each seat counted over the match.
     pub errors: Vec<Errors>,
+    /// The sum of every role's goal, the filler's included: matches of one game with
+    /// different sums show that its goals do not sum to a constant.
+    pub total: u32,
 }
 
-/// Errors counted from a record: time-outs, connection errors, illegal moves.
+impl Outcome {
+    /// Whether the players other than the one in `seat` made no error in this match: the
+    /// matches that count for `seat`'s clean figure.
+    pub fn clean_for(&self, seat: usize) -> bool {
+        self.errors
+            .iter()
+            .enumerate()
+            .all(|(other, e)| other == seat || e.is_none())
+    }
+}
+
+/// Errors counted from a record: time-outs, connection errors, illegal moves (a START not
+/// answered in time, or not answered `ready`, counts as one of these, at step 0).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Errors {
     /// `TO`: a reply later than the clock.
@@ -53,6 +71,11 @@ impl Errors {
             }
         }
         errors
+    }
+
+    /// Whether there are none.
+    pub fn is_none(&self) -> bool {
+        *self == Errors::default()
     }
 
     fn add(&mut self, other: Errors) {
@@ -86,21 +109,56 @@ pub struct Line {
     pub elo: Option<(f64, Option<(f64, f64)>)>,
     /// Errors over the matches.
     pub errors: Errors,
+    /// The same results over the matches in which no opponent made an error.
+    pub clean: Clean,
+}
+
+/// A player's results over its clean matches: those in which every other player finished
+/// without an error (no time-out, no illegal or unreadable reply, no lost connection, START
+/// answered `ready` in time). A match the referee finished with random moves for a broken
+/// opponent says nothing of how well the player plays; these figures leave such matches out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Clean {
+    /// Clean matches.
+    pub matches: usize,
+    /// Wins among them.
+    pub wins: usize,
+    /// Draws.
+    pub draws: usize,
+    /// Losses.
+    pub losses: usize,
+    /// Mean score and its 95% (Wilson) interval.
+    pub score: (f64, (f64, f64)),
+    /// The player's mean goal and its opponents' mean goal over the same matches, so the
+    /// same seats: where the goals do not sum to a constant, a win says little and these
+    /// say more.
+    pub goals: (f64, f64),
+}
+
+/// What one match gives one player's line.
+struct Sample {
+    goal: f64,
+    score: f64,
+    errors: Errors,
+    clean: bool,
+    /// The mean goal of the other players of the match.
+    opponents_goal: f64,
 }
 
 /// The lines of every group of players in `outcomes`, ordered by group then player; the
 /// games are pooled, so pass one game's outcomes for its table.
 pub fn lines(outcomes: &[&Outcome]) -> Vec<Line> {
-    // group (sorted players) -> player -> (goals, scores, errors)
-    type Samples = (Vec<f64>, Vec<f64>, Errors);
-    let mut groups: BTreeMap<Vec<usize>, BTreeMap<usize, Samples>> = BTreeMap::new();
+    // group (sorted players) -> player -> its samples
+    let mut groups: BTreeMap<Vec<usize>, BTreeMap<usize, Vec<Sample>>> = BTreeMap::new();
     for outcome in outcomes {
         let mut group = outcome.seats.clone();
         group.sort_unstable();
         let best = outcome.goals.iter().copied().max().unwrap_or(0);
         let at_best = outcome.goals.iter().filter(|&&g| g == best).count();
-        for (role, &player) in outcome.seats.iter().enumerate() {
-            let goal = outcome.goals.get(role).copied().unwrap_or(0);
+        let sum: u32 = outcome.goals.iter().sum();
+        let others = outcome.goals.len().saturating_sub(1).max(1) as f64;
+        for (seat, &player) in outcome.seats.iter().enumerate() {
+            let goal = outcome.goals.get(seat).copied().unwrap_or(0);
             let score = if goal < best {
                 0.0
             } else if at_best == 1 || outcome.goals.len() == 1 {
@@ -108,43 +166,85 @@ pub fn lines(outcomes: &[&Outcome]) -> Vec<Line> {
             } else {
                 0.5
             };
-            let entry = groups
+            groups
                 .entry(group.clone())
                 .or_default()
                 .entry(player)
-                .or_default();
-            entry.0.push(f64::from(goal));
-            entry.1.push(score);
-            if let Some(&e) = outcome.errors.get(role) {
-                entry.2.add(e);
-            }
+                .or_default()
+                .push(Sample {
+                    goal: f64::from(goal),
+                    score,
+                    errors: outcome.errors.get(seat).copied().unwrap_or_default(),
+                    clean: outcome.clean_for(seat),
+                    opponents_goal: f64::from(sum - goal) / others,
+                });
         }
     }
     let mut lines = Vec::new();
     for (group, players) in groups {
-        for (player, (goals, scores, errors)) in players {
-            let count = |s: f64| scores.iter().filter(|&&x| x == s).count();
-            let p = scores.iter().sum::<f64>() / scores.len().max(1) as f64;
-            let score = (p, wilson(p, scores.len()));
+        for (player, samples) in players {
+            let goals: Vec<f64> = samples.iter().map(|s| s.goal).collect();
+            let (wins, draws, losses) = results(samples.iter(), group.len());
+            let score = score_of(samples.iter());
             let elo = (group.len() == 2).then(|| {
                 let (lo, hi) = score.1;
-                (elo(p), Some((elo(lo), elo(hi))))
+                (elo(score.0), Some((elo(lo), elo(hi))))
             });
+            let mut errors = Errors::default();
+            for sample in &samples {
+                errors.add(sample.errors);
+            }
+            let clean: Vec<&Sample> = samples.iter().filter(|s| s.clean).collect();
+            let (clean_wins, clean_draws, clean_losses) =
+                results(clean.iter().copied(), group.len());
+            let mean = |f: fn(&Sample) -> f64| {
+                clean.iter().map(|&s| f(s)).sum::<f64>() / clean.len().max(1) as f64
+            };
             lines.push(Line {
                 player,
                 opponents: group.iter().copied().filter(|&p| p != player).collect(),
-                matches: goals.len(),
-                wins: if group.len() == 1 { 0 } else { count(1.0) },
-                draws: count(0.5),
-                losses: count(0.0),
+                matches: samples.len(),
+                wins,
+                draws,
+                losses,
                 goal: mean_interval(&goals),
                 score,
                 elo,
                 errors,
+                clean: Clean {
+                    matches: clean.len(),
+                    wins: clean_wins,
+                    draws: clean_draws,
+                    losses: clean_losses,
+                    score: score_of(clean.iter().copied()),
+                    goals: (mean(|s| s.goal), mean(|s| s.opponents_goal)),
+                },
             });
         }
     }
     lines
+}
+
+/// Wins, draws and losses of `samples` in a group of `group` players (alone, nothing is won).
+fn results<'a>(samples: impl Iterator<Item = &'a Sample>, group: usize) -> (usize, usize, usize) {
+    let (mut wins, mut draws, mut losses) = (0, 0, 0);
+    for sample in samples {
+        if sample.score == 0.0 {
+            losses += 1;
+        } else if sample.score == 0.5 {
+            draws += 1;
+        } else if group > 1 {
+            wins += 1;
+        }
+    }
+    (wins, draws, losses)
+}
+
+/// The mean score of `samples` and its 95% (Wilson) interval.
+fn score_of<'a>(samples: impl Iterator<Item = &'a Sample>) -> (f64, (f64, f64)) {
+    let scores: Vec<f64> = samples.map(|s| s.score).collect();
+    let p = scores.iter().sum::<f64>() / scores.len().max(1) as f64;
+    (p, wilson(p, scores.len()))
 }
 
 /// The mean and the half-width of its 95% interval (none below 2 samples).
@@ -214,22 +314,28 @@ fn signed(x: f64) -> String {
     }
 }
 
-/// The table of `lines` as text, headed `title`; `names` names the players.
+/// The table of `lines` as text, headed `title`; `names` names the players. Each line
+/// gives the player's results over all its matches, then over its clean matches (`clean`:
+/// their number, `W-D-L`, the score, and its mean goal beside its opponents').
 pub fn render(title: &str, lines: &[Line], names: &[String]) -> String {
     let name = |p: usize| names.get(p).map_or("?", String::as_str);
-    let mut rows: Vec<[String; 11]> = vec![[
-        "player".into(),
-        "vs".into(),
-        "n".into(),
-        "W".into(),
-        "D".into(),
-        "L".into(),
-        "goal [95%]".into(),
-        "score [95%]".into(),
-        "Elo [95%]".into(),
-        "TO CE IL".into(),
-        String::new(),
-    ]];
+    let header = [
+        "player",
+        "vs",
+        "n",
+        "W",
+        "D",
+        "L",
+        "goal [95%]",
+        "score [95%]",
+        "Elo [95%]",
+        "TO CE IL",
+        "clean",
+        "W-D-L",
+        "clean score [95%]",
+        "goal:opp",
+    ];
+    let mut rows: Vec<Vec<String>> = vec![header.iter().map(|h| h.to_string()).collect()];
     for line in lines {
         // Goals are 0 to 100: the interval is shown within that range.
         let goal = match line.goal.1 {
@@ -241,17 +347,23 @@ pub fn render(title: &str, lines: &[Line], names: &[String]) -> String {
             ),
             None => format!("{:.1}", line.goal.0),
         };
-        let score = format!(
-            "{:.2} [{:.2}, {:.2}]",
-            line.score.0, line.score.1.0, line.score.1.1
-        );
+        let score = |(p, (lo, hi)): (f64, (f64, f64))| format!("{p:.2} [{lo:.2}, {hi:.2}]");
         let elo = match line.elo {
             Some((e, Some((lo, hi)))) => format!("{} [{}, {}]", signed(e), signed(lo), signed(hi)),
             Some((e, None)) => signed(e),
             None => "-".into(),
         };
         let vs: Vec<&str> = line.opponents.iter().map(|&p| name(p)).collect();
-        rows.push([
+        let clean = &line.clean;
+        let (clean_score, clean_goals) = if clean.matches == 0 {
+            ("-".to_string(), "-".to_string())
+        } else {
+            (
+                score(clean.score),
+                format!("{:.1}:{:.1}", clean.goals.0, clean.goals.1),
+            )
+        };
+        rows.push(vec![
             name(line.player).to_string(),
             if vs.is_empty() {
                 "-".into()
@@ -263,27 +375,89 @@ pub fn render(title: &str, lines: &[Line], names: &[String]) -> String {
             line.draws.to_string(),
             line.losses.to_string(),
             goal,
-            score,
+            score(line.score),
             elo,
             format!(
                 "{} {} {}",
                 line.errors.timeouts, line.errors.connection, line.errors.illegal
             ),
-            String::new(),
+            clean.matches.to_string(),
+            format!("{}-{}-{}", clean.wins, clean.draws, clean.losses),
+            clean_score,
+            clean_goals,
         ]);
     }
-    let widths: Vec<usize> = (0..11)
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
     let mut out = format!("{title}\n");
-    for row in &rows {
+    out.push_str(&columns(&rows, 2));
+    out
+}
+
+/// The mean goal of each player in each role over the matches clean for it, one line a role:
+/// where the goals do not sum to a constant, this compares the players seat by seat. `roles`
+/// names the game's player roles.
+pub fn render_roles(outcomes: &[&Outcome], roles: &[String], names: &[String]) -> String {
+    // role -> player -> goals
+    let mut by_role: BTreeMap<usize, BTreeMap<usize, Vec<f64>>> = BTreeMap::new();
+    for outcome in outcomes {
+        for (seat, (&player, &role)) in outcome.seats.iter().zip(&outcome.roles).enumerate() {
+            if outcome.clean_for(seat) {
+                let goal = outcome.goals.get(seat).copied().unwrap_or(0);
+                by_role
+                    .entry(role)
+                    .or_default()
+                    .entry(player)
+                    .or_default()
+                    .push(f64::from(goal));
+            }
+        }
+    }
+    let mut rows = vec![vec![
+        "role".to_string(),
+        "player".to_string(),
+        "clean".to_string(),
+        "goal".to_string(),
+    ]];
+    for (role, players) in by_role {
+        for (player, goals) in players {
+            rows.push(vec![
+                roles
+                    .get(role)
+                    .cloned()
+                    .unwrap_or_else(|| format!("role {role}")),
+                names.get(player).cloned().unwrap_or_else(|| "?".into()),
+                goals.len().to_string(),
+                format!("{:.1}", goals.iter().sum::<f64>() / goals.len() as f64),
+            ]);
+        }
+    }
+    let mut out =
+        "mean goal by role, matches clean for the player (the goals do not sum to a constant)\n"
+            .to_string();
+    out.push_str(&columns(&rows, 2));
+    out
+}
+
+/// `rows` as aligned columns, two spaces apart: the first `left` columns flush left, the
+/// others flush right.
+fn columns(rows: &[Vec<String>], left: usize) -> String {
+    let width = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..width)
+        .map(|c| {
+            rows.iter()
+                .map(|r| r.get(c).map_or(0, |cell| cell.chars().count()))
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
         let mut text = String::new();
-        for (c, cell) in row.iter().enumerate().take(10) {
-            let pad = widths[c] - cell.chars().count();
-            if c < 2 {
-                let _ = write!(text, "{cell}{}  ", " ".repeat(pad));
+        for (c, cell) in row.iter().enumerate() {
+            let pad = " ".repeat(widths[c] - cell.chars().count());
+            if c < left {
+                let _ = write!(text, "{cell}{pad}  ");
             } else {
-                let _ = write!(text, "{}{cell}  ", " ".repeat(pad));
+                let _ = write!(text, "{pad}{cell}  ");
             }
         }
         out.push_str(text.trim_end());
@@ -300,9 +474,82 @@ mod tests {
         Outcome {
             game: "g".into(),
             seats: seats.to_vec(),
+            roles: vec![0, 1],
             goals: goals.to_vec(),
             errors: vec![Errors::default(); 2],
+            total: goals.iter().sum(),
         }
+    }
+
+    /// `outcome`, with `timeouts` time-outs for the player in `seat`.
+    fn timed_out(seats: [usize; 2], goals: [u32; 2], seat: usize, timeouts: usize) -> Outcome {
+        let mut outcome = outcome(seats, goals);
+        outcome.errors[seat].timeouts = timeouts;
+        outcome
+    }
+
+    /// The clean figure of a player leaves out the matches in which its opponent erred, and
+    /// only those; its own errors do not clean a match away.
+    #[test]
+    fn clean_figures_leave_out_the_matches_an_opponent_spoilt() {
+        let outcomes = [
+            // Player 1 times out and loses twice: won by 0, but not cleanly.
+            timed_out([0, 1], [100, 0], 1, 3),
+            timed_out([1, 0], [0, 100], 0, 1),
+            // Clean: a loss and a draw for 0, with goals that do not sum to 100.
+            outcome([0, 1], [50, 90]),
+            outcome([1, 0], [60, 60]),
+            // Player 0 errs and loses: clean for 1 (its opponent erred), not for 0.
+            timed_out([0, 1], [0, 100], 0, 2),
+        ];
+        let refs: Vec<&Outcome> = outcomes.iter().collect();
+        let lines = lines(&refs);
+        let (a, b) = (&lines[0], &lines[1]);
+        assert_eq!((a.matches, a.wins, a.draws, a.losses), (5, 2, 1, 2));
+        assert_eq!(a.errors.timeouts, 2);
+        assert_eq!(b.errors.timeouts, 4);
+        let ac = &a.clean;
+        assert_eq!((ac.matches, ac.wins, ac.draws, ac.losses), (3, 0, 1, 2));
+        assert!((ac.score.0 - 0.5 / 3.0).abs() < 1e-9);
+        // Its goals 50, 60, 0 against 90, 60, 100 in the same matches.
+        assert!((ac.goals.0 - 110.0 / 3.0).abs() < 1e-9);
+        assert!((ac.goals.1 - 250.0 / 3.0).abs() < 1e-9);
+        // Player 1's own time-outs leave its two lost matches in its clean figure; only the
+        // last, where player 0 erred, is out.
+        let bc = &b.clean;
+        assert_eq!((bc.matches, bc.wins, bc.draws, bc.losses), (4, 1, 1, 2));
+        let text = render("t", &lines, &["a".into(), "b".into()]);
+        assert!(
+            text.lines()
+                .nth(2)
+                .unwrap()
+                .contains("  3  0-1-2  0.17 [0.02, 0.69]  36.7:83.3"),
+            "{text}"
+        );
+        // By role: player 0 as role 0 in the clean matches 3 and 5 (50, 0), as role 1 in 4 (60).
+        let roles = render_roles(
+            &refs,
+            &["white".into(), "black".into()],
+            &["a".into(), "b".into()],
+        );
+        let rows: Vec<String> = roles
+            .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect();
+        for row in [
+            "white a 2 25.0",
+            "black a 1 60.0",
+            "white b 2 30.0",
+            "black b 2 45.0",
+        ] {
+            assert!(rows.iter().any(|r| r == row), "{row}: {roles}");
+        }
+        // Without a clean match the columns say so.
+        let spoilt = [timed_out([0, 1], [100, 0], 1, 1)];
+        let refs: Vec<&Outcome> = spoilt.iter().collect();
+        let text = render("t", &super::lines(&refs), &["a".into(), "b".into()]);
+        let row: Vec<&str> = text.lines().nth(2).unwrap().split_whitespace().collect();
+        assert_eq!(row[row.len() - 4..], ["0", "0-0-0", "-", "-"], "{text}");
     }
 
     #[test]

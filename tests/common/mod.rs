@@ -23,11 +23,16 @@ pub fn ggp(args: &[&str]) -> (i32, String, String) {
 /// A fake player: answers INFO, START and STOP at once, and PLAY with `play` after `delay`
 /// (an empty `play`: closes the connection without a reply).
 pub fn fake_player(play: &'static str, delay: Duration) -> String {
+    player_answering("ready", play, delay)
+}
+
+/// [`fake_player`], answering START with `start` instead of `ready`.
+pub fn player_answering(start: &'static str, play: &'static str, delay: Duration) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
-            std::thread::spawn(move || answer(stream, play, delay));
+            std::thread::spawn(move || answer(stream, start, play, delay));
         }
     });
     addr
@@ -40,13 +45,13 @@ pub fn dying_player(play: &'static str, requests: usize) -> String {
     let addr = listener.local_addr().unwrap().to_string();
     std::thread::spawn(move || {
         for stream in listener.incoming().take(requests).flatten() {
-            answer(stream, play, Duration::ZERO);
+            answer(stream, "ready", play, Duration::ZERO);
         }
     });
     addr
 }
 
-fn answer(mut stream: TcpStream, play: &str, delay: Duration) {
+fn answer(mut stream: TcpStream, start: &str, play: &str, delay: Duration) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut length = 0;
     loop {
@@ -72,6 +77,8 @@ fn answer(mut stream: TcpStream, play: &str, delay: Duration) {
         }
         std::thread::sleep(delay);
         play
+    } else if String::from_utf8_lossy(&body).contains("START") {
+        start
     } else {
         "ready"
     };
