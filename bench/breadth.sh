@@ -4,6 +4,7 @@
 #   sh bench/breadth.sh select               writes bench/breadth/classes.txt, set-a.txt, set-b.txt
 #   sh bench/breadth.sh select-c             writes bench/breadth/set-c.txt (issue 55's held-back set)
 #   sh bench/breadth.sh run SET OUT          plays SET (a set file) into the folder OUT
+#   sh bench/breadth.sh report SET OUT       prints the tables of SET's records in OUT
 #
 # Selection (never by results): every sheet of ../shared/games/base, in alphabetical order, is
 # classified by `ggp playout SHEET --count 3 --seed 1 --max-steps 100` (the trace format: one
@@ -187,6 +188,18 @@ run_set() {
     fi
     echo "tournament exit $status; each match's line and the tables: $OUT/run.log"
     echo
+    report_set "$SET" "$OUT"
+    return $status
+}
+
+# The tables of SET's records in OUT, per class and overall: every line gives the figures over
+# all matches and over the clean ones (no error of the opponent's).
+report_set() {
+    SET=$1
+    OUT=$2
+    MATCHES=${MATCHES:-2}
+    games=$(awk -v b="$BASE" '{print b "/" $2 ".kif"}' "$SET")
+    players="--player ggp=${GGP_PLAYER:-builtin:auto} --player sancho=${SANCHO:-127.0.0.1:9230} --filler random=builtin:random"
     for class in turn sim multi; do
         case $class in
             turn) title="two-player turn-taking" ;;
@@ -205,12 +218,12 @@ run_set() {
     # shellcheck disable=SC2086
     "$GGP" tournament $games $players --matches "$MATCHES" --out "$OUT" --report 2> /dev/null \
         | sed -n '/matches planned/p; /^all games/,$p'
-    return $status
 }
 
 case ${1:-} in
     select) select_sets ;;
     select-c) select_c ;;
     run) run_set "${2:?usage: sh bench/breadth.sh run SET OUT}" "${3:?usage: sh bench/breadth.sh run SET OUT}" ;;
-    *) sed -n '2,5p' "$0"; exit 2 ;;
+    report) report_set "${2:?usage: sh bench/breadth.sh report SET OUT}" "${3:?usage: sh bench/breadth.sh report SET OUT}" ;;
+    *) sed -n '2,7p' "$0"; exit 2 ;;
 esac
