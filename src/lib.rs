@@ -19,6 +19,7 @@ pub mod manager;
 pub mod play;
 pub mod propnet;
 pub mod protocol;
+pub mod record;
 pub mod resources;
 pub mod search;
 pub mod tournament;

@@ -13,9 +13,10 @@ use std::time::Duration;
 use ggp::datalog::DatalogMachine;
 use ggp::gdl::{Description, parse_term};
 use ggp::machine::StateMachine;
-use ggp::manager::{Contestant, MatchConfig, MatchRecord, run_match};
+use ggp::manager::{Contestant, MatchConfig, run_match};
 use ggp::protocol::Style;
 use ggp::protocol::message::state_text;
+use ggp::record::MatchRecord;
 
 use common::fake_player;
 

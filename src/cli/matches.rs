@@ -15,8 +15,9 @@ use super::{EngineChoice, load_engine, read};
 use crate::engine::{Machine, UseMachineMut};
 use crate::gdl::Term;
 use crate::kif;
-use crate::manager::{Contestant, MatchConfig, MatchRecord, now_ms, run_match};
+use crate::manager::{Contestant, MatchConfig, now_ms, run_match};
 use crate::protocol::{RunningServer, Server, ServerConfig, Style};
+use crate::record::MatchRecord;
 use crate::search::{PlayerSpec, SearchConfig};
 
 /// Options of `ggp match`.
@@ -109,7 +110,7 @@ pub fn run(args: MatchArgs) -> anyhow::Result<ExitCode> {
         contestants[index] = Some(contestant);
     }
     let nature: Vec<bool> = (0..roles.len())
-        .map(|r| crate::machine::is_nature_role(&roles[r]))
+        .map(|r| crate::gdl::is_nature_role(&roles[r]))
         .collect();
     let contestants: Vec<Contestant> = contestants
         .into_iter()

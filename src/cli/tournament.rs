@@ -11,9 +11,10 @@ use super::matches::{builtin_player, referee};
 use super::serve::{clock_seed, margin};
 use super::{EngineChoice, load_engine, read};
 use crate::engine::Engine;
+use crate::gdl::is_nature_role;
 use crate::kif::{self, Sexp};
-use crate::machine::is_nature_role;
-use crate::manager::{Contestant, MatchConfig, MatchRecord};
+use crate::manager::{Contestant, MatchConfig};
+use crate::record::MatchRecord;
 use crate::search::SearchConfig;
 use crate::tournament::{self, Entrant, Game, Job, Settings, Source};
 

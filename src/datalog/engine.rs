@@ -10,6 +10,7 @@
 //! The engine knows nothing of GDL: `lower` turns a game into [`RuleSpec`]s and strata.
 
 use crate::gdl::{GTerm, Sym, TermPool};
+use crate::machine::{Budgeted, EvalError};
 
 use super::relation::{IndexSpec, Path, Relation, key_hash};
 
@@ -59,35 +60,6 @@ pub struct Stratum {
     pub rels: Vec<RelId>,
     /// The rules, as indices into the engine's rules.
     pub rules: Vec<usize>,
-}
-
-/// Why an evaluation stopped.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum EvalError {
-    /// A relation, the term store or one term outgrew its limit ([`Limits`]): the program
-    /// likely builds ever more or ever larger terms, through recursion or from step to step.
-    #[error("evaluation stopped: {what} exceeded {limit}")]
-    Budget {
-        /// What grew too large.
-        what: Budgeted,
-        /// The limit.
-        limit: u64,
-    },
-    /// The deadline set by [`Engine::set_stop`] passed.
-    #[error("evaluation stopped: out of time")]
-    Deadline,
-    /// The memory in use grew past the limit set by [`Engine::set_stop`].
-    #[error(
-        "evaluation stopped: {:.1} MB of memory in use, over the limit of {:.1} MB",
-        *.used as f64 / 1e6,
-        *.limit as f64 / 1e6
-    )]
-    Memory {
-        /// The memory in use when it was read, in bytes.
-        used: u64,
-        /// The limit, in bytes.
-        limit: u64,
-    },
 }
 
 /// When an evaluation must stop short of its fixpoint: at a deadline, past a memory limit, or
@@ -140,29 +112,6 @@ impl Stop {
             limit: limit.max_bytes,
         })
     }
-}
-
-/// What outgrew its limit in an [`EvalError::Budget`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum Budgeted {
-    /// [`Limits::max_rows`], by the rows one round derived.
-    #[error("rows derived in one round")]
-    RoundRows,
-    /// [`Limits::max_rows`].
-    #[error("rows in one relation")]
-    RelationRows,
-    /// [`Limits::max_total_rows`].
-    #[error("rows in all relations")]
-    TotalRows,
-    /// [`Limits::max_terms`].
-    #[error("distinct ground terms")]
-    Terms,
-    /// [`Limits::max_term_size`].
-    #[error("symbols in one term")]
-    TermSize,
-    /// [`Limits::max_term_depth`].
-    #[error("nesting depth of one term")]
-    TermDepth,
 }
 
 /// Limits that keep a runaway program from exhausting memory: a memory budget counted in rows

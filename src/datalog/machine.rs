@@ -12,9 +12,9 @@
 use std::time::{Duration, Instant};
 
 use crate::gdl::{Description, GTerm, Sym, Term};
-use crate::machine::{MachineError, StateMachine};
+use crate::machine::{EvalError, MachineError, StateMachine};
 
-use super::engine::{BodyLit, Engine, EvalError, Limits, RelId, RuleSpec, Stop};
+use super::engine::{BodyLit, Engine, Limits, RelId, RuleSpec, Stop};
 use super::lower::{Layer, LowerError, lower_with};
 use super::magic::Demand;
 
@@ -665,7 +665,7 @@ mod tests {
         assert_eq!(
             e,
             MachineError::Engine(EngineFailure::Eval(EvalError::Budget {
-                what: super::super::Budgeted::TermSize,
+                what: crate::machine::Budgeted::TermSize,
                 limit: super::super::MAX_TERM_SIZE.into()
             }))
         );
@@ -682,7 +682,7 @@ mod tests {
         assert_eq!(
             e,
             MachineError::Engine(EngineFailure::Eval(EvalError::Budget {
-                what: super::super::Budgeted::TermDepth,
+                what: crate::machine::Budgeted::TermDepth,
                 limit: super::super::MAX_TERM_DEPTH.into()
             }))
         );
@@ -701,9 +701,9 @@ mod tests {
             matches!(
                 e,
                 MachineError::Engine(EngineFailure::Eval(EvalError::Budget {
-                    what: super::super::Budgeted::RoundRows
-                        | super::super::Budgeted::RelationRows
-                        | super::super::Budgeted::TotalRows,
+                    what: crate::machine::Budgeted::RoundRows
+                        | crate::machine::Budgeted::RelationRows
+                        | crate::machine::Budgeted::TotalRows,
                     ..
                 }))
             ),

@@ -11,8 +11,8 @@ mod magic;
 mod relation;
 
 pub use engine::{
-    BodyLit, Budgeted, Engine, EvalError, Limits, MAX_TERM_DEPTH, MAX_TERM_SIZE, MemoryLimit, Pat,
-    RelId, RuleSpec, Stop, Stratum,
+    BodyLit, Engine, Limits, MAX_TERM_DEPTH, MAX_TERM_SIZE, MemoryLimit, Pat, RelId, RuleSpec,
+    Stop, Stratum,
 };
 pub use lower::{Layer, LowerError, Lowered, lower, lower_with};
 pub use machine::{BuildError, DatalogMachine, DatalogState};

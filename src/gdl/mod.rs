@@ -448,6 +448,11 @@ pub fn parse_state(text: &str) -> Result<Vec<Term>, LoadError> {
     }
 }
 
+/// Whether `role` is the GDL-II nature role `random` (matched ignoring case, as keywords are).
+pub fn is_nature_role(role: &Term) -> bool {
+    matches!(role, Term::Const(s) if *s == Sym::RANDOM)
+}
+
 /// `rules` as a game that starts in `state`: every rule concluding `init` left out and
 /// `(init f)` added for each fact `f`. This is how a position is posed as a game of its own
 /// (ggp-base's PlayerTester starts its test games so): a player then analyses it at the start

@@ -176,10 +176,7 @@ pub fn gdl2_features(rules: &[Rule]) -> Vec<&'static str> {
     if rules.iter().any(|r| {
         r.head.rel == Sym::ROLE
             && r.body.is_empty()
-            && r.head
-                .args
-                .first()
-                .is_some_and(crate::machine::is_nature_role)
+            && r.head.args.first().is_some_and(super::is_nature_role)
     }) {
         out.push("random");
     }
@@ -910,7 +907,7 @@ fn check_recursion(rules: &[Rule], graph: &DependencyGraph, out: &mut Vec<Diagno
 /// breaks it (none of the 314 sheets of the corpus's `base/`, its GDL-II sheets, the test
 /// sheets it calls valid, or ours: counted for issue 13). A sheet that builds ever-deeper terms
 /// from step to step (through `next` and `true`, which the restriction does not cover) is
-/// stopped by the engines' term budgets ([`crate::datalog::Limits`]).
+/// stopped by the engines' term budgets.
 pub const RECURSION_SEVERITY: Severity = Severity::Error;
 
 /// Check 7: `base`, `init` and `role` do not depend on `true` or `does`; `legal`, `goal` and
@@ -1031,7 +1028,7 @@ fn check_completeness(rules: &[Rule], out: &mut Vec<Diagnostic>) {
     if defines(Sym::GOAL) {
         for rule in roles {
             let role = &rule.head.args[0];
-            if crate::machine::is_nature_role(role) {
+            if super::is_nature_role(role) {
                 // GDL-II nature needs no goal.
                 continue;
             }

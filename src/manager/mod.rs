@@ -13,7 +13,7 @@
 //! sends each player `(PLAY id turn lastmove percepts)`, only the move applied for it and
 //! what it saw; the record keeps every role's percepts beside the true states.
 //!
-//! The record ([`record::MatchRecord`]) is written atomically after every step, so a match
+//! The record ([`MatchRecord`]) is written atomically after every step, so a match
 //! that stops half way leaves a record with `isCompleted: false`.
 //!
 //! **Stopping:** once [`stop_on_signals`] is called, SIGINT or SIGTERM makes every match
@@ -24,7 +24,6 @@
 //! **Boundary:** the referee has its own machine, given by the caller; players are only
 //! addresses.
 
-pub mod record;
 pub mod scramble;
 
 use std::path::PathBuf;
@@ -36,7 +35,6 @@ use rand::seq::IndexedRandom;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use tracing::{info, warn};
 
-pub use record::{MatchRecord, RecordError, random_token};
 pub use scramble::Scrambler;
 
 use crate::gdl::{self, Term};
@@ -44,6 +42,7 @@ use crate::kif::{self, Sexp};
 use crate::machine::{MachineError, StateMachine};
 use crate::protocol::message::{spaced, state_text, term_to_sexp};
 use crate::protocol::{Client, SendError, Style};
+use crate::record::{MatchRecord, RecordError, random_token};
 
 /// A player in a match.
 #[derive(Debug, Clone)]

@@ -30,10 +30,11 @@ use hashbrown::HashMap;
 use petgraph::graph::{DiGraph, NodeIndex};
 
 use crate::datalog::{
-    BodyLit, Demand, Engine, EvalError, Layer, Limits, LowerError, Lowered, MemoryLimit, Pat,
-    RelId, RuleSpec, Stop, Stratum, lower_with,
+    BodyLit, Demand, Engine, Layer, Limits, LowerError, Lowered, MemoryLimit, Pat, RelId, RuleSpec,
+    Stop, Stratum, lower_with,
 };
 use crate::gdl::{Description, GTerm, Sym, TermPool};
+use crate::machine::EvalError;
 use crate::resources;
 
 /// How much work grounding and network building may do before giving up.

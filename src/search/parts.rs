@@ -23,9 +23,9 @@ use std::time::Instant;
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::analysis::{Factoring, TurnTakingParts, turn_taking_parts};
+use crate::analysis::{TurnTakingParts, turn_taking_parts};
 use crate::gdl::Term;
-use crate::machine::{MachineError, StateMachine};
+use crate::machine::{Factoring, MachineError, StateMachine};
 
 use super::mcts::{MctsPlayer, MctsSettings};
 use super::{Choice, Player, SearchConfig, SearchError};

@@ -36,8 +36,9 @@ use serde::{Deserialize, Serialize};
 pub use spec::{Entrant, EntrantError, Source};
 pub use stats::{Errors, Line, Outcome};
 
-use crate::manager::{MatchConfig, MatchRecord};
+use crate::manager::MatchConfig;
 use crate::protocol::{Client, SendError, Style};
+use crate::record::MatchRecord;
 
 /// A game of the tournament.
 #[derive(Debug, Clone)]

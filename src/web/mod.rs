@@ -48,9 +48,9 @@ use serde_json::{Value, json};
 
 use crate::gdl::Description;
 use crate::http::{self, Listener, Method, Request, Response, Service};
-use crate::manager::MatchRecord;
 use crate::play::progress::Progress;
 use crate::play::{Level, Seat};
+use crate::record::MatchRecord;
 use crate::search::Work;
 use session::{Session, SessionError, View};
 
