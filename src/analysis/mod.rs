@@ -1,8 +1,8 @@
 //! Analysis of a game along random games, for the searches and for sheet writers: a
-//! simultaneous game's turn-taking parts ([`parts`]: boards each role moves on in turn), found
-//! by joining the components of the game's [`Factoring`](crate::machine::Factoring) (which
-//! the propnet computes from its ground rules) along random games.
+//! simultaneous game's turn-taking parts ([`turn_taking`]: boards each role moves on in turn),
+//! found by joining the components of the game's [`Factoring`](crate::machine::Factoring)
+//! (which the propnet computes from its ground rules) along random games.
 
-pub mod parts;
+pub mod turn_taking;
 
-pub use parts::{TurnTakingParts, turn_taking_parts};
+pub use turn_taking::{TurnTakingParts, turn_taking_parts};

@@ -1,6 +1,6 @@
 //! `ggp factor`: a game's independent sub-games, for sheet writers (the players no longer
 //! search the factored game: see `docs/experiments/factoring.md`), and its turn-taking parts
-//! when it is several turn-taking games played at once ([`crate::analysis::parts`]).
+//! when it is several turn-taking games played at once ([`crate::analysis::turn_taking`]).
 
 use std::fmt::Write as _;
 use std::path::PathBuf;

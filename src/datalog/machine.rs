@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use crate::gdl::{Description, GTerm, Sym, Term};
 use crate::machine::{EvalError, MachineError, StateMachine};
 
-use super::engine::{BodyLit, Engine, Limits, RelId, RuleSpec, Stop};
+use super::eval::{BodyLit, Evaluator, Limits, RelId, RuleSpec, Stop};
 use super::lower::{Layer, LowerError, lower_with};
 use super::magic::Demand;
 
@@ -52,7 +52,7 @@ pub enum BuildError {
 /// A game run by the bottom-up Datalog engine.
 #[derive(Clone)]
 pub struct DatalogMachine {
-    engine: Engine,
+    engine: Evaluator,
     roles: Vec<Term>,
     role_ids: Vec<GTerm>,
     state_strata: Vec<usize>,
@@ -161,7 +161,7 @@ impl DatalogMachine {
         let in_layer = |want: Layer| -> Vec<usize> {
             (0..layers.len()).filter(|&i| layers[i] == want).collect()
         };
-        let mut engine = Engine::new(
+        let mut engine = Evaluator::new(
             lowered.pool,
             &lowered.arities,
             lowered.rules,
@@ -243,7 +243,7 @@ impl DatalogMachine {
     }
 
     /// The underlying engine, for profiling.
-    pub fn engine_mut(&mut self) -> &mut Engine {
+    pub fn evaluator_mut(&mut self) -> &mut Evaluator {
         &mut self.engine
     }
 

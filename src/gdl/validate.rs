@@ -9,7 +9,7 @@ use hashbrown::{HashMap, HashSet};
 use crate::kif::{self, Pos, Sexp};
 
 use super::{
-    Atom, DependencyGraph, Literal, LoadError, Rule, RuleGraph, Sym, Term, literal_relations,
+    Atom, DependencyGraph, Literal, ReadError, Rule, RuleGraph, Sym, Term, literal_relations,
     normalize,
 };
 
@@ -65,18 +65,18 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     /// The diagnostic for a text that could not be read as rules.
-    pub fn from_load_error(e: &LoadError) -> Diagnostic {
+    pub fn from_read_error(e: &ReadError) -> Diagnostic {
         Diagnostic {
             severity: Severity::Error,
             check: match e {
-                LoadError::Syntax(_) => Check::Syntax,
-                LoadError::Shape { .. } => Check::Shape,
+                ReadError::Syntax(_) => Check::Syntax,
+                ReadError::Shape { .. } => Check::Shape,
             },
             pos: e.pos(),
             rule: None,
             message: match e {
-                LoadError::Syntax(p) => format!("expected {}, found {}", p.expected, p.found),
-                LoadError::Shape { message, .. } => message.clone(),
+                ReadError::Syntax(p) => format!("expected {}, found {}", p.expected, p.found),
+                ReadError::Shape { message, .. } => message.clone(),
             },
         }
     }
@@ -142,16 +142,16 @@ pub fn check_text(text: &str) -> (Verdict, Vec<Diagnostic>) {
     let rules = match super::parse_rules(text) {
         Ok(rules) => rules,
         Err(e) => {
-            if let LoadError::Shape { .. } = e
+            if let ReadError::Shape { .. } = e
                 && let Some(bad) = headless_list(text)
             {
                 return (Verdict::SyntaxError, vec![bad]);
             }
             let verdict = match e {
-                LoadError::Syntax(_) => Verdict::SyntaxError,
-                LoadError::Shape { .. } => Verdict::Invalid,
+                ReadError::Syntax(_) => Verdict::SyntaxError,
+                ReadError::Shape { .. } => Verdict::Invalid,
             };
-            return (verdict, vec![Diagnostic::from_load_error(&e)]);
+            return (verdict, vec![Diagnostic::from_read_error(&e)]);
         }
     };
     let (diagnostics, _) = validate_and_normalize(rules);

@@ -28,8 +28,9 @@ use crate::protocol::message::{spaced, state_text, term_to_sexp};
 use crate::record::{MatchRecord, parse_states, random_token};
 use rand::SeedableRng;
 
+use crate::belief::{Belief, BeliefError};
 use crate::search::auto::{AutoPlayer, LevelBudget};
-use crate::search::hidden::{Belief, BeliefError, HiddenPlayer, choose_for_seat};
+use crate::search::hidden::{HiddenPlayer, choose_for_seat};
 use crate::search::{Choice, Player, PlayerKind, SearchConfig, SearchError, Work, new_player};
 use progress::Progress;
 

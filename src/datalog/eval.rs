@@ -205,11 +205,11 @@ const VOLATILE_MIN_ESTIMATE: f64 = 8.0;
 
 /// Relations, rules and strata, with the term store they share.
 #[derive(Clone)]
-pub struct Engine {
+pub struct Evaluator {
     /// The term store.
     pub pool: TermPool,
     relations: Vec<Relation>,
-    /// Relations whose contents change between evaluations (see [`Engine::mark_volatile`]).
+    /// Relations whose contents change between evaluations (see [`Evaluator::mark_volatile`]).
     volatile: Vec<bool>,
     rules: Vec<CompiledRule>,
     strata: Vec<Stratum>,
@@ -233,7 +233,7 @@ pub struct Engine {
     total_rows: usize,
 }
 
-impl Engine {
+impl Evaluator {
     /// Builds an engine. `arities[i]` is the arity of relation `RelId(i)`. Each stratum lists
     /// the rules defining its relations; strata must come in dependency order.
     pub fn new(
@@ -242,8 +242,8 @@ impl Engine {
         rules: Vec<RuleSpec>,
         strata: Vec<Stratum>,
         limits: Limits,
-    ) -> Engine {
-        let mut engine = Engine {
+    ) -> Evaluator {
+        let mut engine = Evaluator {
             pool,
             relations: arities.iter().map(|&a| Relation::new(a)).collect(),
             volatile: vec![false; arities.len()],
@@ -950,7 +950,7 @@ mod tests {
                 rules: vec![2],
             },
         ];
-        let mut engine = Engine::new(pool, &[2, 1, 2, 2], rules, strata, Limits::default());
+        let mut engine = Evaluator::new(pool, &[2, 1, 2, 2], rules, strata, Limits::default());
         // A chain 0 -> 1 -> 2 -> 3 and an isolated node 4.
         for i in 0..3 {
             engine.insert(edge, &[n[i], n[i + 1]]);
@@ -970,7 +970,7 @@ mod tests {
 
     /// `(<= (pair ?x ?y) (node ?x) (node ?y))` over `n` nodes, not yet evaluated: the engine
     /// and the `pair` relation.
-    fn pairs(n: usize) -> (Engine, RelId) {
+    fn pairs(n: usize) -> (Evaluator, RelId) {
         let mut pool = TermPool::default();
         let nodes: Vec<GTerm> = (0..n)
             .map(|i| pool.constant(Sym::new(&format!("n{i}"))))
@@ -989,7 +989,7 @@ mod tests {
             rels: vec![pair],
             rules: vec![0],
         }];
-        let mut engine = Engine::new(pool, &[1, 2], rules, strata, Limits::default());
+        let mut engine = Evaluator::new(pool, &[1, 2], rules, strata, Limits::default());
         for &x in &nodes {
             engine.insert(node, &[x]);
         }
@@ -998,7 +998,7 @@ mod tests {
 
     /// [`pairs`] over enough nodes that more than [`MEMORY_CHECK_ROWS`] rows are tried, with
     /// the memory in use read by `in_use`.
-    fn pairs_with_memory(in_use: fn() -> Option<u64>) -> (Engine, Result<(), EvalError>) {
+    fn pairs_with_memory(in_use: fn() -> Option<u64>) -> (Evaluator, Result<(), EvalError>) {
         let (mut engine, _) = pairs(1100);
         engine.set_stop(Stop {
             deadline: None,
