@@ -6,6 +6,7 @@
 #![warn(missing_docs)]
 
 pub mod analysis;
+pub mod belief;
 pub mod board;
 pub mod chess;
 pub mod cli;
@@ -15,10 +16,11 @@ pub mod gdl;
 pub mod http;
 pub mod kif;
 pub mod machine;
-pub mod manager;
 pub mod play;
 pub mod propnet;
 pub mod protocol;
+pub mod record;
+pub mod referee;
 pub mod resources;
 pub mod search;
 pub mod tournament;

@@ -10,7 +10,7 @@ use ggp::datalog::DatalogMachine;
 use ggp::gdl::{Description, Sym, Term};
 use ggp::kif::{self, Sexp};
 use ggp::machine::StateMachine;
-use ggp::manager::MatchRecord;
+use ggp::record::MatchRecord;
 
 const BASE: &str = "../shared/games/base";
 

@@ -91,7 +91,7 @@ fn printed<M: StateMachine>(m: &M, mv: M::Move) -> String {
 }
 
 /// Plays a match to the end, every player asked in every state (the one without a choice
-/// too, as a match manager does); returns the goals.
+/// too, as a referee does); returns the goals.
 fn play_match<M: StateMachine>(
     m: &mut M,
     players: &mut [Box<dyn Player<M>>],

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::{dying_player, fake_player, ggp, player_answering};
 
-use ggp::manager::MatchRecord;
+use ggp::record::MatchRecord;
 
 const TIC_TAC_TOE: &str = "../shared/games/base/ticTacToe.kif";
 

@@ -1,13 +1,8 @@
-//! Analysis of a game's rules, for the searches and for sheet writers: static, on the ground
-//! rules ([`factor`]), or along random games ([`parts`]).
-//!
-//! - [`factor`]: independent sub-games (components), shared facts, and which components the
-//!   goals and the terminal condition read.
-//! - [`parts`]: a simultaneous game's turn-taking parts (boards each role moves on in turn),
-//!   found by joining components along random games.
+//! Analysis of a game along random games, for the searches and for sheet writers: a
+//! simultaneous game's turn-taking parts ([`turn_taking`]: boards each role moves on in turn),
+//! found by joining the components of the game's [`Factoring`](crate::machine::Factoring)
+//! (which the propnet computes from its ground rules) along random games.
 
-pub mod factor;
-pub mod parts;
+pub mod turn_taking;
 
-pub use factor::{Component, Factoring};
-pub use parts::{TurnTakingParts, turn_taking_parts};
+pub use turn_taking::{TurnTakingParts, turn_taking_parts};

@@ -705,7 +705,7 @@ const MAX_STATIC_ROWS: usize = 200_000;
 /// neither `true` nor `does` is evaluated from the rules it depends on, within
 /// [`MAX_STATIC_ROWS`] rows.
 fn hex_grid(rules: &[Rule], file: &Axis, rank: &Axis) -> Grid {
-    use crate::datalog::{Engine, Limits, lower};
+    use crate::datalog::{Evaluator, Limits, lower};
     use crate::gdl::DependencyGraph;
     let mut names: Vec<Sym> = rules
         .iter()
@@ -753,7 +753,7 @@ fn hex_grid(rules: &[Rule], file: &Axis, rank: &Axis) -> Grid {
         };
         let strata: Vec<_> = lowered.strata.into_iter().map(|(s, _)| s).collect();
         let count = strata.len();
-        let mut engine = Engine::new(
+        let mut engine = Evaluator::new(
             lowered.pool,
             &lowered.arities,
             lowered.rules,

@@ -1,6 +1,6 @@
 //! `ggp factor`: a game's independent sub-games, for sheet writers (the players no longer
 //! search the factored game: see `docs/experiments/factoring.md`), and its turn-taking parts
-//! when it is several turn-taking games played at once ([`crate::analysis::parts`]).
+//! when it is several turn-taking games played at once ([`crate::analysis::turn_taking`]).
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -9,11 +9,11 @@ use std::process::ExitCode;
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::analysis::{Factoring, TurnTakingParts, turn_taking_parts};
+use crate::analysis::{TurnTakingParts, turn_taking_parts};
 use crate::engine::{self, EngineChoice, UseMachineMut};
 use crate::gdl::Term;
-use crate::machine::MachineError;
-use crate::propnet::{Budget, ground};
+use crate::machine::{Factoring, MachineError};
+use crate::propnet::{Budget, factoring, ground};
 
 /// Arguments of `ggp factor`.
 #[derive(clap::Args, Debug)]
@@ -37,7 +37,7 @@ pub fn run(args: &FactorArgs) -> anyhow::Result<ExitCode> {
     let description = super::load_description(&args.game)?;
     let prog = ground(&description, &Budget::default())
         .map_err(|e| anyhow::anyhow!("{} does not ground: {e}", args.game.display()))?;
-    let factoring = Factoring::of(&prog, description.roles());
+    let factoring = factoring(&prog, description.roles());
     struct Parts<'a>(&'a Factoring);
     impl UseMachineMut for Parts<'_> {
         type Output = Result<Option<TurnTakingParts>, MachineError>;

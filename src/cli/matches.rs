@@ -15,8 +15,9 @@ use super::{EngineChoice, load_engine, read};
 use crate::engine::{Machine, UseMachineMut};
 use crate::gdl::Term;
 use crate::kif;
-use crate::manager::{Contestant, MatchConfig, MatchRecord, now_ms, run_match};
 use crate::protocol::{RunningServer, Server, ServerConfig, Style};
+use crate::record::MatchRecord;
+use crate::referee::{Contestant, MatchConfig, now_ms, run_match};
 use crate::search::{PlayerSpec, SearchConfig};
 
 /// Options of `ggp match`.
@@ -35,7 +36,7 @@ pub struct MatchArgs {
     #[arg(long, default_value_t = 5)]
     playclock: u64,
     /// Abort the match after this many joint moves (a game whose end cannot be reached).
-    #[arg(long, default_value_t = crate::manager::DEFAULT_MAX_STEPS)]
+    #[arg(long, default_value_t = crate::referee::DEFAULT_MAX_STEPS)]
     max_steps: usize,
     /// The directory for the match record.
     #[arg(long, default_value = "matches")]
@@ -109,7 +110,7 @@ pub fn run(args: MatchArgs) -> anyhow::Result<ExitCode> {
         contestants[index] = Some(contestant);
     }
     let nature: Vec<bool> = (0..roles.len())
-        .map(|r| crate::machine::is_nature_role(&roles[r]))
+        .map(|r| crate::gdl::is_nature_role(&roles[r]))
         .collect();
     let contestants: Vec<Contestant> = contestants
         .into_iter()
@@ -149,7 +150,7 @@ pub fn run(args: MatchArgs) -> anyhow::Result<ExitCode> {
         rulesheet: text,
         max_steps: args.max_steps,
     };
-    crate::manager::stop_on_signals();
+    crate::referee::stop_on_signals();
     let result = referee(&mut loaded.engine, &rules, &contestants, &config);
     for server in servers {
         server.shutdown();
@@ -240,14 +241,14 @@ pub(super) fn referee(
     rules: &[kif::Sexp],
     contestants: &[Contestant],
     config: &MatchConfig,
-) -> Result<MatchRecord, crate::manager::ManagerError> {
+) -> Result<MatchRecord, crate::referee::RefereeError> {
     struct Referee<'a> {
         rules: &'a [kif::Sexp],
         contestants: &'a [Contestant],
         config: &'a MatchConfig,
     }
     impl UseMachineMut for Referee<'_> {
-        type Output = Result<MatchRecord, crate::manager::ManagerError>;
+        type Output = Result<MatchRecord, crate::referee::RefereeError>;
         fn with<M: Machine>(self, m: &mut M) -> Self::Output {
             run_match(m, self.rules, self.contestants, self.config)
         }

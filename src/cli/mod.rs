@@ -334,7 +334,7 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let mut loaded = load_engine_within(&game, engine, &budget)?;
     println!("engine: {}", loaded.engine.name());
     if profile && let Engine::Datalog(m) = &mut loaded.engine {
-        m.engine_mut().enable_profile();
+        m.evaluator_mut().enable_profile();
     }
     let limit = bench::Limit {
         seconds,
@@ -376,7 +376,7 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         );
     }
     if let Engine::Datalog(m) = &mut loaded.engine {
-        for (time, plan) in m.engine_mut().profile_report(10) {
+        for (time, plan) in m.evaluator_mut().profile_report(10) {
             println!("{:>10.3} s  {plan}", time.as_secs_f64());
         }
     }

@@ -12,9 +12,9 @@ use super::{EngineChoice, engine_for, load_description, read};
 use crate::engine::{self, Machine, UseMachine};
 use crate::gdl::Term;
 use crate::machine::StateMachine;
-use crate::manager::MatchRecord;
 use crate::play::terminal::{self, Ending, Glyphs, Options, ProgressSink};
 use crate::play::{Game, Level, Seat};
+use crate::record::MatchRecord;
 
 /// Arguments of `ggp play`.
 #[derive(clap::Args, Debug)]

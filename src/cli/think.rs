@@ -19,7 +19,7 @@ use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::machine::StateMachine;
-use crate::manager::record::MatchRecord;
+use crate::record::MatchRecord;
 use crate::search::{PlayerSpec, SearchConfig};
 
 use super::{EngineChoice, load_engine, load_engine_starting_in};

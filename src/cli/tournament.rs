@@ -11,9 +11,10 @@ use super::matches::{builtin_player, referee};
 use super::serve::{clock_seed, margin};
 use super::{EngineChoice, load_engine, read};
 use crate::engine::Engine;
+use crate::gdl::is_nature_role;
 use crate::kif::{self, Sexp};
-use crate::machine::is_nature_role;
-use crate::manager::{Contestant, MatchConfig, MatchRecord};
+use crate::record::MatchRecord;
+use crate::referee::{Contestant, MatchConfig};
 use crate::search::SearchConfig;
 use crate::tournament::{self, Entrant, Game, Job, Settings, Source};
 
@@ -177,7 +178,7 @@ pub fn run(args: TournamentArgs) -> anyhow::Result<ExitCode> {
         )
         .map_err(|e| format!("{e:#}"))
     };
-    crate::manager::stop_on_signals();
+    crate::referee::stop_on_signals();
     let summary = tournament::run(&jobs, &games, &players, &settings, play);
     let tables = tournament::tables(&summary.outcomes, &games, &players);
     let mut report = format!(
@@ -190,7 +191,7 @@ pub fn run(args: TournamentArgs) -> anyhow::Result<ExitCode> {
     for (key, why) in &summary.failures {
         report.push_str(&format!("failed: {key}: {why}\n"));
     }
-    if crate::manager::stop_requested() {
+    if crate::referee::stop_requested() {
         let unplayed = jobs.len() - summary.outcomes.len() - summary.failures.len();
         report.push_str(&format!(
             "stopped: {unplayed} matches not played; the same command resumes\n"

@@ -12,7 +12,7 @@ use crate::gdl::{Atom, DependencyGraph, Literal, Rule, RuleGraph, Sym, Term, Ter
 
 use crate::gdl::validate::KEYWORD_ARITIES;
 
-use super::engine::{BodyLit, Pat, RelId, RuleSpec, Stratum};
+use super::eval::{BodyLit, Pat, RelId, RuleSpec, Stratum};
 use super::magic::{self, Demand};
 
 /// Why a rule could not be turned into an engine rule.

@@ -12,9 +12,9 @@
 use std::time::{Duration, Instant};
 
 use crate::gdl::{Description, GTerm, Sym, Term};
-use crate::machine::{MachineError, StateMachine};
+use crate::machine::{EvalError, MachineError, StateMachine};
 
-use super::engine::{BodyLit, Engine, EvalError, Limits, RelId, RuleSpec, Stop};
+use super::eval::{BodyLit, Evaluator, Limits, RelId, RuleSpec, Stop};
 use super::lower::{Layer, LowerError, lower_with};
 use super::magic::Demand;
 
@@ -52,7 +52,7 @@ pub enum BuildError {
 /// A game run by the bottom-up Datalog engine.
 #[derive(Clone)]
 pub struct DatalogMachine {
-    engine: Engine,
+    engine: Evaluator,
     roles: Vec<Term>,
     role_ids: Vec<GTerm>,
     state_strata: Vec<usize>,
@@ -161,7 +161,7 @@ impl DatalogMachine {
         let in_layer = |want: Layer| -> Vec<usize> {
             (0..layers.len()).filter(|&i| layers[i] == want).collect()
         };
-        let mut engine = Engine::new(
+        let mut engine = Evaluator::new(
             lowered.pool,
             &lowered.arities,
             lowered.rules,
@@ -243,7 +243,7 @@ impl DatalogMachine {
     }
 
     /// The underlying engine, for profiling.
-    pub fn engine_mut(&mut self) -> &mut Engine {
+    pub fn evaluator_mut(&mut self) -> &mut Evaluator {
         &mut self.engine
     }
 
@@ -665,7 +665,7 @@ mod tests {
         assert_eq!(
             e,
             MachineError::Engine(EngineFailure::Eval(EvalError::Budget {
-                what: super::super::Budgeted::TermSize,
+                what: crate::machine::Budgeted::TermSize,
                 limit: super::super::MAX_TERM_SIZE.into()
             }))
         );
@@ -682,7 +682,7 @@ mod tests {
         assert_eq!(
             e,
             MachineError::Engine(EngineFailure::Eval(EvalError::Budget {
-                what: super::super::Budgeted::TermDepth,
+                what: crate::machine::Budgeted::TermDepth,
                 limit: super::super::MAX_TERM_DEPTH.into()
             }))
         );
@@ -701,9 +701,9 @@ mod tests {
             matches!(
                 e,
                 MachineError::Engine(EngineFailure::Eval(EvalError::Budget {
-                    what: super::super::Budgeted::RoundRows
-                        | super::super::Budgeted::RelationRows
-                        | super::super::Budgeted::TotalRows,
+                    what: crate::machine::Budgeted::RoundRows
+                        | crate::machine::Budgeted::RelationRows
+                        | crate::machine::Budgeted::TotalRows,
                     ..
                 }))
             ),

@@ -221,7 +221,7 @@ impl fmt::Debug for Rule {
 
 /// Why a text could not be read as GDL sentences.
 #[derive(Debug, thiserror::Error)]
-pub enum LoadError {
+pub enum ReadError {
     /// The brackets do not balance.
     #[error(transparent)]
     Syntax(#[from] kif::ParseError),
@@ -235,18 +235,18 @@ pub enum LoadError {
     },
 }
 
-impl LoadError {
+impl ReadError {
     /// Where the problem is.
     pub fn pos(&self) -> Pos {
         match self {
-            LoadError::Syntax(e) => e.pos,
-            LoadError::Shape { pos, .. } => *pos,
+            ReadError::Syntax(e) => e.pos,
+            ReadError::Shape { pos, .. } => *pos,
         }
     }
 }
 
-fn shape(pos: Pos, message: impl Into<String>) -> LoadError {
-    LoadError::Shape {
+fn shape(pos: Pos, message: impl Into<String>) -> ReadError {
+    ReadError::Shape {
         pos,
         message: message.into(),
     }
@@ -257,7 +257,7 @@ fn shape(pos: Pos, message: impl Into<String>) -> LoadError {
 /// # Errors
 /// A syntax error, or an expression that is not a sentence or rule (a list that does not start
 /// with a symbol, a variable where a sentence must be, a rule without a head).
-pub fn parse_rules(text: &str) -> Result<Vec<Rule>, LoadError> {
+pub fn parse_rules(text: &str) -> Result<Vec<Rule>, ReadError> {
     kif::parse(text)?.iter().map(rule_from_sexp).collect()
 }
 
@@ -265,7 +265,7 @@ pub fn parse_rules(text: &str) -> Result<Vec<Rule>, LoadError> {
 ///
 /// # Errors
 /// As [`parse_rules`].
-pub fn rule_from_sexp(sexp: &Sexp) -> Result<Rule, LoadError> {
+pub fn rule_from_sexp(sexp: &Sexp) -> Result<Rule, ReadError> {
     if let Sexp::List { items, pos } = sexp
         && let Some(Sexp::Atom { text, .. }) = items.first()
         && Sym::new(text) == Sym::IMPLIES
@@ -300,7 +300,7 @@ pub fn rule_from_sexp(sexp: &Sexp) -> Result<Rule, LoadError> {
 ///
 /// # Errors
 /// A variable or list head where a relation name must be.
-pub fn atom_from_sexp(sexp: &Sexp) -> Result<Atom, LoadError> {
+pub fn atom_from_sexp(sexp: &Sexp) -> Result<Atom, ReadError> {
     match sexp {
         Sexp::Atom { text, pos } => {
             if text.starts_with('?') {
@@ -344,7 +344,7 @@ pub fn atom_from_sexp(sexp: &Sexp) -> Result<Atom, LoadError> {
 ///
 /// # Errors
 /// As [`atom_from_sexp`], or a `not` or `distinct` with the wrong number of arguments.
-pub fn literal_from_sexp(sexp: &Sexp) -> Result<Literal, LoadError> {
+pub fn literal_from_sexp(sexp: &Sexp) -> Result<Literal, ReadError> {
     if let Sexp::List { items, pos } = sexp
         && let Some(Sexp::Atom { text, .. }) = items.first()
     {
@@ -380,7 +380,7 @@ pub fn literal_from_sexp(sexp: &Sexp) -> Result<Literal, LoadError> {
 /// # Errors
 /// A list that does not start with a symbol. A zero-argument function `(f)` stays a function
 /// term, different from the constant `f`, as in the established reasoners.
-pub fn term_from_sexp(sexp: &Sexp) -> Result<Term, LoadError> {
+pub fn term_from_sexp(sexp: &Sexp) -> Result<Term, ReadError> {
     match sexp {
         Sexp::Atom { text, .. } => {
             let sym = Sym::new(text);
@@ -416,7 +416,7 @@ pub fn term_from_sexp(sexp: &Sexp) -> Result<Term, LoadError> {
 ///
 /// # Errors
 /// A syntax error, not exactly one expression, or a malformed term.
-pub fn parse_term(text: &str) -> Result<Term, LoadError> {
+pub fn parse_term(text: &str) -> Result<Term, ReadError> {
     term_from_sexp(&kif::parse_one(text)?)
 }
 
@@ -425,7 +425,7 @@ pub fn parse_term(text: &str) -> Result<Term, LoadError> {
 ///
 /// # Errors
 /// A syntax error, not exactly one expression, or one that is not a list of ground terms.
-pub fn parse_state(text: &str) -> Result<Vec<Term>, LoadError> {
+pub fn parse_state(text: &str) -> Result<Vec<Term>, ReadError> {
     match kif::parse_one(text)? {
         Sexp::List { items, .. } => items
             .iter()
@@ -446,6 +446,11 @@ pub fn parse_state(text: &str) -> Result<Vec<Term>, LoadError> {
             "a state is a list of facts, `( (f a) (g b) ... )`",
         )),
     }
+}
+
+/// Whether `role` is the GDL-II nature role `random` (matched ignoring case, as keywords are).
+pub fn is_nature_role(role: &Term) -> bool {
+    matches!(role, Term::Const(s) if *s == Sym::RANDOM)
 }
 
 /// `rules` as a game that starts in `state`: every rule concluding `init` left out and
@@ -470,7 +475,7 @@ pub fn starting_in(rules: Vec<Rule>, state: &[Term]) -> Vec<Rule> {
 
 /// [`parse_rules`], a syntax or shape error as the one diagnostic.
 fn parse_rules_diagnosed(text: &str) -> Result<Vec<Rule>, Vec<Diagnostic>> {
-    parse_rules(text).map_err(|e| vec![Diagnostic::from_load_error(&e)])
+    parse_rules(text).map_err(|e| vec![Diagnostic::from_read_error(&e)])
 }
 
 /// A validated game: its rules, its roles, and any warnings the validator gave.

@@ -9,7 +9,7 @@ use hashbrown::{HashMap, HashSet};
 use crate::kif::{self, Pos, Sexp};
 
 use super::{
-    Atom, DependencyGraph, Literal, LoadError, Rule, RuleGraph, Sym, Term, literal_relations,
+    Atom, DependencyGraph, Literal, ReadError, Rule, RuleGraph, Sym, Term, literal_relations,
     normalize,
 };
 
@@ -65,18 +65,18 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     /// The diagnostic for a text that could not be read as rules.
-    pub fn from_load_error(e: &LoadError) -> Diagnostic {
+    pub fn from_read_error(e: &ReadError) -> Diagnostic {
         Diagnostic {
             severity: Severity::Error,
             check: match e {
-                LoadError::Syntax(_) => Check::Syntax,
-                LoadError::Shape { .. } => Check::Shape,
+                ReadError::Syntax(_) => Check::Syntax,
+                ReadError::Shape { .. } => Check::Shape,
             },
             pos: e.pos(),
             rule: None,
             message: match e {
-                LoadError::Syntax(p) => format!("expected {}, found {}", p.expected, p.found),
-                LoadError::Shape { message, .. } => message.clone(),
+                ReadError::Syntax(p) => format!("expected {}, found {}", p.expected, p.found),
+                ReadError::Shape { message, .. } => message.clone(),
             },
         }
     }
@@ -142,16 +142,16 @@ pub fn check_text(text: &str) -> (Verdict, Vec<Diagnostic>) {
     let rules = match super::parse_rules(text) {
         Ok(rules) => rules,
         Err(e) => {
-            if let LoadError::Shape { .. } = e
+            if let ReadError::Shape { .. } = e
                 && let Some(bad) = headless_list(text)
             {
                 return (Verdict::SyntaxError, vec![bad]);
             }
             let verdict = match e {
-                LoadError::Syntax(_) => Verdict::SyntaxError,
-                LoadError::Shape { .. } => Verdict::Invalid,
+                ReadError::Syntax(_) => Verdict::SyntaxError,
+                ReadError::Shape { .. } => Verdict::Invalid,
             };
-            return (verdict, vec![Diagnostic::from_load_error(&e)]);
+            return (verdict, vec![Diagnostic::from_read_error(&e)]);
         }
     };
     let (diagnostics, _) = validate_and_normalize(rules);
@@ -176,10 +176,7 @@ pub fn gdl2_features(rules: &[Rule]) -> Vec<&'static str> {
     if rules.iter().any(|r| {
         r.head.rel == Sym::ROLE
             && r.body.is_empty()
-            && r.head
-                .args
-                .first()
-                .is_some_and(crate::machine::is_nature_role)
+            && r.head.args.first().is_some_and(super::is_nature_role)
     }) {
         out.push("random");
     }
@@ -910,7 +907,7 @@ fn check_recursion(rules: &[Rule], graph: &DependencyGraph, out: &mut Vec<Diagno
 /// breaks it (none of the 314 sheets of the corpus's `base/`, its GDL-II sheets, the test
 /// sheets it calls valid, or ours: counted for issue 13). A sheet that builds ever-deeper terms
 /// from step to step (through `next` and `true`, which the restriction does not cover) is
-/// stopped by the engines' term budgets ([`crate::datalog::Limits`]).
+/// stopped by the engines' term budgets.
 pub const RECURSION_SEVERITY: Severity = Severity::Error;
 
 /// Check 7: `base`, `init` and `role` do not depend on `true` or `does`; `legal`, `goal` and
@@ -1031,7 +1028,7 @@ fn check_completeness(rules: &[Rule], out: &mut Vec<Diagnostic>) {
     if defines(Sym::GOAL) {
         for rule in roles {
             let role = &rule.head.args[0];
-            if crate::machine::is_nature_role(role) {
+            if super::is_nature_role(role) {
                 // GDL-II nature needs no goal.
                 continue;
             }

@@ -16,7 +16,11 @@ use std::time::Instant;
 
 use rand::Rng;
 
-use crate::gdl::{Sym, Term};
+use crate::gdl::{Term, is_nature_role};
+
+mod factoring;
+
+pub use factoring::{Component, Factoring};
 
 /// Why a machine could not answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -74,10 +78,10 @@ impl From<EngineFailure> for MachineError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EngineFailure {
     /// An evaluation stopped: a budget on rows, terms or one term's size or depth was
-    /// exceeded ([`crate::datalog::Budgeted`]), or its deadline or memory limit was reached.
+    /// exceeded ([`Budgeted`]), or its deadline or memory limit was reached.
     /// The game builds ever more or ever larger terms; the machine keeps failing this way.
     #[error(transparent)]
-    Eval(#[from] crate::datalog::EvalError),
+    Eval(#[from] EvalError),
     /// A state made by another machine than the one asked.
     #[error("a state from another machine")]
     ForeignState,
@@ -86,9 +90,56 @@ pub enum EngineFailure {
     UnknownMove(String),
 }
 
-/// Whether `role` is the GDL-II nature role `random` (matched ignoring case, as keywords are).
-pub fn is_nature_role(role: &Term) -> bool {
-    matches!(role, Term::Const(s) if *s == Sym::RANDOM)
+/// Why a rule evaluation (the Datalog engine's, or the grounder's that runs on it) stopped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EvalError {
+    /// A relation, the term store or one term outgrew its limit: the program likely builds
+    /// ever more or ever larger terms, through recursion or from step to step.
+    #[error("evaluation stopped: {what} exceeded {limit}")]
+    Budget {
+        /// What grew too large.
+        what: Budgeted,
+        /// The limit.
+        limit: u64,
+    },
+    /// The deadline set for the evaluation passed.
+    #[error("evaluation stopped: out of time")]
+    Deadline,
+    /// The memory in use grew past the limit set for the evaluation.
+    #[error(
+        "evaluation stopped: {:.1} MB of memory in use, over the limit of {:.1} MB",
+        *.used as f64 / 1e6,
+        *.limit as f64 / 1e6
+    )]
+    Memory {
+        /// The memory in use when it was read, in bytes.
+        used: u64,
+        /// The limit, in bytes.
+        limit: u64,
+    },
+}
+
+/// What outgrew its limit in an [`EvalError::Budget`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Budgeted {
+    /// The limit on rows in one relation, by the rows one round derived.
+    #[error("rows derived in one round")]
+    RoundRows,
+    /// The limit on rows in one relation.
+    #[error("rows in one relation")]
+    RelationRows,
+    /// The limit on rows in all relations together.
+    #[error("rows in all relations")]
+    TotalRows,
+    /// The limit on distinct ground terms.
+    #[error("distinct ground terms")]
+    Terms,
+    /// The limit on symbols in one term.
+    #[error("symbols in one term")]
+    TermSize,
+    /// The limit on the nesting depth of one term.
+    #[error("nesting depth of one term")]
+    TermDepth,
 }
 
 /// The move among `candidates` whose term is `term` ignoring ASCII case: the one move matcher
@@ -213,7 +264,7 @@ pub trait StateMachine {
     /// Sets each fact of `ids` (ids as [`fact_ids_into`](Self::fact_ids_into) gives them) in
     /// `into` to what it is in `from`, leaving the other facts alone; `false`, changing
     /// nothing, if the engine cannot (the default). The search over a game's turn-taking parts
-    /// ([`crate::search::parts`]) holds the other parts' facts as they stand this way.
+    /// holds the other parts' facts as they stand this way.
     fn copy_facts(&self, into: &mut Self::State, from: &Self::State, ids: &[u32]) -> bool {
         let _ = (into, from, ids);
         false
@@ -221,7 +272,7 @@ pub trait StateMachine {
 
     /// The game's sub-games by their dynamics, when the engine worked them out as it built
     /// (the propnet, from its ground rules); `None` otherwise (the default).
-    fn factoring(&self) -> Option<std::sync::Arc<crate::analysis::Factoring>> {
+    fn factoring(&self) -> Option<std::sync::Arc<Factoring>> {
         None
     }
 

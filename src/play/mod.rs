@@ -1,5 +1,5 @@
 //! Playing a game as a person: a match in progress with human and computer seats, shared by
-//! the terminal loop ([`terminal`]) and the browser server (`crate::web`).
+//! the terminal loop ([`terminal`]) and the browser server (`ggp web`).
 //!
 //! A [`Game`] holds one engine, the history of states and joint moves, the board found by
 //! [`crate::board`], and a computer [`Player`] for each computer seat. It reads what a person
@@ -24,12 +24,13 @@ use crate::chess::MoveShape;
 use crate::engine::LoadError;
 use crate::gdl::{Rule, Term, parse_term};
 use crate::machine::{EngineFailure, MachineError, StateMachine};
-use crate::manager::record::{MatchRecord, parse_states, random_token};
 use crate::protocol::message::{spaced, state_text, term_to_sexp};
+use crate::record::{MatchRecord, parse_states, random_token};
 use rand::SeedableRng;
 
+use crate::belief::{Belief, BeliefError};
 use crate::search::auto::{AutoPlayer, LevelBudget};
-use crate::search::hidden::{Belief, BeliefError, HiddenPlayer, choose_for_seat};
+use crate::search::hidden::{HiddenPlayer, choose_for_seat};
 use crate::search::{Choice, Player, PlayerKind, SearchConfig, SearchError, Work, new_player};
 use progress::Progress;
 

@@ -30,10 +30,11 @@ use hashbrown::HashMap;
 use petgraph::graph::{DiGraph, NodeIndex};
 
 use crate::datalog::{
-    BodyLit, Demand, Engine, EvalError, Layer, Limits, LowerError, Lowered, MemoryLimit, Pat,
-    RelId, RuleSpec, Stop, Stratum, lower_with,
+    BodyLit, Demand, Evaluator, Layer, Limits, LowerError, Lowered, MemoryLimit, Pat, RelId,
+    RuleSpec, Stop, Stratum, lower_with,
 };
 use crate::gdl::{Description, GTerm, Sym, TermPool};
+use crate::machine::EvalError;
 use crate::resources;
 
 /// How much work grounding and network building may do before giving up.
@@ -655,13 +656,13 @@ impl Plan {
         pool: TermPool,
         budget: &Budget,
         clock: &Clock,
-    ) -> Result<Engine, GroundError> {
+    ) -> Result<Evaluator, GroundError> {
         let limits = Limits {
             max_rows: budget.max_atoms,
             max_terms: budget.max_atoms.saturating_mul(4),
             ..Limits::default()
         };
-        let mut engine = Engine::new(
+        let mut engine = Evaluator::new(
             pool,
             &self.arities,
             self.rules.clone(),
@@ -683,7 +684,7 @@ impl Plan {
     /// The ground program before any rule is instantiated: the bases (`true` atoms of the
     /// model), the inputs (`does` atoms), the initial state and the static outputs as facts.
     /// The engine's term pool moves into the program.
-    fn skeleton(&self, engine: &mut Engine) -> GroundProgram {
+    fn skeleton(&self, engine: &mut Evaluator) -> GroundProgram {
         let keywords = self.keywords;
         let mut prog = GroundProgram {
             pool: TermPool::default(),
@@ -748,7 +749,7 @@ impl Plan {
     /// Instantiates each dynamic rule into `prog`, one instance stratum at a time.
     fn instantiate(
         &self,
-        engine: &mut Engine,
+        engine: &mut Evaluator,
         prog: &mut GroundProgram,
         budget: &Budget,
         clock: &Clock,
@@ -796,7 +797,7 @@ impl Plan {
     /// negative literal whose atom is outside the model.
     fn ground_lit(
         &self,
-        engine: &Engine,
+        engine: &Evaluator,
         prog: &mut GroundProgram,
         lit: &BodyLit,
         binds: &[GTerm],

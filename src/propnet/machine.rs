@@ -26,12 +26,14 @@ use std::time::Instant;
 
 use rand::Rng;
 
-use crate::analysis::Factoring;
 use crate::datalog::{DatalogMachine, Demand};
 use crate::gdl::{Description, Term};
-use crate::machine::{EngineFailure, MachineError, PlayoutBatch, PlayoutEnd, StateMachine};
+use crate::machine::{
+    EngineFailure, Factoring, MachineError, PlayoutBatch, PlayoutEnd, StateMachine,
+};
 
 use super::batch::{BatchRunner, LaneRecord, Width};
+use super::factor::factoring;
 use super::ground::{Budget, Clock, Exceeded, GroundError, ground_with_demand};
 use super::net::{MoveId, NO_NODE, Net, TRUE_COUNT};
 
@@ -495,7 +497,7 @@ impl PropnetMachine {
         let clock = Clock::new(budget);
         let build = |clock: &Clock, demand: Demand| -> Result<PropnetMachine, GroundError> {
             let prog = ground_with_demand(description, budget, clock, demand)?;
-            let factoring = Factoring::of(&prog, description.roles());
+            let factoring = factoring(&prog, description.roles());
             let net = Net::build(prog, description.roles(), budget, clock)?;
             let mut machine = PropnetMachine::from_net(Arc::new(net));
             machine.factoring = Some(Arc::new(factoring));

@@ -24,12 +24,14 @@
 //! [`GroundError::Time`], and the caller falls back to the Datalog engine.
 
 pub mod batch;
+mod factor;
 pub mod ground;
 pub mod machine;
 pub mod net;
 mod optimize;
 
 pub use batch::{BatchRunner, LANES, LaneRecord, Width};
+pub use factor::factoring;
 pub use ground::{
     AtomId, Budget, DEFAULT_MAX_MEMORY_BYTES, Exceeded, GroundError, GroundLit, GroundProgram,
     GroundRule, Keywords, Phase, TimeUp, default_max_memory, ground,

@@ -2,11 +2,11 @@
 //!
 //! - [`message`]: parsing what a referee sends, printing what a referee sends (ggp-base and
 //!   Dresden styles).
-//! - [`session`]: one match as our player plays it, with the search on its own thread and a
-//!   legal fallback move always at hand.
+//! - [`match_session`]: one match as our player plays it, with the search on its own thread
+//!   and a legal fallback move always at hand.
 //! - [`server`]: the server behind `ggp serve`: clocks, one match at a time, served over the
 //!   crate's HTTP layer ([`crate::http`]).
-//! - [`client`]: the reqwest client the match manager talks to players with.
+//! - [`client`]: the reqwest client the referee talks to players with.
 //!
 //! **Boundary:** this module sees games only through the [`StateMachine`] trait and players
 //! only through the [`Player`] trait; the engine and the player are chosen by a
@@ -16,11 +16,11 @@
 //! [`Player`]: crate::search::Player
 
 pub mod client;
+pub mod match_session;
 pub mod message;
 pub mod server;
-pub mod session;
 
 pub use client::{Client, SendError};
+pub use match_session::{Played, Session, SessionError, SessionFactory, launch};
 pub use message::{Heard, Message, MessageError, Style, parse_message};
 pub use server::{RunningServer, Server, ServerConfig};
-pub use session::{Played, Session, SessionError, SessionFactory, launch};

@@ -29,8 +29,8 @@ use std::time::{Duration, Instant};
 
 use tracing::{info, warn};
 
+use super::match_session::{Played, Session, SessionError, SessionFactory};
 use super::message::{Heard, Message, parse_message};
-use super::session::{Played, Session, SessionError, SessionFactory};
 use crate::gdl::{self, Description, Term};
 use crate::http::{self, Listener, Method, Request, Response, Service, Stopper};
 use crate::kif::Sexp;
@@ -271,7 +271,7 @@ fn decode_path(url: &str) -> String {
 enum StartRefused {
     /// A rule is not a GDL rule.
     #[error("the rules do not read: {0}")]
-    Rules(gdl::LoadError),
+    Rules(gdl::ReadError),
     /// The rules read but are not a valid game (the first error).
     #[error("the rules are not a valid game: {0}")]
     Invalid(String),

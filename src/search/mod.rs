@@ -22,6 +22,8 @@
 //!   one part at a time (`auto` plays it so).
 //! - [`probe`]: random playouts that tell which of the two suits a game; the `auto` player
 //!   uses them.
+//! - [`hidden`]: information-set search for games with hidden information (GDL-II), over a
+//!   [`Belief`](crate::belief::Belief), and which search a seat uses.
 //!
 //! Every search checks the clock inside its inner loops (playouts included) and returns the
 //! best move found so far when the deadline comes. Goal values are 0 to 100; an undefined goal

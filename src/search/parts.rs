@@ -1,4 +1,4 @@
-//! The search over a game's turn-taking parts ([`crate::analysis::parts`]): a game of
+//! The search over a game's turn-taking parts ([`crate::analysis::turn_taking`]): a game of
 //! simultaneous moves that is several turn-taking games played at once (connectFourSimultaneous:
 //! each role drops a disc on one board while the other drops one on the other board) is
 //! searched one part at a time, as a turn-taking game, instead of as one tree of joint moves
@@ -23,9 +23,9 @@ use std::time::Instant;
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::analysis::{Factoring, TurnTakingParts, turn_taking_parts};
+use crate::analysis::{TurnTakingParts, turn_taking_parts};
 use crate::gdl::Term;
-use crate::machine::{MachineError, StateMachine};
+use crate::machine::{Factoring, MachineError, StateMachine};
 
 use super::mcts::{MctsPlayer, MctsSettings};
 use super::{Choice, Player, SearchConfig, SearchError};

@@ -1,5 +1,5 @@
 //! Tournaments (`ggp tournament`): many matches between several players on several games,
-//! refereed by [`crate::manager`], with seats rotated, matches run in parallel within a core
+//! refereed by [`crate::referee`], with seats rotated, matches run in parallel within a core
 //! budget, every record kept, and results tables ([`stats`]).
 //!
 //! The plan is fixed by the players, the games and the number of matches per group: for each
@@ -36,8 +36,9 @@ use serde::{Deserialize, Serialize};
 pub use spec::{Entrant, EntrantError, Source};
 pub use stats::{Errors, Line, Outcome};
 
-use crate::manager::{MatchConfig, MatchRecord};
 use crate::protocol::{Client, SendError, Style};
+use crate::record::MatchRecord;
+use crate::referee::MatchConfig;
 
 /// A game of the tournament.
 #[derive(Debug, Clone)]
@@ -746,7 +747,7 @@ where
         let mut free = cores;
         let mut running = 0;
         loop {
-            while !crate::manager::stop_requested() {
+            while !crate::referee::stop_requested() {
                 let mut started = None;
                 for (at, job) in pending.iter().enumerate() {
                     if cost(job, players, cores) > free {
@@ -764,7 +765,7 @@ where
                 free -= cost(job, players, cores);
                 running += 1;
                 let config = MatchConfig {
-                    match_id: format!("{}.{}", job.key, crate::manager::now_ms()),
+                    match_id: format!("{}.{}", job.key, crate::referee::now_ms()),
                     start_clock: settings.start_clock,
                     play_clock: settings.play_clock,
                     style: Style::GgpBase,
@@ -772,7 +773,7 @@ where
                     seed: job.seed,
                     record_path: Some(record_path(&settings.out, job)),
                     rulesheet: games[job.game].rulesheet.clone(),
-                    max_steps: crate::manager::DEFAULT_MAX_STEPS,
+                    max_steps: crate::referee::DEFAULT_MAX_STEPS,
                 };
                 let done = done.clone();
                 let play = &play;

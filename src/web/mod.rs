@@ -33,7 +33,7 @@
 //! [`MAX_UPLOAD_TOTAL`] in all. Game names are looked up, never used as paths, and the server
 //! binds to 127.0.0.1 unless told otherwise.
 
-pub mod session;
+pub mod game_session;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -48,11 +48,11 @@ use serde_json::{Value, json};
 
 use crate::gdl::Description;
 use crate::http::{self, Listener, Method, Request, Response, Service};
-use crate::manager::MatchRecord;
 use crate::play::progress::Progress;
 use crate::play::{Level, Seat};
+use crate::record::MatchRecord;
 use crate::search::Work;
-use session::{Session, SessionError, View};
+use game_session::{Session, SessionError, View};
 
 /// The page, compiled into the binary.
 pub const PAGE: &str = include_str!("page.html");
@@ -380,7 +380,7 @@ impl App {
                     }
                 };
                 let description = validate(&text)?;
-                let replay = session::replay(&description, &text, &req.record)?;
+                let replay = game_session::replay(&description, &text, &req.record)?;
                 let mut value = serde_json::to_value(replay).expect("replays serialize");
                 // The description of the sheet the record holds (not one that names another
                 // board relation: replays keep the detected board).
@@ -410,7 +410,7 @@ impl App {
         // Built without any shared lock held: grounding may take seconds.
         let display = self.display(&req.game);
         let board = display.as_ref().and_then(|d| d["relation"].as_str());
-        let (mut game, progress) = session::new_session(
+        let (mut game, progress) = game_session::new_session(
             &req.game,
             &description,
             &text,

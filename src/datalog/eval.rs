@@ -10,6 +10,7 @@
 //! The engine knows nothing of GDL: `lower` turns a game into [`RuleSpec`]s and strata.
 
 use crate::gdl::{GTerm, Sym, TermPool};
+use crate::machine::{Budgeted, EvalError};
 
 use super::relation::{IndexSpec, Path, Relation, key_hash};
 
@@ -59,35 +60,6 @@ pub struct Stratum {
     pub rels: Vec<RelId>,
     /// The rules, as indices into the engine's rules.
     pub rules: Vec<usize>,
-}
-
-/// Why an evaluation stopped.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum EvalError {
-    /// A relation, the term store or one term outgrew its limit ([`Limits`]): the program
-    /// likely builds ever more or ever larger terms, through recursion or from step to step.
-    #[error("evaluation stopped: {what} exceeded {limit}")]
-    Budget {
-        /// What grew too large.
-        what: Budgeted,
-        /// The limit.
-        limit: u64,
-    },
-    /// The deadline set by [`Engine::set_stop`] passed.
-    #[error("evaluation stopped: out of time")]
-    Deadline,
-    /// The memory in use grew past the limit set by [`Engine::set_stop`].
-    #[error(
-        "evaluation stopped: {:.1} MB of memory in use, over the limit of {:.1} MB",
-        *.used as f64 / 1e6,
-        *.limit as f64 / 1e6
-    )]
-    Memory {
-        /// The memory in use when it was read, in bytes.
-        used: u64,
-        /// The limit, in bytes.
-        limit: u64,
-    },
 }
 
 /// When an evaluation must stop short of its fixpoint: at a deadline, past a memory limit, or
@@ -140,29 +112,6 @@ impl Stop {
             limit: limit.max_bytes,
         })
     }
-}
-
-/// What outgrew its limit in an [`EvalError::Budget`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum Budgeted {
-    /// [`Limits::max_rows`], by the rows one round derived.
-    #[error("rows derived in one round")]
-    RoundRows,
-    /// [`Limits::max_rows`].
-    #[error("rows in one relation")]
-    RelationRows,
-    /// [`Limits::max_total_rows`].
-    #[error("rows in all relations")]
-    TotalRows,
-    /// [`Limits::max_terms`].
-    #[error("distinct ground terms")]
-    Terms,
-    /// [`Limits::max_term_size`].
-    #[error("symbols in one term")]
-    TermSize,
-    /// [`Limits::max_term_depth`].
-    #[error("nesting depth of one term")]
-    TermDepth,
 }
 
 /// Limits that keep a runaway program from exhausting memory: a memory budget counted in rows
@@ -256,11 +205,11 @@ const VOLATILE_MIN_ESTIMATE: f64 = 8.0;
 
 /// Relations, rules and strata, with the term store they share.
 #[derive(Clone)]
-pub struct Engine {
+pub struct Evaluator {
     /// The term store.
     pub pool: TermPool,
     relations: Vec<Relation>,
-    /// Relations whose contents change between evaluations (see [`Engine::mark_volatile`]).
+    /// Relations whose contents change between evaluations (see [`Evaluator::mark_volatile`]).
     volatile: Vec<bool>,
     rules: Vec<CompiledRule>,
     strata: Vec<Stratum>,
@@ -284,7 +233,7 @@ pub struct Engine {
     total_rows: usize,
 }
 
-impl Engine {
+impl Evaluator {
     /// Builds an engine. `arities[i]` is the arity of relation `RelId(i)`. Each stratum lists
     /// the rules defining its relations; strata must come in dependency order.
     pub fn new(
@@ -293,8 +242,8 @@ impl Engine {
         rules: Vec<RuleSpec>,
         strata: Vec<Stratum>,
         limits: Limits,
-    ) -> Engine {
-        let mut engine = Engine {
+    ) -> Evaluator {
+        let mut engine = Evaluator {
             pool,
             relations: arities.iter().map(|&a| Relation::new(a)).collect(),
             volatile: vec![false; arities.len()],
@@ -1001,7 +950,7 @@ mod tests {
                 rules: vec![2],
             },
         ];
-        let mut engine = Engine::new(pool, &[2, 1, 2, 2], rules, strata, Limits::default());
+        let mut engine = Evaluator::new(pool, &[2, 1, 2, 2], rules, strata, Limits::default());
         // A chain 0 -> 1 -> 2 -> 3 and an isolated node 4.
         for i in 0..3 {
             engine.insert(edge, &[n[i], n[i + 1]]);
@@ -1021,7 +970,7 @@ mod tests {
 
     /// `(<= (pair ?x ?y) (node ?x) (node ?y))` over `n` nodes, not yet evaluated: the engine
     /// and the `pair` relation.
-    fn pairs(n: usize) -> (Engine, RelId) {
+    fn pairs(n: usize) -> (Evaluator, RelId) {
         let mut pool = TermPool::default();
         let nodes: Vec<GTerm> = (0..n)
             .map(|i| pool.constant(Sym::new(&format!("n{i}"))))
@@ -1040,7 +989,7 @@ mod tests {
             rels: vec![pair],
             rules: vec![0],
         }];
-        let mut engine = Engine::new(pool, &[1, 2], rules, strata, Limits::default());
+        let mut engine = Evaluator::new(pool, &[1, 2], rules, strata, Limits::default());
         for &x in &nodes {
             engine.insert(node, &[x]);
         }
@@ -1049,7 +998,7 @@ mod tests {
 
     /// [`pairs`] over enough nodes that more than [`MEMORY_CHECK_ROWS`] rows are tried, with
     /// the memory in use read by `in_use`.
-    fn pairs_with_memory(in_use: fn() -> Option<u64>) -> (Engine, Result<(), EvalError>) {
+    fn pairs_with_memory(in_use: fn() -> Option<u64>) -> (Evaluator, Result<(), EvalError>) {
         let (mut engine, _) = pairs(1100);
         engine.set_stop(Stop {
             deadline: None,

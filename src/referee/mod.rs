@@ -13,18 +13,17 @@
 //! sends each player `(PLAY id turn lastmove percepts)`, only the move applied for it and
 //! what it saw; the record keeps every role's percepts beside the true states.
 //!
-//! The record ([`record::MatchRecord`]) is written atomically after every step, so a match
+//! The record ([`MatchRecord`]) is written atomically after every step, so a match
 //! that stops half way leaves a record with `isCompleted: false`.
 //!
 //! **Stopping:** once [`stop_on_signals`] is called, SIGINT or SIGTERM makes every match
-//! under way end at its next step with [`ManagerError::Stopped`]: its players are sent ABORT,
+//! under way end at its next step with [`RefereeError::Stopped`]: its players are sent ABORT,
 //! so that a remote player (Sancho serves one match at a time) is free for the next, and its
 //! record is written, marked aborted.
 //!
 //! **Boundary:** the referee has its own machine, given by the caller; players are only
 //! addresses.
 
-pub mod record;
 pub mod scramble;
 
 use std::path::PathBuf;
@@ -36,7 +35,6 @@ use rand::seq::IndexedRandom;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use tracing::{info, warn};
 
-pub use record::{MatchRecord, RecordError, random_token};
 pub use scramble::Scrambler;
 
 use crate::gdl::{self, Term};
@@ -44,6 +42,7 @@ use crate::kif::{self, Sexp};
 use crate::machine::{MachineError, StateMachine};
 use crate::protocol::message::{spaced, state_text, term_to_sexp};
 use crate::protocol::{Client, SendError, Style};
+use crate::record::{MatchRecord, RecordError, random_token};
 
 /// A player in a match.
 #[derive(Debug, Clone)]
@@ -74,7 +73,7 @@ pub struct MatchConfig {
     /// The rule sheet as given, stored in the record.
     pub rulesheet: String,
     /// The most joint moves a match may take; past it the players get ABORT and the match
-    /// ends with [`ManagerError::StepLimit`] (a game whose end cannot be reached).
+    /// ends with [`RefereeError::StepLimit`] (a game whose end cannot be reached).
     pub max_steps: usize,
 }
 
@@ -83,7 +82,7 @@ pub const DEFAULT_MAX_STEPS: usize = 1000;
 
 /// Why a match could not be run to the end.
 #[derive(Debug, thiserror::Error)]
-pub enum ManagerError {
+pub enum RefereeError {
     /// The game's engine failed (for example a role with no legal move).
     #[error(transparent)]
     Machine(#[from] MachineError),
@@ -114,7 +113,7 @@ pub enum ManagerError {
 static STOP: AtomicBool = AtomicBool::new(false);
 
 /// Whether a stop was requested: every match under way then ends at its next step
-/// ([`ManagerError::Stopped`]).
+/// ([`RefereeError::Stopped`]).
 pub fn stop_requested() -> bool {
     STOP.load(Ordering::SeqCst)
 }
@@ -162,10 +161,10 @@ pub fn run_match<M: StateMachine>(
     rules: &[Sexp],
     contestants: &[Contestant],
     config: &MatchConfig,
-) -> Result<MatchRecord, ManagerError> {
+) -> Result<MatchRecord, RefereeError> {
     let roles = machine.roles().len();
     if contestants.len() != roles {
-        return Err(ManagerError::Players {
+        return Err(RefereeError::Players {
             roles,
             players: contestants.len(),
         });
@@ -247,7 +246,7 @@ impl Referee<'_> {
         machine: &mut M,
         rules: &[Sexp],
         record: &mut MatchRecord,
-    ) -> Result<(), ManagerError> {
+    ) -> Result<(), RefereeError> {
         let config = self.config;
         let id = config.match_id.as_str();
         let roles = machine.roles().to_vec();
@@ -260,14 +259,14 @@ impl Referee<'_> {
         };
         while !machine.is_terminal(&state)? {
             if stop_requested() {
-                return Err(ManagerError::Stopped);
+                return Err(RefereeError::Stopped);
             }
             let step = record.moves.len() + 1;
             if step > config.max_steps {
                 let abort = config.style.abort(id);
                 self.broadcast(&self.to_players(|_| abort.clone()), self.play_timeout());
                 warn!(match_id = %id, steps = config.max_steps, "step limit reached: aborted");
-                return Err(ManagerError::StepLimit(config.max_steps));
+                return Err(RefereeError::StepLimit(config.max_steps));
             }
             let (joint, errors) = self.collect_moves(machine, &state, step, &told)?;
             if machine.is_gdl2() {
@@ -342,7 +341,7 @@ impl Referee<'_> {
         state: &M::State,
         step: usize,
         told: &Told,
-    ) -> Result<(Vec<M::Move>, Vec<String>), ManagerError> {
+    ) -> Result<(Vec<M::Move>, Vec<String>), RefereeError> {
         let config = self.config;
         let (id, style) = (config.match_id.as_str(), config.style);
         let roles = machine.roles().to_vec();
@@ -406,7 +405,7 @@ impl Referee<'_> {
         joint: &[M::Move],
         told: &mut Told,
         record: &mut MatchRecord,
-    ) -> Result<(), ManagerError> {
+    ) -> Result<(), RefereeError> {
         let mut percepts = Vec::with_capacity(told.seen.len());
         for (r, slot) in told.seen.iter_mut().enumerate() {
             let p = machine.percepts(state, joint, r)?;
@@ -426,7 +425,7 @@ impl Referee<'_> {
         state: &M::State,
         told: &Told,
         record: &mut MatchRecord,
-    ) -> Result<(), ManagerError> {
+    ) -> Result<(), RefereeError> {
         let config = self.config;
         let (id, style) = (config.match_id.as_str(), config.style);
         let (goals, faults) = final_goals(machine, state)?;
@@ -474,7 +473,7 @@ impl Referee<'_> {
         machine: &M,
         state: &M::State,
         record: &mut MatchRecord,
-    ) -> Result<(), ManagerError> {
+    ) -> Result<(), RefereeError> {
         let mut facts = machine.state_terms(state);
         facts.sort_by_cached_key(|f| f.to_string());
         record.states.push(state_text(&facts));

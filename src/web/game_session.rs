@@ -7,9 +7,9 @@ use crate::board::{Grid, Layout, Square, content_text, facts_by_relation};
 use crate::engine::{self, EngineChoice, Machine, UseMachine};
 use crate::gdl::{Description, Term};
 use crate::machine::StateMachine;
-use crate::manager::MatchRecord;
 use crate::play::progress::Progress;
 use crate::play::{Game, Level, PlayError, Seat, result_text};
+use crate::record::MatchRecord;
 use crate::search::Work;
 
 /// Why a request about a game failed.

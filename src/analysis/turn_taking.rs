@@ -23,9 +23,8 @@ use std::time::Instant;
 use petgraph::unionfind::UnionFind;
 use rand::Rng;
 
-use crate::analysis::Factoring;
 use crate::gdl::Term;
-use crate::machine::{MachineError, StateMachine};
+use crate::machine::{Factoring, MachineError, StateMachine};
 
 /// A game's turn-taking parts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -147,7 +146,7 @@ mod tests {
 
     use super::*;
     use crate::gdl::Description;
-    use crate::propnet::{Budget, PropnetMachine, ground};
+    use crate::propnet::{Budget, PropnetMachine, factoring, ground};
 
     fn far() -> Instant {
         Instant::now() + std::time::Duration::from_secs(3600)
@@ -161,7 +160,7 @@ mod tests {
         let text = std::fs::read_to_string(&path).expect("the corpus beside the checkout");
         let description = Description::from_text(&text).unwrap();
         let prog = ground(&description, &Budget::default()).unwrap();
-        let factoring = Factoring::of(&prog, description.roles());
+        let factoring = factoring(&prog, description.roles());
         let mut machine = PropnetMachine::new(&description, &Budget::default()).unwrap();
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
         let parts = turn_taking_parts(&mut machine, &factoring, &mut rng, 10, 200, far()).unwrap();

@@ -28,9 +28,10 @@ use rand::seq::IndexedRandom;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use super::message::Heard;
+use crate::belief::{Belief, BeliefError};
 use crate::gdl::{Description, Term};
 use crate::machine::{MachineError, StateMachine};
-use crate::search::hidden::{Belief, BeliefError, HiddenPlayer, choose_for_seat};
+use crate::search::hidden::{HiddenPlayer, choose_for_seat};
 use crate::search::{Player, SearchConfig};
 
 /// Most states the worker's belief keeps.

@@ -13,9 +13,10 @@ use std::time::Duration;
 use ggp::datalog::DatalogMachine;
 use ggp::gdl::{Description, parse_term};
 use ggp::machine::StateMachine;
-use ggp::manager::{Contestant, MatchConfig, MatchRecord, run_match};
 use ggp::protocol::Style;
 use ggp::protocol::message::state_text;
+use ggp::record::MatchRecord;
+use ggp::referee::{Contestant, MatchConfig, run_match};
 
 use common::fake_player;
 
@@ -56,7 +57,7 @@ impl Drop for Serve {
 
 /// A fresh directory for records.
 fn out_dir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ggp-manager-{tag}-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("ggp-referee-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     dir
 }
@@ -289,7 +290,7 @@ fn late_illegal_and_unreachable_players_get_random_legal_moves() {
         seed: 5,
         record_path: None,
         rulesheet: game.into(),
-        max_steps: ggp::manager::DEFAULT_MAX_STEPS,
+        max_steps: ggp::referee::DEFAULT_MAX_STEPS,
     };
     let record = run_match(&mut machine, &rules, &contestants, &config).unwrap();
     assert_eq!(record.errors[0], ["", "", "CE"]);
