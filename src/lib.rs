@@ -1,8 +1,12 @@
 //! ggp: a General Game Playing player.
 //!
-//! Rule sheets in GDL (KIF syntax) are read by [`kif`], turned into checked rules by [`gdl`],
-//! and simulated by an engine behind the [`machine::StateMachine`] trait, today the bottom-up
-//! [`datalog`] reasoner.
+//! Rule sheets in GDL (KIF syntax) are read by [`kif`], turned into a checked
+//! [`gdl::Description`] by [`gdl`], and run by an engine behind the [`machine::StateMachine`]
+//! trait: [`engine::load`] chooses the grounded network of [`propnet`] when the game grounds
+//! within its budget, else the bottom-up [`datalog`] engine. The players of [`search`] are
+//! written against the trait alone; [`protocol`] serves them to a referee, [`referee`] and
+//! [`tournament`] run matches, and [`play`] and [`web`] let people play. ARCHITECTURE.md at
+//! the repository's root maps every module.
 #![warn(missing_docs)]
 
 pub mod analysis;

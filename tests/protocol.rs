@@ -46,6 +46,10 @@ impl SessionFactory for Factory {
         let machine = PropnetMachine::new(description, &Budget::default())
             .map_err(|e| SessionError::Build(e.into()))?;
         let config = SearchConfig::default();
+        let seeded = SearchConfig {
+            seed: 1,
+            ..SearchConfig::default()
+        };
         Ok(match self.0 {
             Behaviour::SlowBuild => {
                 std::thread::sleep(Duration::from_secs(4));
@@ -55,7 +59,7 @@ impl SessionFactory for Factory {
                     role,
                     deadline,
                     "propnet",
-                    1,
+                    &seeded,
                 )
             }
             Behaviour::Random => launch(
@@ -64,18 +68,23 @@ impl SessionFactory for Factory {
                 role,
                 deadline,
                 "propnet",
-                1,
+                &seeded,
             ),
-            Behaviour::Sleepy => {
-                launch(machine, Box::new(Rogue(true)), role, deadline, "propnet", 1)
-            }
+            Behaviour::Sleepy => launch(
+                machine,
+                Box::new(Rogue(true)),
+                role,
+                deadline,
+                "propnet",
+                &seeded,
+            ),
             Behaviour::Panicky => launch(
                 machine,
                 Box::new(Rogue(false)),
                 role,
                 deadline,
                 "propnet",
-                1,
+                &seeded,
             ),
             Behaviour::SlowEngine => launch(
                 Slow(machine),
@@ -83,7 +92,7 @@ impl SessionFactory for Factory {
                 role,
                 deadline,
                 "slow propnet",
-                1,
+                &seeded,
             ),
         })
     }
@@ -99,7 +108,18 @@ impl Factory {
         let machine = PropnetMachine::new(description, &Budget::default())
             .map_err(|e| SessionError::Build(e.into()))?;
         let player = new_player(PlayerKind::Random, &SearchConfig::default());
-        Ok(launch(machine, player, role, Instant::now(), "stand-in", 1))
+        let seeded = SearchConfig {
+            seed: 1,
+            ..SearchConfig::default()
+        };
+        Ok(launch(
+            machine,
+            player,
+            role,
+            Instant::now(),
+            "stand-in",
+            &seeded,
+        ))
     }
 }
 

@@ -13,6 +13,7 @@ use shakmaty::{
     Board, CastlingSide, Chess, Color, EnPassantMode, File, Piece, Position, Rank, Role, Square,
 };
 
+use super::{color_name, role_name};
 use crate::gdl::{Sym, Term};
 
 /// A chess sheet's way of writing state.
@@ -111,11 +112,6 @@ impl Dialect {
             Dialect::Stanford => "stanford",
             Dialect::Landau => "landau",
         }
-    }
-
-    /// The dialect with this name.
-    pub fn from_name(name: &str) -> Option<Dialect> {
-        Dialect::ALL.into_iter().find(|d| d.name() == name)
     }
 
     /// The endings the sheet implements, as its header or rules say.
@@ -579,13 +575,6 @@ fn app(name: &str, args: &[&str]) -> Term {
     Term::App(Sym::new(name), args.iter().map(|a| constant(a)).collect())
 }
 
-fn color_name(c: Color) -> &'static str {
-    match c {
-        Color::White => "white",
-        Color::Black => "black",
-    }
-}
-
 const FILES: [&str; 8] = ["a", "b", "c", "d", "e", "f", "g", "h"];
 const RANKS: [&str; 8] = ["1", "2", "3", "4", "5", "6", "7", "8"];
 
@@ -604,17 +593,6 @@ fn piece_code(piece: Piece) -> &'static str {
     ];
     let color = usize::from(piece.color == Color::Black);
     CODES[color][piece.role as usize - 1]
-}
-
-fn role_name(role: Role) -> &'static str {
-    match role {
-        Role::Pawn => "pawn",
-        Role::Knight => "knight",
-        Role::Bishop => "bishop",
-        Role::Rook => "rook",
-        Role::Queen => "queen",
-        Role::King => "king",
-    }
 }
 
 #[cfg(test)]

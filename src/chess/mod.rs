@@ -19,7 +19,7 @@ pub use game::{ChessError, ChessGame, GdlMove};
 pub use shape::MoveShape;
 
 use shakmaty::fen::Fen;
-use shakmaty::{CastlingMode, Chess, Color, EnPassantMode, PositionError};
+use shakmaty::{CastlingMode, Chess, Color, EnPassantMode, PositionError, Role};
 
 /// A position as FEN.
 pub fn fen(pos: &Chess) -> String {
@@ -63,4 +63,24 @@ pub fn position_from_fen(text: &str) -> Result<Chess, String> {
     fen.into_position(CastlingMode::Standard)
         .or_else(PositionError::ignore_impossible_check)
         .map_err(|e| format!("FEN {text:?}: {e}"))
+}
+
+/// A side's name as the sheets and the move shapes write it: `white`, `black`.
+fn color_name(c: Color) -> &'static str {
+    match c {
+        Color::White => "white",
+        Color::Black => "black",
+    }
+}
+
+/// A piece kind's name as the sheets and the move shapes write it: `pawn` ... `king`.
+fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::Pawn => "pawn",
+        Role::Knight => "knight",
+        Role::Bishop => "bishop",
+        Role::Rook => "rook",
+        Role::Queen => "queen",
+        Role::King => "king",
+    }
 }

@@ -11,6 +11,8 @@ use std::fmt;
 use shakmaty::san::San;
 use shakmaty::{Board, CastlingSide, Color, Move, Role, Square};
 
+use super::{color_name, role_name};
+
 /// A move as seen on the board.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct MoveShape {
@@ -63,8 +65,8 @@ impl MoveShape {
                 Some(p) => {
                     return Err(ShapeError(format!(
                         "a {} {} appeared on {sq}",
-                        color_word(p.color),
-                        role_word(p.role)
+                        color_name(p.color),
+                        role_name(p.role)
                     )));
                 }
                 None => {}
@@ -80,8 +82,8 @@ impl MoveShape {
                 } else {
                     return Err(ShapeError(format!(
                         "a {} left {from} and a {} reached {to}",
-                        role_word(role),
-                        role_word(new_role)
+                        role_name(role),
+                        role_name(new_role)
                     )));
                 };
                 if taken > 1 {
@@ -261,24 +263,6 @@ impl fmt::Display for MoveShape {
             write!(f, "={}", p.upper_char())?;
         }
         Ok(())
-    }
-}
-
-fn color_word(c: Color) -> &'static str {
-    match c {
-        Color::White => "white",
-        Color::Black => "black",
-    }
-}
-
-fn role_word(r: Role) -> &'static str {
-    match r {
-        Role::Pawn => "pawn",
-        Role::Knight => "knight",
-        Role::Bishop => "bishop",
-        Role::Rook => "rook",
-        Role::Queen => "queen",
-        Role::King => "king",
     }
 }
 

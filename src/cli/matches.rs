@@ -1,8 +1,9 @@
 //! `ggp match`: referee one match and write its record.
 //!
-//! Remote players are `ROLE=host:port`; built-in players (`ROLE=builtin:NAME`) each get an
+//! Remote players are `ROLE=host:port`; built-in players (`ROLE=builtin:SPEC`) each get an
 //! in-process player server on an ephemeral 127.0.0.1 port, so they receive exactly the
-//! messages a remote player would.
+//! messages a remote player would. What follows `ROLE=` is read as a tournament player is
+//! ([`Entrant::parse`]), so the tournament's keys (`threads`, `iterations`) work here too.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -11,7 +12,7 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 
 use super::serve::{EngineSessions, clock_seed, init_logging, margin};
-use super::{EngineChoice, load_engine, read};
+use super::{EngineChoice, GameFile, load_game};
 use crate::engine::{Machine, UseMachineMut};
 use crate::gdl::Term;
 use crate::kif;
@@ -19,14 +20,16 @@ use crate::protocol::{RunningServer, Server, ServerConfig, Style};
 use crate::record::MatchRecord;
 use crate::referee::{Contestant, MatchConfig, now_ms, run_match};
 use crate::search::{PlayerSpec, SearchConfig};
+use crate::tournament::{Entrant, Source};
 
 /// Options of `ggp match`.
 #[derive(clap::Args, Debug)]
 pub struct MatchArgs {
     /// The rule sheet (.kif).
     game: PathBuf,
-    /// A player for a role: `ROLE=host:port`, or `ROLE=builtin:NAME` with NAME any value of
-    /// `ggp serve --player`. Give one per role.
+    /// A player for a role: `ROLE=host:port`, or `ROLE=builtin:SPEC` with SPEC any value of
+    /// `ggp serve --player`, plus the tournament's keys `threads` and `iterations`. Give one
+    /// per role.
     #[arg(long = "player", value_name = "ROLE=PLAYER", required = true)]
     players: Vec<String>,
     /// Seconds of the start clock.
@@ -71,11 +74,14 @@ pub fn run(args: MatchArgs) -> anyhow::Result<ExitCode> {
     if args.startclock == 0 || args.playclock == 0 {
         bail!("the clocks must be at least 1 second");
     }
-    let text = read(&args.game)?;
-    let rules = kif::parse(&text).with_context(|| format!("reading {}", args.game.display()))?;
-    let mut loaded = load_engine(&args.game, args.engine)?;
+    let GameFile {
+        text,
+        rules,
+        mut loaded,
+    } = load_game(&args.game, args.engine)?;
     let roles: Vec<Term> = loaded.engine.roles().to_vec();
     let seed = args.seed.unwrap_or_else(clock_seed);
+    let margin = margin(args.margin)?;
     let mut servers: Vec<RunningServer> = Vec::new();
     let mut contestants: Vec<Option<Contestant>> = vec![None; roles.len()];
     for spec in &args.players {
@@ -87,25 +93,36 @@ pub fn run(args: MatchArgs) -> anyhow::Result<ExitCode> {
         if contestants[index].is_some() {
             bail!("--player {spec}: role {role} has two players");
         }
-        let contestant = if let Some(name) = player.strip_prefix("builtin:") {
-            let player_spec: PlayerSpec = name
-                .parse()
-                .map_err(|e| anyhow::anyhow!("--player {spec}: {e}"))?;
-            let server = builtin_server(player_spec, &args, seed.wrapping_add(index as u64 + 1))?;
-            let address = server.addr().to_string();
-            servers.push(server);
-            Contestant {
-                address,
-                name: name.to_string(),
+        let entrant =
+            Entrant::parse(player, args.threads).with_context(|| format!("--player {spec}"))?;
+        let contestant = match &entrant.source {
+            Source::Builtin {
+                player: kind,
+                iterations,
+            } => {
+                let search = builtin_search(
+                    entrant.threads,
+                    seed.wrapping_add(index as u64 + 1),
+                    *iterations,
+                );
+                let server = builtin_player(kind.clone(), search, args.engine, margin)?;
+                let address = server.addr().to_string();
+                servers.push(server);
+                Contestant {
+                    address,
+                    name: player
+                        .strip_prefix("builtin:")
+                        .unwrap_or(player)
+                        .to_string(),
+                }
             }
-        } else {
-            if !player.contains(':') {
-                bail!("--player {spec}: expected host:port or builtin:NAME");
-            }
-            Contestant {
-                address: player.to_string(),
-                name: player.to_string(),
-            }
+            Source::Remote { addresses } => match addresses.as_slice() {
+                [address] => Contestant {
+                    address: address.clone(),
+                    name: address.clone(),
+                },
+                _ => bail!("--player {spec}: a match takes one address for a role"),
+            },
         };
         contestants[index] = Some(contestant);
     }
@@ -164,17 +181,15 @@ pub fn run(args: MatchArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn builtin_server(
-    player: PlayerSpec,
-    args: &MatchArgs,
-    seed: u64,
-) -> anyhow::Result<RunningServer> {
-    let search = SearchConfig {
-        threads: args.threads.max(1),
+/// The search configuration of a built-in player of `ggp match` and `ggp tournament`: its
+/// threads, its seed and its iteration limit ([`Source::Builtin`]).
+pub(super) fn builtin_search(threads: usize, seed: u64, iterations: Option<u64>) -> SearchConfig {
+    SearchConfig {
+        threads: threads.max(1),
         seed,
+        max_iterations: iterations,
         ..SearchConfig::default()
-    };
-    builtin_player(player, search, args.engine, margin(args.margin)?)
+    }
 }
 
 /// A built-in player served in-process on an ephemeral 127.0.0.1 port, as `ggp match` and

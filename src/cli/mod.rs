@@ -593,6 +593,14 @@ fn load_description_starting_in(
         Some(facts) => Description::from_text_starting_in(&text, facts),
         None => Description::from_text(&text),
     };
+    report_checked(path, checked)
+}
+
+/// The description of a checked game, its warnings printed; its errors printed and refused.
+fn report_checked(
+    path: &Path,
+    checked: Result<Description, Vec<gdl::Diagnostic>>,
+) -> anyhow::Result<Description> {
     match checked {
         Ok(d) => {
             print_diagnostics(path, d.warnings());
@@ -603,4 +611,31 @@ fn load_description_starting_in(
             bail!("{} is not a valid game", path.display())
         }
     }
+}
+
+/// A game file read and parsed once, for a referee: its text (sent to the players and kept
+/// in the record), its expressions (the referee's copy of the rules) and its engine.
+struct GameFile {
+    text: String,
+    rules: Vec<kif::Sexp>,
+    loaded: Loaded,
+}
+
+/// Reads, parses, validates and loads the game `path` (`ggp match`, `ggp tournament`).
+fn load_game(path: &Path, choice: EngineChoice) -> anyhow::Result<GameFile> {
+    let text = read(path)?;
+    let rules = kif::parse(&text).with_context(|| format!("reading {}", path.display()))?;
+    let checked = rules
+        .iter()
+        .map(gdl::rule_from_sexp)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| vec![gdl::Diagnostic::from_read_error(&e)])
+        .and_then(Description::new);
+    let description = report_checked(path, checked)?;
+    let loaded = engine_for(path, &description, choice, &Budget::default())?;
+    Ok(GameFile {
+        text,
+        rules,
+        loaded,
+    })
 }

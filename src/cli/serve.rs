@@ -115,14 +115,13 @@ impl UseMachine for Launch<'_> {
     type Output = Session;
     fn with<M: Machine>(self, machine: M) -> Session {
         let player = self.sessions.player.build(&self.sessions.search);
-        let seed = self.sessions.search.seed;
         launch(
             machine,
             player,
             self.role,
             self.deadline,
             &self.engine,
-            seed,
+            &self.sessions.search,
         )
     }
 }
@@ -161,7 +160,7 @@ impl SessionFactory for EngineSessions {
             role,
             Instant::now(),
             "datalog (stand-in)",
-            self.search.seed,
+            &self.search,
         ))
     }
 }

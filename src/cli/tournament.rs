@@ -7,15 +7,14 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
-use super::matches::{builtin_player, referee};
+use super::matches::{builtin_player, builtin_search, referee};
 use super::serve::{clock_seed, margin};
-use super::{EngineChoice, load_engine, read};
+use super::{EngineChoice, GameFile, load_game};
 use crate::engine::Engine;
 use crate::gdl::is_nature_role;
-use crate::kif::{self, Sexp};
+use crate::kif::Sexp;
 use crate::record::MatchRecord;
 use crate::referee::{Contestant, MatchConfig};
-use crate::search::SearchConfig;
 use crate::tournament::{self, Entrant, Game, Job, Settings, Source};
 
 /// Options of `ggp tournament`.
@@ -113,9 +112,11 @@ pub fn run(args: TournamentArgs) -> anyhow::Result<ExitCode> {
     let mut games = Vec::new();
     let mut loaded = Vec::new();
     for path in tournament::game_files(&args.games)? {
-        let text = read(&path)?;
-        let rules = kif::parse(&text).with_context(|| format!("reading {}", path.display()))?;
-        let machine = load_engine(&path, args.engine)?;
+        let GameFile {
+            text,
+            rules,
+            loaded: machine,
+        } = load_game(&path, args.engine)?;
         if let Some(note) = machine.fallback_note() {
             eprintln!("{}: {note}", path.display());
         }
@@ -271,12 +272,11 @@ fn play_one(
                 player: spec,
                 iterations,
             } => {
-                let search = SearchConfig {
-                    threads: player.threads,
-                    seed: job.seed.wrapping_add(role as u64 + 1),
-                    max_iterations: *iterations,
-                    ..SearchConfig::default()
-                };
+                let search = builtin_search(
+                    player.threads,
+                    job.seed.wrapping_add(role as u64 + 1),
+                    *iterations,
+                );
                 let server = builtin_player(spec.clone(), search, engine, margin)?;
                 let address = server.addr().to_string();
                 servers.push(server);

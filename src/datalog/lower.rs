@@ -88,6 +88,35 @@ impl Lowered {
     pub fn rel(&self, name: Sym, arity: usize) -> Option<RelId> {
         self.rels.get(&(name, arity)).copied()
     }
+
+    /// Per relation (by index), whether one of `roots` depends on it through the rules,
+    /// positively or negatively (the roots themselves included): the relations that must be
+    /// evaluated for the roots to be right.
+    pub fn needed_by(&self, roots: impl IntoIterator<Item = RelId>) -> Vec<bool> {
+        let mut needed = vec![false; self.arities.len()];
+        for root in roots {
+            needed[root.0 as usize] = true;
+        }
+        loop {
+            let mut changed = false;
+            for rule in &self.rules {
+                if !needed[rule.head_rel.0 as usize] {
+                    continue;
+                }
+                for lit in &rule.body {
+                    if let BodyLit::Pos(r, _) | BodyLit::Neg(r, _) = lit
+                        && !needed[r.0 as usize]
+                    {
+                        needed[r.0 as usize] = true;
+                        changed = true;
+                    }
+                }
+            }
+            if !changed {
+                return needed;
+            }
+        }
+    }
 }
 
 /// The most rules one GDL rule may multiply out to.

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use crate::gdl::{Description, GTerm, Sym, Term};
 use crate::machine::{EvalError, MachineError, StateMachine};
 
-use super::eval::{BodyLit, Evaluator, Limits, RelId, RuleSpec, Stop};
+use super::eval::{Evaluator, Limits, RelId, Stop};
 use super::lower::{Layer, LowerError, lower_with};
 use super::magic::Demand;
 
@@ -151,7 +151,7 @@ impl DatalogMachine {
                 .ok_or_else(|| BuildError::BadRole(role.to_string()))?;
             role_ids.push(id);
         }
-        let sees_needs = sees_rel.map(|sees| depends_on(&lowered.rules, sees));
+        let sees_needs = sees_rel.map(|sees| lowered.needed_by([sees]));
         let mut layers = Vec::new();
         let mut strata = Vec::new();
         for (stratum, layer) in lowered.strata.drain(..) {
@@ -489,42 +489,6 @@ impl StateMachine for DatalogMachine {
         ids.dedup();
         Ok(DatalogState(ids))
     }
-}
-
-/// Per relation (by index), whether `rel` depends on it through `rules` (itself included).
-fn depends_on(rules: &[RuleSpec], rel: RelId) -> Vec<bool> {
-    let n = rules
-        .iter()
-        .flat_map(|r| {
-            std::iter::once(r.head_rel).chain(r.body.iter().filter_map(|l| match l {
-                BodyLit::Pos(b, _) | BodyLit::Neg(b, _) => Some(*b),
-                BodyLit::Distinct(..) => None,
-            }))
-        })
-        .map(|r| r.0 as usize + 1)
-        .max()
-        .unwrap_or(0)
-        .max(rel.0 as usize + 1);
-    let mut needed = vec![false; n];
-    needed[rel.0 as usize] = true;
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for rule in rules {
-            if !needed[rule.head_rel.0 as usize] {
-                continue;
-            }
-            for lit in &rule.body {
-                if let BodyLit::Pos(b, _) | BodyLit::Neg(b, _) = lit
-                    && !needed[b.0 as usize]
-                {
-                    needed[b.0 as usize] = true;
-                    changed = true;
-                }
-            }
-        }
-    }
-    needed
 }
 
 #[cfg(test)]

@@ -98,15 +98,6 @@ impl Atom {
     pub fn vars_into(&self, out: &mut Vec<Sym>) {
         self.args.iter().for_each(|a| a.vars_into(out));
     }
-
-    /// This atom as a term (`(rel args...)`, or the bare constant for arity 0).
-    pub fn to_term(&self) -> Term {
-        if self.args.is_empty() {
-            Term::Const(self.rel)
-        } else {
-            Term::App(self.rel, self.args.clone())
-        }
-    }
 }
 
 impl fmt::Display for Atom {

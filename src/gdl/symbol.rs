@@ -97,11 +97,6 @@ impl Sym {
         (self.0 as usize) < KEYWORDS.len()
     }
 
-    /// Whether this symbol names a variable (`?x`).
-    pub fn is_var(self) -> bool {
-        self.name().starts_with('?')
-    }
-
     /// The raw id, for dense tables.
     pub fn index(self) -> usize {
         self.0 as usize
@@ -156,6 +151,5 @@ mod tests {
         assert_eq!(a.name(), "Cell");
         assert_eq!(Sym::new("Cell"), a);
         assert!(!a.is_keyword());
-        assert!(Sym::new("?x").is_var());
     }
 }

@@ -426,7 +426,7 @@ pub(crate) fn ground_with_clock(
 /// Grounds a game whose rules are first rewritten for `demand` (magic sets).
 ///
 /// The phases: lower the rules and find the keywords; keep the relations the outputs read
-/// ([`needed_relations`]); plan the evaluation ([`Plan::new`]: static strata exact, the
+/// ([`Lowered::needed_by`]); plan the evaluation ([`Plan::new`]: static strata exact, the
 /// dynamic rules condensed and relaxed, one instance relation per dynamic rule); evaluate the
 /// static relations and the relaxed model ([`Plan::evaluate`]); take the bases, inputs,
 /// initial state and static outputs from the model ([`Plan::skeleton`]); and instantiate the
@@ -440,7 +440,7 @@ pub(crate) fn ground_with_demand(
     let lowered = lower_with(description.rules(), demand)?;
     clock.check(Phase::LoweringRules)?;
     let keywords = Keywords::of(&lowered)?;
-    let needed = needed_relations(&lowered, &keywords);
+    let needed = lowered.needed_by(keywords.outputs().into_iter().chain([keywords.init]));
     let plan = Plan::new(&lowered, keywords, &needed)?;
     let mut engine = plan.evaluate(lowered.pool, budget, clock)?;
     let mut prog = plan.skeleton(&mut engine);
@@ -470,33 +470,6 @@ impl Keywords {
     /// The relations the network computes.
     fn outputs(&self) -> [RelId; 4] {
         [self.legal, self.goal, self.terminal, self.next]
-    }
-}
-
-/// Which relations matter: what the outputs and `init` read, transitively.
-fn needed_relations(lowered: &Lowered, keywords: &Keywords) -> Vec<bool> {
-    let mut needed = vec![false; lowered.arities.len()];
-    for r in keywords.outputs().iter().chain([&keywords.init]) {
-        needed[r.0 as usize] = true;
-    }
-    loop {
-        let mut changed = false;
-        for spec in &lowered.rules {
-            if !needed[spec.head_rel.0 as usize] {
-                continue;
-            }
-            for lit in &spec.body {
-                if let BodyLit::Pos(r, _) | BodyLit::Neg(r, _) = lit
-                    && !needed[r.0 as usize]
-                {
-                    needed[r.0 as usize] = true;
-                    changed = true;
-                }
-            }
-        }
-        if !changed {
-            return needed;
-        }
     }
 }
 

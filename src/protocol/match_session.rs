@@ -155,14 +155,16 @@ pub struct Session {
 }
 
 /// Starts a session: `machine` is copied for the search thread, which at once lets `player`
-/// think about role number `role` until `start_deadline`.
+/// think about role number `role` until `start_deadline`. `search` is the configuration the
+/// player was built with; the information-set search that stands in for it in a game with
+/// hidden information gets the same (its seed, iteration limit and progress counter).
 pub fn launch<M>(
     machine: M,
     player: Box<dyn Player<M>>,
     role: usize,
     start_deadline: Instant,
     engine: &str,
-    seed: u64,
+    search: &SearchConfig,
 ) -> Session
 where
     M: StateMachine + Clone + Send + 'static,
@@ -171,6 +173,8 @@ where
     let (outcome_tx, outcomes) = mpsc::channel();
     let player_name = player.name();
     let worker_machine = machine.clone();
+    let seed = search.seed;
+    let worker_search = search.clone();
     // The search thread logs under the span this session was launched in (the match's).
     let span = tracing::Span::current();
     let spawned = std::thread::Builder::new()
@@ -182,7 +186,7 @@ where
                 player,
                 role,
                 start_deadline,
-                seed,
+                worker_search,
                 &job_rx,
                 &outcome_tx,
             );
@@ -365,17 +369,14 @@ fn run_worker<M: StateMachine>(
     player: Box<dyn Player<M>>,
     role: usize,
     start_deadline: Instant,
-    seed: u64,
+    search: SearchConfig,
     jobs: &Receiver<Job>,
     outcomes: &Sender<Outcome>,
 ) {
-    let config = SearchConfig {
-        seed,
-        ..SearchConfig::default()
-    };
+    let seed = search.seed;
     let mut worker = Worker {
         belief: Belief::new(&machine, role, WORKER_BELIEF),
-        hidden: HiddenPlayer::for_player(&*player, config),
+        hidden: HiddenPlayer::for_player(&*player, search),
         rng: Xoshiro256PlusPlus::seed_from_u64(seed),
         broken: None,
         machine,
@@ -729,10 +730,17 @@ mod tests {
         }
     }
 
+    fn seeded(seed: u64) -> SearchConfig {
+        SearchConfig {
+            seed,
+            ..SearchConfig::default()
+        }
+    }
+
     #[test]
     fn plays_legal_moves_from_the_search_and_follows_the_match() {
         let player = new_player::<DatalogMachine>(PlayerKind::Legal, &SearchConfig::default());
-        let mut session = launch(machine(), player, 0, soon(500), "datalog", 1);
+        let mut session = launch(machine(), player, 0, soon(500), "datalog", &seeded(1));
         assert!(matches!(session.wait_started(soon(500)), Ok(true)));
         let first = session.play(None, soon(400), soon(500)).unwrap();
         assert!(first.searched);
@@ -755,10 +763,33 @@ mod tests {
         );
     }
 
+    /// The information-set search that stands in for the player in a GDL-II game searches
+    /// with the player's configuration: a tournament's iteration limit holds there too.
+    #[test]
+    fn the_hidden_search_keeps_the_iteration_limit() {
+        let monty = crate::belief::tests::machine();
+        let config = SearchConfig {
+            max_iterations: Some(40),
+            ..seeded(3)
+        };
+        let player = new_player::<DatalogMachine>(PlayerKind::Mcts, &config);
+        let mut session = launch(monty, player, 0, soon(300), "datalog", &config);
+        let played = session.play(None, far(), far()).unwrap();
+        assert!(played.searched, "{:?}", played.note);
+        assert_eq!(played.iterations, 40);
+    }
+
     #[test]
     fn misbehaving_players_still_give_a_legal_move_in_time() {
         for kind in ["slow", "panic", "fail", "illegal"] {
-            let mut session = launch(machine(), Box::new(Rogue(kind)), 0, soon(100), "datalog", 1);
+            let mut session = launch(
+                machine(),
+                Box::new(Rogue(kind)),
+                0,
+                soon(100),
+                "datalog",
+                &seeded(1),
+            );
             let started = Instant::now();
             let played = session.play(None, soon(250), soon(300)).unwrap();
             assert!(started.elapsed() < Duration::from_millis(600), "{kind}");
@@ -771,7 +802,7 @@ mod tests {
     #[test]
     fn bad_joint_moves_are_refused_and_leave_the_state() {
         let player = new_player::<DatalogMachine>(PlayerKind::Random, &SearchConfig::default());
-        let mut session = launch(machine(), player, 1, soon(100), "datalog", 1);
+        let mut session = launch(machine(), player, 1, soon(100), "datalog", &seeded(1));
         let err = session
             .play(Some(&joint(&["(go 3)", "wait"])), soon(100), soon(200))
             .unwrap_err();
@@ -794,7 +825,7 @@ mod tests {
     #[test]
     fn a_missed_play_is_bridged_by_a_joint_move_that_fits() {
         let player = new_player::<DatalogMachine>(PlayerKind::Random, &SearchConfig::default());
-        let session = launch(machine(), player, 1, soon(100), "datalog", 1);
+        let session = launch(machine(), player, 1, soon(100), "datalog", &seeded(1));
         // Missed: (go 1) wait. Heard: b's move, in the state after it.
         let goals = session
             .stop(Some(&joint(&["wait", "(go 2)"])), far())
@@ -805,7 +836,7 @@ mod tests {
     #[test]
     fn moves_in_another_case_are_matched() {
         let player = new_player::<DatalogMachine>(PlayerKind::Random, &SearchConfig::default());
-        let mut session = launch(machine(), player, 1, soon(100), "datalog", 1);
+        let mut session = launch(machine(), player, 1, soon(100), "datalog", &seeded(1));
         session.apply(&joint(&["(GO 2)", "WAIT"])).unwrap();
         let played = session.play(None, soon(100), soon(200)).unwrap();
         assert!(played.mv.to_string().starts_with("(go "));

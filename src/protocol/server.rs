@@ -477,12 +477,7 @@ impl Shared {
             stand_in: None,
         };
         match current.await_session(deadline) {
-            Ok(true) => {
-                let session = current
-                    .engine
-                    .session
-                    .as_mut()
-                    .expect("the session is ready");
+            Ok(Some(session)) => {
                 let thinking = match session.wait_started(deadline) {
                     Ok(true) => "done".to_string(),
                     Ok(false) => "still thinking".to_string(),
@@ -500,7 +495,7 @@ impl Shared {
                     ms = received.elapsed().as_millis() as u64,
                 );
             }
-            Ok(false) => {
+            Ok(None) => {
                 warn!(
                     kind = "START",
                     match_id = %id,
@@ -549,11 +544,11 @@ impl Shared {
             Ok(ready) => ready,
             Err(e) => {
                 warn!(kind = "PLAY", match_id = %id, step, "no engine: {e}");
-                false
+                None
             }
         };
         let ms = || received.elapsed().as_millis() as u64;
-        if !ready {
+        let Some(session) = ready else {
             current.backlog.extend(moves);
             return match current.play_stand_in(until, deadline) {
                 Ok(played) => {
@@ -565,12 +560,7 @@ impl Shared {
                     "nil".into()
                 }
             };
-        }
-        let session = current
-            .engine
-            .session
-            .as_mut()
-            .expect("the session is ready");
+        };
         match session.play(moves.as_ref(), until, deadline) {
             Ok(played) => {
                 info!(
@@ -642,24 +632,23 @@ impl Current {
         played
     }
 
-    /// Waits until `deadline` for the engine if it is still being built; whether the
-    /// session is ready. A session that arrives late first follows the backlog.
-    fn await_session(&mut self, deadline: Instant) -> Result<bool, SessionError> {
-        let fresh = self.engine.session.is_none();
-        if !self.engine.ready(deadline)? {
-            return Ok(false);
-        }
-        if fresh {
-            let session = self.engine.session.as_mut().expect("the session is ready");
-            for joint in self.backlog.drain(..) {
-                if let Err(e) = session.apply(&joint) {
-                    self.engine.session = None;
-                    return Err(e);
-                }
+    /// Waits until `deadline` for the engine if it is still being built; the session once it
+    /// is ready. A session that arrives late first follows the backlog (and the stand-in is
+    /// dropped); one that cannot follow it is dropped.
+    fn await_session(&mut self, deadline: Instant) -> Result<Option<&mut Session>, SessionError> {
+        let Current {
+            engine,
+            backlog,
+            stand_in,
+            ..
+        } = self;
+        engine.ready(deadline, |session| {
+            for joint in backlog.drain(..) {
+                session.apply(&joint)?;
             }
-            self.stand_in = None;
-        }
-        Ok(true)
+            *stand_in = None;
+            Ok(())
+        })
     }
 }
 
@@ -683,24 +672,31 @@ impl Building {
         })
     }
 
-    /// Whether the session is built, after waiting for the build until `deadline` if it is
-    /// still going on. A build that failed gives its error once, and then `false`.
-    fn ready(&mut self, deadline: Instant) -> Result<bool, SessionError> {
-        if self.session.is_some() {
-            return Ok(true);
+    /// The session once it is built, after waiting for the build until `deadline` if it is
+    /// still going on; `None` while it is not. A session that has just arrived is kept only
+    /// if `arrive` accepts it. A build that failed, or a session `arrive` refused, gives its
+    /// error once, and then `None`.
+    fn ready(
+        &mut self,
+        deadline: Instant,
+        arrive: impl FnOnce(&mut Session) -> Result<(), SessionError>,
+    ) -> Result<Option<&mut Session>, SessionError> {
+        if self.session.is_none() {
+            let Some(receiver) = &self.receiver else {
+                return Ok(None);
+            };
+            let wait = deadline.saturating_duration_since(Instant::now());
+            let built = match receiver.recv_timeout(wait) {
+                Ok(built) => built,
+                Err(RecvTimeoutError::Timeout) => return Ok(None),
+                Err(RecvTimeoutError::Disconnected) => Err(SessionError::BuilderGone),
+            };
+            self.receiver = None;
+            let mut session = built?;
+            arrive(&mut session)?;
+            self.session = Some(session);
         }
-        let Some(receiver) = &self.receiver else {
-            return Ok(false);
-        };
-        let wait = deadline.saturating_duration_since(Instant::now());
-        let built = match receiver.recv_timeout(wait) {
-            Ok(built) => built,
-            Err(RecvTimeoutError::Timeout) => return Ok(false),
-            Err(RecvTimeoutError::Disconnected) => Err(SessionError::BuilderGone),
-        };
-        self.receiver = None;
-        self.session = Some(built?);
-        Ok(true)
+        Ok(self.session.as_mut())
     }
 }
 
@@ -713,14 +709,9 @@ impl StandIn {
         until: Instant,
         deadline: Instant,
     ) -> Result<Played, SessionError> {
-        if !self.session.ready(until)? {
+        let Some(session) = self.session.ready(until, |_| Ok(()))? else {
             return Err(SessionError::NoStandIn);
-        }
-        let session = self
-            .session
-            .session
-            .as_mut()
-            .expect("the stand-in is ready");
+        };
         let pending = &backlog[self.followed.min(backlog.len())..];
         let (last, earlier) = match pending.split_last() {
             Some((last, earlier)) => (Some(last), earlier),

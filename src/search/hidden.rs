@@ -10,7 +10,7 @@ use std::time::Instant;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use super::mcts::MctsSettings;
+use super::mcts::{MctsSettings, Ucb1};
 use super::{Choice, Player, SearchConfig, SearchError, goal_or_zero};
 use crate::belief::Belief;
 use crate::machine::{MachineError, StateMachine};
@@ -189,10 +189,12 @@ impl HiddenPlayer {
                 .filter(|&i| children[i].visits == 0 && ours.contains(&children[i].mv))
                 .collect();
             let (pick, expand) = if untried.is_empty() {
-                let c = self.exploration;
+                let ucb1 = Ucb1 {
+                    exploration: self.exploration,
+                };
                 let pick = (0..children.len())
                     .filter(|&i| ours.contains(&children[i].mv))
-                    .max_by(|&a, &b| ucb(&children[a], c).total_cmp(&ucb(&children[b], c)))
+                    .max_by(|&a, &b| ucb(&children[a], ucb1).total_cmp(&ucb(&children[b], ucb1)))
                     .expect("ours is not empty");
                 (pick, children[pick].child.is_none())
             } else {
@@ -229,10 +231,11 @@ impl HiddenPlayer {
     }
 }
 
-/// The UCB value, with exploration constant `c`, of an edge whose move is legal now.
-fn ucb<Mv>(edge: &Edge<Mv>, c: f64) -> f64 {
-    let visits = edge.visits.max(1) as f64;
-    edge.sum / visits + c * ((edge.available.max(1) as f64).ln() / visits).sqrt()
+/// The UCB1 value of an edge whose move is legal now: its parent's visits are the visits in
+/// which the move was legal.
+fn ucb<Mv>(edge: &Edge<Mv>, ucb1: Ucb1) -> f64 {
+    let mean = edge.sum / edge.visits.max(1) as f64;
+    ucb1.value(mean, edge.visits, edge.available)
 }
 
 /// Chooses for a seat that knows the game as `belief`, the one decision of which search a

@@ -11,7 +11,8 @@
 //! - [`alphabeta`]: iterative-deepening alpha-beta with a transposition table, for two-player
 //!   turn-taking constant-sum games.
 //! - [`heuristic`]: a state evaluation learnt at the start clock from random games (fact counts
-//!   that correlate with the outcome), for alpha-beta's leaves.
+//!   that correlate with the outcome), and material and mobility: MCTS's cut playouts and
+//!   prior, alpha-beta's leaves, the puzzle search's order.
 //! - [`puzzle`]: best-first search for a line to goal 100 in single-player games.
 //! - [`duel`]: fast games between two players, the start-clock trial that chooses how MCTS
 //!   uses its heuristic.
@@ -22,6 +23,8 @@
 //!   one part at a time (`auto` plays it so).
 //! - [`probe`]: random playouts that tell which of the two suits a game; the `auto` player
 //!   uses them.
+//! - [`auto`]: the default player, which chooses among the searches above at the start clock.
+//! - `spec`: [`PlayerSpec`], a player and its options read from text (`mcts:c=0.7`).
 //! - [`hidden`]: information-set search for games with hidden information (GDL-II), over a
 //!   [`Belief`](crate::belief::Belief), and which search a seat uses.
 //!

@@ -26,17 +26,26 @@ pub trait Selection: Send {
     fn score(&self, mv: &MoveView) -> f64;
 }
 
-/// UCB1: `mean + c * sqrt(ln(parent visits) / visits)`.
+/// UCB1: `mean + c * sqrt(ln(parent visits) / visits)`; the one formula of both searches
+/// (this tree's, and the information-set search's in `search::hidden`).
 #[derive(Debug, Clone, Copy)]
 pub struct Ucb1 {
     /// The exploration constant `c`, on rewards scaled to 0..1.
     pub exploration: f64,
 }
 
+impl Ucb1 {
+    /// The value of a move of mean reward `mean` (0..1) chosen `visits` times out of
+    /// `parent_visits` (each counted as at least 1).
+    pub fn value(&self, mean: f64, visits: u64, parent_visits: u64) -> f64 {
+        let n = visits.max(1) as f64;
+        let log_n = (parent_visits.max(1) as f64).ln();
+        mean + self.exploration * (log_n / n).sqrt()
+    }
+}
+
 impl Selection for Ucb1 {
     fn score(&self, mv: &MoveView) -> f64 {
-        let n = f64::from(mv.visits.max(1));
-        let log_n = f64::from(mv.parent_visits.max(1)).ln();
-        mv.mean + self.exploration * (log_n / n).sqrt()
+        self.value(mv.mean, u64::from(mv.visits), u64::from(mv.parent_visits))
     }
 }
