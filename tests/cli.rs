@@ -415,6 +415,16 @@ fn check_warns_about_what_the_reference_plays_and_match_plays_it() {
             "not_function",
             "not_function.kif:3:1: warning: not used as a function symbol",
         ),
+        (
+            "orders",
+            "orders.kif:17:1: warning: variable ?t4 is not bound by a positive literal: the rule \
+             is dropped",
+        ),
+        (
+            "deep_question",
+            "deep_question.kif:8:1: warning: recursion restriction: the argument ?x of the \
+             recursive (nat ?x)",
+        ),
     ];
     for (name, warning) in sheets {
         let path = format!("tests/fixtures/reference/{name}.kif");
@@ -441,10 +451,15 @@ fn check_warns_about_what_the_reference_plays_and_match_plays_it() {
                 "--out",
                 out_dir.to_str().unwrap(),
             ];
-            let roles: &[&str] = if name == "not_distinct" {
-                &["a=builtin:random", "b=builtin:random"]
-            } else {
-                &["a=builtin:random"]
+            let roles: &[&str] = match name {
+                "not_distinct" => &["a=builtin:random", "b=builtin:random"],
+                "orders" => &[
+                    "r1=builtin:random",
+                    "r2=builtin:random",
+                    "r3=builtin:random",
+                ],
+                "deep_question" => &["counter=builtin:random"],
+                _ => &["a=builtin:random"],
             };
             for role in roles {
                 args.extend(["--player", role]);

@@ -739,6 +739,8 @@ fn both_engines_agree_with_the_reference_referees_traces() {
             10,
         ),
         (fixtures.join("query_bound.kif"), "query_bound.trace", 10),
+        (fixtures.join("orders.kif"), "orders.trace", 18),
+        (fixtures.join("deep_question.kif"), "deep_question.trace", 9),
         (gdl2.join("mastermind2x3.kif"), "mastermind2x3.trace", 10),
         (gdl2.join("numberguessing.kif"), "numberguessing.trace", 10),
         (gdl2.join("blackjack.kif"), "blackjack.dresden.trace", 10),

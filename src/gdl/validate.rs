@@ -715,13 +715,17 @@ pub(super) fn bound_by(literal: &Literal, counts: &impl Fn(Sym) -> bool, out: &m
 fn check_safety(rules: &[Rule], reading: Reading, out: &mut Vec<Diagnostic>) {
     // A fact with a variable is check 3's business.
     for rule in rules.iter().filter(|r| !r.body.is_empty()) {
-        let mut unbound = Vec::new();
-        let bound = unbound_in_conjunction(&rule.body, &[], &mut unbound);
-        let mut head_vars = Vec::new();
-        rule.head.vars_into(&mut head_vars);
-        add_missing(&head_vars, &bound, &mut unbound);
-        let order = rule.vars();
-        unbound.sort_by_key(|v| order.iter().position(|o| o == v));
+        let unbound = unbound_vars(rule);
+        if normalize::is_unread_schema(rule) {
+            let verb = if unbound.len() == 1 { "is" } else { "are" };
+            let message = format!(
+                "{} {verb} not bound by a positive literal: the rule is dropped, as no referee \
+                 reads base or input to play",
+                var_list(&unbound)
+            );
+            out.push(at_rule(Severity::Warning, Check::Unsafe, rule, message));
+            continue;
+        }
         let (from_query, refused): (Vec<Sym>, Vec<Sym>) = unbound
             .into_iter()
             .partition(|v| reading == Reading::AsWritten && bound_like_the_prover(rule, *v));
@@ -749,12 +753,20 @@ fn check_safety(rules: &[Rule], reading: Reading, out: &mut Vec<Diagnostic>) {
 /// Whether every variable of `rule`'s head, negations and `distinct`s is bound by a positive
 /// literal of its body (a fact: whether it is ground).
 pub fn is_safe(rule: &Rule) -> bool {
+    unbound_vars(rule).is_empty()
+}
+
+/// The variables of `rule`'s head, negations and `distinct`s that no positive literal of its
+/// body binds (of a fact: every variable), in the order they first appear in the rule.
+fn unbound_vars(rule: &Rule) -> Vec<Sym> {
     let mut unbound = Vec::new();
     let bound = unbound_in_conjunction(&rule.body, &[], &mut unbound);
     let mut head_vars = Vec::new();
     rule.head.vars_into(&mut head_vars);
     add_missing(&head_vars, &bound, &mut unbound);
-    unbound.is_empty()
+    let order = rule.vars();
+    unbound.sort_by_key(|v| order.iter().position(|o| o == v));
+    unbound
 }
 
 /// Whether the unbound variable `v` of `rule` is one the reference prover gives a meaning, as
@@ -895,7 +907,8 @@ fn check_recursion(rules: &[Rule], graph: &DependencyGraph, out: &mut Vec<Diagno
                 messages.push(format!(
                     "recursion restriction: the argument {arg} of the recursive {atom} is not \
                      ground, not an argument of the head, and not bound outside the recursion \
-                     (the rule may build ever-deeper terms)"
+                     (the rule may build ever-deeper terms; played as the reference prover \
+                     plays it, within the engines' budgets)"
                 ));
             }
         }
@@ -903,12 +916,14 @@ fn check_recursion(rules: &[Rule], graph: &DependencyGraph, out: &mut Vec<Diagno
     }
 }
 
-/// How a break of the recursion restriction is reported: an error, since no published sheet
-/// breaks it (none of the 314 sheets of the corpus's `base/`, its GDL-II sheets, the test
-/// sheets it calls valid, or ours: counted for issue 13). A sheet that builds ever-deeper terms
-/// from step to step (through `next` and `true`, which the restriction does not cover) is
-/// stopped by the engines' term budgets.
-pub const RECURSION_SEVERITY: Severity = Severity::Error;
+/// How a break of the recursion restriction is reported: a warning. The reference prover
+/// plays such a sheet as long as each question it asks is finite (a public three-role sheet of
+/// simultaneous orders, issue 56, has `(<= (now_empty ?t) (territory ?t) (move_possible ?p ?t
+/// ?anywhere))` with `move_possible` calling `now_empty`), and so do the engines: bottom-up
+/// evaluation is the same least fixpoint, relations too big to compute in full are computed
+/// for the arguments asked (`datalog::magic`), and a rule that really builds ever-deeper terms
+/// is stopped by the engines' term and row budgets, with the engine's error at load.
+pub const RECURSION_SEVERITY: Severity = Severity::Warning;
 
 /// Check 7: `base`, `init` and `role` do not depend on `true` or `does`; `legal`, `goal` and
 /// `terminal` do not depend on `does`; `role` is given by facts only.
@@ -1100,6 +1115,11 @@ mod tests {
     /// The checks of the errors, for when the messages do not matter.
     fn error_checks(extra: &str) -> Vec<Check> {
         errors(extra).into_iter().map(|(c, _)| c).collect()
+    }
+
+    /// The checks of the warnings, for when the messages do not matter.
+    fn warning_checks(extra: &str) -> Vec<Check> {
+        warnings(extra).into_iter().map(|(c, _)| c).collect()
     }
 
     #[test]
@@ -1420,26 +1440,30 @@ mod tests {
         assert_eq!(error_checks(extra), [Check::Unstratified]);
     }
 
+    /// The reference prover plays a sheet that breaks the restriction as long as each question
+    /// is finite, so a break is a warning, and the engines bound what is not finite.
     #[test]
-    fn the_recursion_restriction_is_an_error() {
+    fn the_recursion_restriction_is_a_warning() {
         let extra = "(<= (p ?x) (true ?x)) (<= (p ?x) (p ?y) (true ?x))";
+        assert_eq!(errors(extra), []);
         assert_eq!(
-            errors(extra),
+            warnings(extra),
             [(
                 Check::Recursion,
                 "recursion restriction: the argument ?y of the recursive (p ?y) is not ground, \
                  not an argument of the head, and not bound outside the recursion (the rule may \
-                 build ever-deeper terms)"
+                 build ever-deeper terms; played as the reference prover plays it, within the \
+                 engines' budgets)"
                     .to_string()
             )]
         );
         // A rule that builds ever-deeper terms: the argument is inside a head argument.
         let deeper = "(num 0) (<= (num (s ?x)) (num ?x))";
-        assert_eq!(error_checks(deeper), [Check::Recursion]);
-        assert_eq!(check_text(&format!("{GAME}{deeper}")).0, Verdict::Invalid);
+        assert_eq!(warning_checks(deeper), [Check::Recursion]);
+        assert_eq!(check_text(&format!("{GAME}{deeper}")).0, Verdict::Valid);
         // Through another relation of the same cycle too.
         assert_eq!(
-            error_checks("(q 0) (<= (p (f ?x)) (q ?x)) (<= (q ?x) (p ?x))"),
+            warning_checks("(q 0) (<= (p (f ?x)) (q ?x)) (<= (q ?x) (p ?x))"),
             [Check::Recursion]
         );
         // Ground, a whole head argument, or bound by a non-recursive sentence: fine.
@@ -1448,6 +1472,39 @@ mod tests {
                   (<= (p (g ?x)) (succ ?x ?y) (p ?x))";
         assert_eq!(errors(ok), []);
         assert_eq!(warnings(ok), []);
+    }
+
+    /// A `base` or `input` rule with a variable nothing binds is dropped with a warning: no
+    /// referee reads them to play.
+    #[test]
+    fn an_unsafe_input_rule_is_dropped_with_a_warning() {
+        let extra = "(tlt t1 t2) (tlt t2 t3) \
+                     (<= (input ?r (disband ?t1 ?t2 ?t4)) (role ?r) (tlt ?t1 ?t2) (tlt ?t2 t3)) \
+                     (<= (base (at ?x)) (tlt ?x ?y) (not (tlt ?z ?x)))";
+        assert_eq!(errors(extra), []);
+        let found = warnings(extra);
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(
+            found[0].1.starts_with(
+                "variable ?t4 is not bound by a positive literal: the rule is dropped"
+            ),
+            "{found:?}"
+        );
+        assert!(
+            found[1].1.starts_with("variable ?z is not bound"),
+            "{found:?}"
+        );
+        let text = format!("{GAME}{extra}");
+        assert_eq!(check_text(&text).0, Verdict::Valid);
+        let rules = normalize::plain(parse_rules(&text).unwrap());
+        assert!(
+            !rules
+                .iter()
+                .any(|r| r.head.rel == Sym::INPUT || r.head.rel == Sym::BASE)
+        );
+        // A safe one stays.
+        let kept = normalize::plain(parse_rules("(<= (input ?r go) (role ?r))").unwrap());
+        assert_eq!(kept.len(), 1);
     }
 
     #[test]
@@ -1556,13 +1613,13 @@ mod tests {
         assert_eq!(
             summary,
             [
-                (Severity::Error, Check::Recursion, "1:10".to_string()),
                 (Severity::Error, Check::VariableInFact, "3:1".to_string()),
                 (Severity::Error, Check::Unsafe, "4:57".to_string()),
+                (Severity::Warning, Check::Recursion, "1:10".to_string()),
                 (Severity::Warning, Check::Incomplete, "4:13".to_string()),
             ]
         );
-        assert_eq!(diags[1].rule.as_deref(), Some("(q ?z)"));
+        assert_eq!(diags[0].rule.as_deref(), Some("(q ?z)"));
     }
 
     #[test]

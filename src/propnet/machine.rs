@@ -492,7 +492,9 @@ impl PropnetMachine {
     ///
     /// The rules are grounded as they are within [`FIRST_TRY_SHARE`] of the time; if that
     /// exceeds the budget, they are grounded again in the time left after the magic-sets
-    /// rewrite, which grounds relations only for the arguments the game asks about.
+    /// rewrite, which grounds the relations of the state only for the arguments the game asks
+    /// about; if a static relation still outgrows the budget (one bottom-up evaluation cannot
+    /// bound, as `(<= (nat (s ?x)) (nat ?x))`), once more with every relation rewritten so.
     pub fn new(description: &Description, budget: &Budget) -> Result<PropnetMachine, GroundError> {
         let clock = Clock::new(budget);
         let build = |clock: &Clock, demand: Demand| -> Result<PropnetMachine, GroundError> {
@@ -505,7 +507,11 @@ impl PropnetMachine {
         };
         let built = match build(&clock.share(FIRST_TRY_SHARE), Demand::Off) {
             Err(first @ (GroundError::Budget(_) | GroundError::Time(_))) => {
-                build(&clock, Demand::Dynamic).map_err(|second| match second {
+                let second = match build(&clock, Demand::Dynamic) {
+                    Err(GroundError::Budget(_)) => build(&clock, Demand::All),
+                    second => second,
+                };
+                second.map_err(|second| match second {
                     GroundError::Budget(_) | GroundError::Time(_) => {
                         GroundError::Budget(Exceeded::Retried {
                             first: Box::new(first),

@@ -2,7 +2,8 @@
 //! (ggp-base's prover for GDL, the Dresden GameController for GDL-II), so that every engine
 //! gives them the reference's meaning. The validator warns about each of them; [`plain`] rewrites them, in this order:
 //!
-//! 0. A `base` or `input` fact with variables: dropped ([`is_unread_schema`]).
+//! 0. A `base` or `input` fact with variables, or rule with a variable no positive literal
+//!    binds: dropped ([`is_unread_schema`]).
 //! 1. `(not (distinct s t))`, equality to the prover ([`equality`]).
 //! 2. `true` or `does` with a wrong number of arguments: no state fact or move unifies with it,
 //!    so it never holds ([`never_holding`]).
@@ -36,10 +37,7 @@ pub use equality::equalities;
 /// `rules` with every construct of the module's list rewritten into plain GDL.
 pub fn plain(rules: Vec<Rule>) -> Vec<Rule> {
     let mut fresh = Fresh::new(&rules);
-    let rules: Vec<Rule> = rules
-        .into_iter()
-        .filter(|r| !is_unread_schema(r) || r.head.args.iter().all(Term::is_ground))
-        .collect();
+    let rules: Vec<Rule> = rules.into_iter().filter(|r| !is_unread_schema(r)).collect();
     let rules = equalities(rules);
     let rules = never_holding(rules);
     let rules = sees_in_bodies(rules, &mut fresh);
@@ -52,14 +50,16 @@ pub fn plain(rules: Vec<Rule>) -> Vec<Rule> {
     moves::without_moves(rules, &mut fresh)
 }
 
-/// Whether `rule` is a `base` or `input` fact. Neither referee reads them to play (ggp-base's
-/// prover and the Dresden GameController ask only `role`, `init`, `legal`, `next`, `terminal`,
-/// `goal` and `sees`), nor do our engines, so one with variables (a schema, as some GDL-II
-/// sheets write them) is dropped: pass 0.
+/// Whether `rule` is a `base` or `input` rule that cannot be evaluated as written: a fact with
+/// variables (a schema, as some GDL-II sheets write them) or a rule with a variable no positive
+/// literal binds (a typo: `(<= (input ?r (disband ?t4)) ... (tlt ?t3 t4))`). Neither referee
+/// reads `base` or `input` to play (ggp-base's prover and the Dresden GameController ask only
+/// `role`, `init`, `legal`, `next`, `terminal`, `goal` and `sees`), nor do our engines, so such
+/// a rule is dropped (pass 0) where it would otherwise refuse the game.
 pub fn is_unread_schema(rule: &Rule) -> bool {
-    rule.body.is_empty()
-        && ((rule.head.rel == Sym::BASE && rule.head.args.len() == 1)
-            || (rule.head.rel == Sym::INPUT && rule.head.args.len() == 2))
+    ((rule.head.rel == Sym::BASE && rule.head.args.len() == 1)
+        || (rule.head.rel == Sym::INPUT && rule.head.args.len() == 2))
+        && !validate::is_safe(rule)
 }
 
 /// Whether `atom` is `true` or `does` with another number of arguments than the keyword's.
