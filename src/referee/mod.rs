@@ -316,7 +316,10 @@ impl Referee<'_> {
             let id = config.match_id.as_str();
             style.start(id, &role, &rules_out, config.start_clock, config.play_clock)
         });
-        let replies = self.broadcast(&starts, Duration::from_secs(config.start_clock));
+        // A second for the network, as for PLAY: ggp-base's GameServer accepts a START a
+        // fraction of a second past its clock (Sancho answers hexPie's at 60.2 s of 60).
+        let start_timeout = Duration::from_secs(config.start_clock) + Duration::from_secs(1);
+        let replies = self.broadcast(&starts, start_timeout);
         // A reply other than `ready` (Sancho answers `busy` when its START went wrong) is
         // recorded as a fault too: the match goes on, but the player was not ready for it.
         let start_errors: Vec<String> = replies
