@@ -29,7 +29,7 @@ use rand::Rng;
 use crate::datalog::{DatalogMachine, Demand};
 use crate::gdl::{Description, Term};
 use crate::machine::{
-    EngineFailure, Factoring, MachineError, PlayoutBatch, PlayoutEnd, StateMachine,
+    EngineFailure, EvalError, Factoring, MachineError, PlayoutBatch, PlayoutEnd, StateMachine,
 };
 
 use super::batch::{BatchRunner, LaneRecord, Width};
@@ -507,8 +507,12 @@ impl PropnetMachine {
         };
         let built = match build(&clock.share(FIRST_TRY_SHARE), Demand::Off) {
             Err(first @ (GroundError::Budget(_) | GroundError::Time(_))) => {
+                // Only a relation or term that outgrew its limit is worth the third try; out
+                // of time or memory, it would be out again.
                 let second = match build(&clock, Demand::Dynamic) {
-                    Err(GroundError::Budget(_)) => build(&clock, Demand::All),
+                    Err(GroundError::Budget(Exceeded::Eval(EvalError::Budget { .. }))) => {
+                        build(&clock, Demand::All)
+                    }
                     second => second,
                 };
                 second.map_err(|second| match second {
