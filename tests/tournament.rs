@@ -25,6 +25,17 @@ fn out_dir(tag: &str) -> PathBuf {
     dir
 }
 
+/// A fresh folder for one test holding [`ONE_STEP`] as `oneStep.kif`: the folder, the sheet's
+/// path, and the records' folder inside it.
+fn one_step_folder(tag: &str) -> (PathBuf, String, PathBuf) {
+    let out = out_dir(tag);
+    std::fs::create_dir_all(&out).unwrap();
+    let game = out.join("oneStep.kif");
+    std::fs::write(&game, ONE_STEP).unwrap();
+    let records = out.join("records");
+    (out, game.to_str().unwrap().to_string(), records)
+}
+
 /// `ggp tournament` with short clocks on `games`, writing to `out`.
 fn tournament(
     games: &[&str],
@@ -241,12 +252,7 @@ fn a_rerun_resumes_from_the_records() {
 
 #[test]
 fn errors_are_counted_per_player() {
-    let out = out_dir("errors");
-    std::fs::create_dir_all(&out).unwrap();
-    let game = out.join("oneStep.kif");
-    std::fs::write(&game, ONE_STEP).unwrap();
-    let game = game.to_str().unwrap().to_string();
-    let records = out.join("records");
+    let (out, game, records) = one_step_folder("errors");
     let slow = format!("slow={}", fake_player("left", Duration::from_millis(2200)));
     let bad = format!("bad={}@1", fake_player("(jump)", Duration::ZERO));
     let gone = format!("gone={}", fake_player("", Duration::ZERO));
@@ -291,12 +297,7 @@ fn errors_are_counted_per_player() {
 /// clean for its opponent.
 #[test]
 fn a_start_not_answered_ready_is_an_error() {
-    let out = out_dir("busy");
-    std::fs::create_dir_all(&out).unwrap();
-    let game = out.join("oneStep.kif");
-    std::fs::write(&game, ONE_STEP).unwrap();
-    let game = game.to_str().unwrap().to_string();
-    let records_dir = out.join("records");
+    let (out, game, records_dir) = one_step_folder("busy");
     let busy = format!("busy={}", player_answering("busy", "left", Duration::ZERO));
     let players = [busy.as_str(), "r=builtin:random"];
     let (code, report, err) = tournament(&[&game], &players, &["--matches", "2"], &records_dir);
@@ -321,12 +322,7 @@ fn a_start_not_answered_ready_is_an_error() {
 
 #[test]
 fn a_player_that_dies_fails_its_remaining_matches() {
-    let out = out_dir("dies");
-    std::fs::create_dir_all(&out).unwrap();
-    let game = out.join("oneStep.kif");
-    std::fs::write(&game, ONE_STEP).unwrap();
-    let game = game.to_str().unwrap().to_string();
-    let records = out.join("records");
+    let (out, game, records) = one_step_folder("dies");
     // INFO, then one match (INFO: is it free?, START, PLAY, STOP), then the player is gone.
     let mortal = format!("mortal={}", dying_player("left", 5));
     let players = [mortal.as_str(), "r=builtin:random"];
