@@ -1,4 +1,5 @@
-//! `ggp bench`: random playouts per second, measured the way gdl-perf does.
+//! `ggp bench`: random playouts per second, measured the way gdl-perf does (the command and
+//! the measurement).
 //!
 //! Each playout starts at the initial state and, until a terminal state, asks for every role's
 //! legal moves, picks a uniformly random joint move and computes the next state; the goals
@@ -10,13 +11,176 @@
 //! reference the batch is compared with.
 
 use std::fmt;
+use std::path::PathBuf;
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
+use crate::engine::{self, Engine, EngineChoice, UseMachineMut};
 use crate::machine::{MachineError, StateMachine};
+use crate::propnet::Budget;
 use crate::resources::{peak_memory, thread_cpu_time};
+
+/// Measure random playouts per second.
+#[derive(clap::Args, Debug)]
+pub struct BenchArgs {
+    /// The rule sheet (.kif).
+    pub game: PathBuf,
+    /// How long to measure.
+    #[arg(long, default_value_t = 5.0)]
+    pub seconds: f64,
+    /// Stop after this many playouts (per thread), or at `--seconds`, whichever comes
+    /// first: a fixed amount of work for instruction-count profiles.
+    #[arg(long)]
+    pub playouts: Option<u64>,
+    /// Playouts asked for at once (the propnet plays 16 or more 64 games per pass, 1024 or
+    /// more 256 games per pass).
+    #[arg(long, default_value_t = BATCH)]
+    pub batch: u64,
+    /// Cut a playout after this many moves (a game with no reachable end still returns).
+    #[arg(long, default_value_t = 1000)]
+    pub max_steps: usize,
+    /// Seed of the random number generator.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Time each rule and print the slowest with their join plans (Datalog engine).
+    #[arg(long)]
+    pub profile: bool,
+    /// The engine.
+    #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
+    pub engine: EngineChoice,
+    /// Threads running playouts, each with its own copy of the engine's state.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Grounding time budget in seconds (default: the engine's); raise it to run under
+    /// valgrind.
+    #[arg(long)]
+    pub ground_seconds: Option<f64>,
+    /// Skip the propnet's reference run (one game at a time) and its ratio.
+    #[arg(long)]
+    pub no_reference: bool,
+}
+
+/// `ggp bench`: random playouts per second (and, on the propnet, one game at a time).
+pub fn command(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    let BenchArgs {
+        game,
+        seconds,
+        playouts,
+        batch,
+        max_steps,
+        seed,
+        profile,
+        engine,
+        threads,
+        ground_seconds,
+        no_reference,
+    } = args;
+    let mut budget = Budget::default();
+    if let Some(s) = ground_seconds {
+        budget.max_seconds = s;
+    }
+    let mut loaded = super::load_engine_within(&game, engine, &budget)?;
+    println!("engine: {}", loaded.engine.name());
+    if profile && let Engine::Datalog(m) = &mut loaded.engine {
+        m.evaluator_mut().enable_profile();
+    }
+    let limit = Limit {
+        seconds,
+        playouts,
+        batch: batch.max(1),
+        max_steps,
+    };
+    struct Bench {
+        limit: Limit,
+        seed: u64,
+        threads: usize,
+        mode: Mode,
+    }
+    impl UseMachineMut for Bench {
+        type Output = anyhow::Result<Report>;
+        fn with<M: engine::Machine>(self, m: &mut M) -> Self::Output {
+            on_threads(m, self.limit, self.seed, self.threads, self.mode)
+        }
+    }
+    let report = loaded.engine.run_mut(Bench {
+        limit,
+        seed,
+        threads,
+        mode: Mode::Batched,
+    })?;
+    println!("{report}");
+    if let Engine::Propnet(m) = &mut loaded.engine
+        && !no_reference
+    {
+        let one = on_threads(m, limit, seed, threads, Mode::OneByOne)?;
+        let rate = |r: &Report| r.playouts as f64 / r.elapsed.as_secs_f64();
+        println!(
+            "one game at a time (differential propagation): {:.1} playouts/s",
+            rate(&one)
+        );
+        println!(
+            "ratio to one game at a time: {:.2}x",
+            rate(&report) / rate(&one)
+        );
+    }
+    if let Engine::Datalog(m) = &mut loaded.engine {
+        for (time, plan) in m.evaluator_mut().profile_report(10) {
+            println!("{:>10.3} s  {plan}", time.as_secs_f64());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs the benchmark on `threads` threads, each on its own clone of `machine`, and adds up
+/// the counts.
+fn on_threads<M>(
+    machine: &mut M,
+    limit: Limit,
+    seed: u64,
+    threads: usize,
+    mode: Mode,
+) -> anyhow::Result<Report>
+where
+    M: StateMachine + Clone + Send,
+{
+    if threads <= 1 {
+        return Ok(run(machine, limit, seed, mode)?);
+    }
+    let reports: Vec<_> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let mut copy = machine.clone();
+                let seed = seed.wrapping_add(t as u64);
+                scope.spawn(move || run(&mut copy, limit, seed, mode))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join()).collect()
+    });
+    let mut total = Report {
+        playouts: 0,
+        states: 0,
+        cut: 0,
+        elapsed: std::time::Duration::ZERO,
+        cpu: Some(std::time::Duration::ZERO),
+        peak_memory: None,
+        percepts: None,
+    };
+    for report in reports {
+        let report = report.map_err(|_| anyhow::anyhow!("a benchmark thread panicked"))??;
+        total.playouts += report.playouts;
+        total.states += report.states;
+        total.cut += report.cut;
+        total.elapsed = total.elapsed.max(report.elapsed);
+        total.cpu = total.cpu.zip(report.cpu).map(|(a, b)| a + b);
+        // Every thread measures percepts alike: the first one's figure stands.
+        total.percepts = total.percepts.or(report.percepts);
+    }
+    total.peak_memory = peak_memory();
+    Ok(total)
+}
 
 /// What a benchmark measured.
 pub struct Report {

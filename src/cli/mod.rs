@@ -22,10 +22,9 @@ use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 pub use crate::engine::EngineChoice;
-use crate::engine::{self, Engine, Loaded, UseMachineMut};
+use crate::engine::{self, Loaded, UseMachineMut};
 use crate::gdl::{self, Description, Severity};
 use crate::kif;
-use crate::machine::StateMachine;
 use crate::propnet::{Budget, PropnetMachine};
 use crate::resources;
 use crate::trace::{self, Replay};
@@ -50,7 +49,7 @@ enum Command {
     /// Replay a reference trace and compare every step; exit 1 on the first difference.
     Replay(ReplayArgs),
     /// Measure random playouts per second.
-    Bench(BenchArgs),
+    Bench(bench::BenchArgs),
     /// Ground a game into a propositional network and print its size, or why it stopped.
     Ground(GroundArgs),
     /// Play a game against the computer in the terminal.
@@ -139,46 +138,6 @@ struct ReplayArgs {
     pub engine: EngineChoice,
 }
 
-/// Measure random playouts per second.
-#[derive(clap::Args, Debug)]
-struct BenchArgs {
-    /// The rule sheet (.kif).
-    pub game: PathBuf,
-    /// How long to measure.
-    #[arg(long, default_value_t = 5.0)]
-    pub seconds: f64,
-    /// Stop after this many playouts (per thread), or at `--seconds`, whichever comes
-    /// first: a fixed amount of work for instruction-count profiles.
-    #[arg(long)]
-    pub playouts: Option<u64>,
-    /// Playouts asked for at once (the propnet plays 16 or more 64 games per pass, 1024 or
-    /// more 256 games per pass).
-    #[arg(long, default_value_t = bench::BATCH)]
-    pub batch: u64,
-    /// Cut a playout after this many moves (a game with no reachable end still returns).
-    #[arg(long, default_value_t = 1000)]
-    pub max_steps: usize,
-    /// Seed of the random number generator.
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
-    /// Time each rule and print the slowest with their join plans (Datalog engine).
-    #[arg(long)]
-    pub profile: bool,
-    /// The engine.
-    #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
-    pub engine: EngineChoice,
-    /// Threads running playouts, each with its own copy of the engine's state.
-    #[arg(long, default_value_t = 1)]
-    pub threads: usize,
-    /// Grounding time budget in seconds (default: the engine's); raise it to run under
-    /// valgrind.
-    #[arg(long)]
-    pub ground_seconds: Option<f64>,
-    /// Skip the propnet's reference run (one game at a time) and its ratio.
-    #[arg(long)]
-    pub no_reference: bool,
-}
-
 /// Ground a game into a propositional network and print its size, or why it stopped.
 #[derive(clap::Args, Debug)]
 struct GroundArgs {
@@ -213,7 +172,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Tournament(args) => tournament::run(args),
         Command::Playout(a) => playout(a),
         Command::Replay(a) => replay(a),
-        Command::Bench(a) => bench(a),
+        Command::Bench(a) => bench::command(a),
         Command::Think(args) => think::run(&args),
         Command::Factor(args) => factor::run(&args),
         Command::Pgn {
@@ -312,77 +271,6 @@ fn replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// `ggp bench`: random playouts per second (and, on the propnet, one game at a time).
-fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
-    let BenchArgs {
-        game,
-        seconds,
-        playouts,
-        batch,
-        max_steps,
-        seed,
-        profile,
-        engine,
-        threads,
-        ground_seconds,
-        no_reference,
-    } = args;
-    let mut budget = Budget::default();
-    if let Some(s) = ground_seconds {
-        budget.max_seconds = s;
-    }
-    let mut loaded = load_engine_within(&game, engine, &budget)?;
-    println!("engine: {}", loaded.engine.name());
-    if profile && let Engine::Datalog(m) = &mut loaded.engine {
-        m.evaluator_mut().enable_profile();
-    }
-    let limit = bench::Limit {
-        seconds,
-        playouts,
-        batch: batch.max(1),
-        max_steps,
-    };
-    struct Bench {
-        limit: bench::Limit,
-        seed: u64,
-        threads: usize,
-        mode: bench::Mode,
-    }
-    impl UseMachineMut for Bench {
-        type Output = anyhow::Result<bench::Report>;
-        fn with<M: engine::Machine>(self, m: &mut M) -> Self::Output {
-            bench_threads(m, self.limit, self.seed, self.threads, self.mode)
-        }
-    }
-    let report = loaded.engine.run_mut(Bench {
-        limit,
-        seed,
-        threads,
-        mode: bench::Mode::Batched,
-    })?;
-    println!("{report}");
-    if let Engine::Propnet(m) = &mut loaded.engine
-        && !no_reference
-    {
-        let one = bench_threads(m, limit, seed, threads, bench::Mode::OneByOne)?;
-        let rate = |r: &bench::Report| r.playouts as f64 / r.elapsed.as_secs_f64();
-        println!(
-            "one game at a time (differential propagation): {:.1} playouts/s",
-            rate(&one)
-        );
-        println!(
-            "ratio to one game at a time: {:.2}x",
-            rate(&report) / rate(&one)
-        );
-    }
-    if let Engine::Datalog(m) = &mut loaded.engine {
-        for (time, plan) in m.evaluator_mut().profile_report(10) {
-            println!("{:>10.3} s  {plan}", time.as_secs_f64());
-        }
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
 /// `ggp ground`: the network's size, or why grounding stopped.
 fn ground(args: GroundArgs) -> anyhow::Result<ExitCode> {
     let GroundArgs {
@@ -427,54 +315,6 @@ fn ground(args: GroundArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::FAILURE)
         }
     }
-}
-
-/// Runs the benchmark on `threads` threads, each on its own clone of `machine`, and adds up
-/// the counts.
-fn bench_threads<M>(
-    machine: &mut M,
-    limit: bench::Limit,
-    seed: u64,
-    threads: usize,
-    mode: bench::Mode,
-) -> anyhow::Result<bench::Report>
-where
-    M: StateMachine + Clone + Send,
-{
-    if threads <= 1 {
-        return Ok(bench::run(machine, limit, seed, mode)?);
-    }
-    let reports: Vec<_> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                let mut copy = machine.clone();
-                let seed = seed.wrapping_add(t as u64);
-                scope.spawn(move || bench::run(&mut copy, limit, seed, mode))
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join()).collect()
-    });
-    let mut total = bench::Report {
-        playouts: 0,
-        states: 0,
-        cut: 0,
-        elapsed: std::time::Duration::ZERO,
-        cpu: Some(std::time::Duration::ZERO),
-        peak_memory: None,
-        percepts: None,
-    };
-    for report in reports {
-        let report = report.map_err(|_| anyhow::anyhow!("a benchmark thread panicked"))??;
-        total.playouts += report.playouts;
-        total.states += report.states;
-        total.cut += report.cut;
-        total.elapsed = total.elapsed.max(report.elapsed);
-        total.cpu = total.cpu.zip(report.cpu).map(|(a, b)| a + b);
-        // Every thread measures percepts alike: the first one's figure stands.
-        total.percepts = total.percepts.or(report.percepts);
-    }
-    total.peak_memory = resources::peak_memory();
-    Ok(total)
 }
 
 /// Loads a game on the chosen engine. With `auto`, a game that does not ground within the
