@@ -13,7 +13,7 @@ use ggp::gdl::{Description, Term, parse_term};
 use ggp::machine::{MachineError, StateMachine};
 use ggp::propnet::{Budget, PropnetMachine};
 use ggp::protocol::{
-    RunningServer, Server, ServerConfig, Session, SessionError, SessionFactory, launch,
+    MatchSession, RunningServer, Server, ServerConfig, SessionError, SessionFactory, launch,
 };
 use ggp::search::{Choice, Player, PlayerKind, SearchConfig, SearchError, new_player};
 
@@ -42,7 +42,7 @@ impl SessionFactory for Factory {
         description: &Description,
         role: usize,
         deadline: Instant,
-    ) -> Result<Session, SessionError> {
+    ) -> Result<MatchSession, SessionError> {
         let machine = PropnetMachine::new(description, &Budget::default())
             .map_err(|e| SessionError::Build(e.into()))?;
         let config = SearchConfig::default();
@@ -97,14 +97,21 @@ impl SessionFactory for Factory {
         })
     }
 
-    fn stand_in(&self, description: &Description, role: usize) -> Result<Session, SessionError> {
+    fn stand_in(
+        &self,
+        description: &Description,
+        role: usize,
+    ) -> Result<MatchSession, SessionError> {
         Factory::random_session(description, role)
     }
 }
 
 impl Factory {
     /// The stand-in every behaviour offers: the random player on the propnet.
-    fn random_session(description: &Description, role: usize) -> Result<Session, SessionError> {
+    fn random_session(
+        description: &Description,
+        role: usize,
+    ) -> Result<MatchSession, SessionError> {
         let machine = PropnetMachine::new(description, &Budget::default())
             .map_err(|e| SessionError::Build(e.into()))?;
         let player = new_player(PlayerKind::Random, &SearchConfig::default());

@@ -11,7 +11,7 @@ use super::EngineChoice;
 use crate::datalog::DatalogMachine;
 use crate::engine::{self, Machine, UseMachine};
 use crate::gdl::Description;
-use crate::protocol::{Server, ServerConfig, Session, SessionError, SessionFactory, launch};
+use crate::protocol::{MatchSession, Server, ServerConfig, SessionError, SessionFactory, launch};
 use crate::search::{PlayerKind, PlayerSpec, SearchConfig};
 
 /// Options of `ggp serve`.
@@ -112,8 +112,8 @@ struct Launch<'a> {
 }
 
 impl UseMachine for Launch<'_> {
-    type Output = Session;
-    fn with<M: Machine>(self, machine: M) -> Session {
+    type Output = MatchSession;
+    fn with<M: Machine>(self, machine: M) -> MatchSession {
         let player = self.sessions.player.build(&self.sessions.search);
         launch(
             machine,
@@ -132,7 +132,7 @@ impl SessionFactory for EngineSessions {
         description: &Description,
         role: usize,
         start_deadline: Instant,
-    ) -> Result<Session, SessionError> {
+    ) -> Result<MatchSession, SessionError> {
         let budget = engine::budget_before(start_deadline);
         let loaded =
             engine::load(description, self.engine, &budget).map_err(SessionError::Build)?;
@@ -150,7 +150,11 @@ impl SessionFactory for EngineSessions {
 
     /// The Datalog engine (built in milliseconds for most games, where grounding can take
     /// the whole start clock) and the random player.
-    fn stand_in(&self, description: &Description, role: usize) -> Result<Session, SessionError> {
+    fn stand_in(
+        &self,
+        description: &Description,
+        role: usize,
+    ) -> Result<MatchSession, SessionError> {
         let machine = DatalogMachine::new(description)
             .map_err(|e| SessionError::Build(engine::LoadError::Datalog(e)))?;
         let player = PlayerSpec::from(PlayerKind::Random).build(&self.search);

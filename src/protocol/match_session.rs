@@ -13,9 +13,9 @@
 //! without nature or the player does not search (a random or legal player picks among our
 //! legal moves as it would).
 //!
-//! The two talk through channels in [`Term`]s only, so [`Session`] is one non-generic type
+//! The two talk through channels in [`Term`]s only, so [`MatchSession`] is one non-generic type
 //! whatever the engine: the engine is chosen once, by the [`SessionFactory`], when the match
-//! starts. [`Session::play`] waits for the worker until the reply deadline and then answers
+//! starts. [`MatchSession::play`] waits for the worker until the reply deadline and then answers
 //! its move if it is legal, or else a random legal move (the fallback): a search that
 //! overruns, fails, panics or proposes an illegal move never makes the reply late or illegal.
 
@@ -51,7 +51,7 @@ pub trait SessionFactory: Send + Sync {
         description: &Description,
         role: usize,
         start_deadline: Instant,
-    ) -> Result<Session, SessionError>;
+    ) -> Result<MatchSession, SessionError>;
 
     /// A session that follows the match and answers random legal moves, on the engine that is
     /// quickest to build: it stands in for the PLAYs that come while [`SessionFactory::create`]
@@ -59,7 +59,11 @@ pub trait SessionFactory: Send + Sync {
     ///
     /// # Errors
     /// No engine can run the game, or the factory offers none (the default).
-    fn stand_in(&self, description: &Description, role: usize) -> Result<Session, SessionError> {
+    fn stand_in(
+        &self,
+        description: &Description,
+        role: usize,
+    ) -> Result<MatchSession, SessionError> {
         let _ = (description, role);
         Err(SessionError::NoStandIn)
     }
@@ -142,7 +146,7 @@ pub struct Played {
 }
 
 /// A match in progress: the tracker and the channels to the search thread.
-pub struct Session {
+pub struct MatchSession {
     tracker: Box<dyn Tracker>,
     jobs: Sender<Job>,
     outcomes: Receiver<Outcome>,
@@ -165,7 +169,7 @@ pub fn launch<M>(
     start_deadline: Instant,
     engine: &str,
     search: &SearchConfig,
-) -> Session
+) -> MatchSession
 where
     M: StateMachine + Clone + Send + 'static,
 {
@@ -196,7 +200,7 @@ where
         tracing::warn!("cannot start the search thread: {e}");
     }
     let belief = Belief::new(&machine, role, TRACKER_BELIEF);
-    Session {
+    MatchSession {
         tracker: Box::new(Tracked {
             machine,
             belief,
@@ -211,7 +215,7 @@ where
     }
 }
 
-impl Session {
+impl MatchSession {
     /// Waits until `deadline` for the player's start-clock thinking. `Ok(true)` when it has
     /// finished, `Ok(false)` when it is still thinking (its first move then waits for it).
     ///

@@ -21,6 +21,6 @@ pub mod message;
 pub mod server;
 
 pub use client::{Client, SendError};
-pub use match_session::{Played, Session, SessionError, SessionFactory, launch};
+pub use match_session::{MatchSession, Played, SessionError, SessionFactory, launch};
 pub use message::{Heard, Message, MessageError, Style, parse_message};
 pub use server::{RunningServer, Server, ServerConfig};

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use tracing::{info, warn};
 
-use super::match_session::{Played, Session, SessionError, SessionFactory};
+use super::match_session::{MatchSession, Played, SessionError, SessionFactory};
 use super::message::{Heard, Message, parse_message};
 use crate::gdl::{self, Description, Term};
 use crate::http::{self, Listener, Method, Request, Response, Service, Stopper};
@@ -318,8 +318,8 @@ struct StandIn {
 /// A session built on a thread of its own: waited for until a deadline, then kept.
 struct Building {
     /// The build still going on.
-    receiver: Option<Receiver<Result<Session, SessionError>>>,
-    session: Option<Session>,
+    receiver: Option<Receiver<Result<MatchSession, SessionError>>>,
+    session: Option<MatchSession>,
 }
 
 struct Shared {
@@ -635,7 +635,10 @@ impl Current {
     /// Waits until `deadline` for the engine if it is still being built; the session once it
     /// is ready. A session that arrives late first follows the backlog (and the stand-in is
     /// dropped); one that cannot follow it is dropped.
-    fn await_session(&mut self, deadline: Instant) -> Result<Option<&mut Session>, SessionError> {
+    fn await_session(
+        &mut self,
+        deadline: Instant,
+    ) -> Result<Option<&mut MatchSession>, SessionError> {
         let Current {
             engine,
             backlog,
@@ -657,7 +660,7 @@ impl Building {
     fn spawn(
         name: &str,
         span: tracing::Span,
-        build: impl FnOnce() -> Result<Session, SessionError> + Send + 'static,
+        build: impl FnOnce() -> Result<MatchSession, SessionError> + Send + 'static,
     ) -> std::io::Result<Building> {
         let (tx, receiver) = mpsc::channel();
         std::thread::Builder::new()
@@ -679,8 +682,8 @@ impl Building {
     fn ready(
         &mut self,
         deadline: Instant,
-        arrive: impl FnOnce(&mut Session) -> Result<(), SessionError>,
-    ) -> Result<Option<&mut Session>, SessionError> {
+        arrive: impl FnOnce(&mut MatchSession) -> Result<(), SessionError>,
+    ) -> Result<Option<&mut MatchSession>, SessionError> {
         if self.session.is_none() {
             let Some(receiver) = &self.receiver else {
                 return Ok(None);

@@ -1,4 +1,4 @@
-//! One game in the browser: a [`Game`] behind an object-safe [`Session`], and the JSON
+//! One game in the browser: a [`Game`] behind an object-safe [`GameSession`], and the JSON
 //! [`View`] of a position that the page draws.
 
 use serde::Serialize;
@@ -209,7 +209,7 @@ pub struct Replay {
 }
 
 /// A game in the browser, whatever its engine.
-pub trait Session: Send {
+pub trait GameSession: Send {
     /// The position now.
     ///
     /// # Errors
@@ -284,7 +284,7 @@ pub fn new_session(
     seats: Vec<Seat>,
     seed: u64,
     board: Option<&str>,
-) -> Result<(Box<dyn Session>, Progress), SessionError> {
+) -> Result<(Box<dyn GameSession>, Progress), SessionError> {
     struct New<'a> {
         name: &'a str,
         rules: &'a [crate::gdl::Rule],
@@ -294,7 +294,7 @@ pub fn new_session(
         board: Option<&'a str>,
     }
     impl UseMachine for New<'_> {
-        type Output = Result<(Box<dyn Session>, Progress), SessionError>;
+        type Output = Result<(Box<dyn GameSession>, Progress), SessionError>;
         fn with<M: Machine>(self, m: M) -> Self::Output {
             let mut game =
                 WebGame::new(m, self.name, self.rules, self.text, self.seats, self.seed)?;
@@ -445,7 +445,7 @@ impl<M: StateMachine + Send + 'static> WebGame<M> {
     }
 }
 
-impl<M: StateMachine + Send + 'static> Session for WebGame<M> {
+impl<M: StateMachine + Send + 'static> GameSession for WebGame<M> {
     fn view(&mut self, id: u64) -> Result<View, SessionError> {
         let game = &mut self.game;
         let facts = game.facts();
@@ -681,7 +681,7 @@ fn other_facts(layout: Option<&Layout>, facts: &[Term]) -> Vec<(String, Vec<Stri
 mod tests {
     use super::*;
 
-    fn session(sheet: &str, seats: Vec<Seat>, board: Option<&str>) -> Box<dyn Session> {
+    fn session(sheet: &str, seats: Vec<Seat>, board: Option<&str>) -> Box<dyn GameSession> {
         let path = format!("{}/{sheet}", env!("CARGO_MANIFEST_DIR"));
         let text = std::fs::read_to_string(path).unwrap();
         let description = Description::from_text(&text).unwrap();

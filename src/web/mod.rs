@@ -52,7 +52,7 @@ use crate::play::progress::Progress;
 use crate::play::{Level, Seat};
 use crate::record::MatchRecord;
 use crate::search::Work;
-use game_session::{Session, SessionError, View};
+use game_session::{GameSession, SessionError, View};
 
 /// The page, compiled into the binary.
 pub const PAGE: &str = include_str!("page.html");
@@ -134,7 +134,7 @@ struct Sessions {
 /// thinks.
 struct Slot {
     id: u64,
-    game: Mutex<Box<dyn Session>>,
+    game: Mutex<Box<dyn GameSession>>,
     /// The computer is thinking (the search thread holds `game`).
     thinking: AtomicBool,
     /// Notified when the computer has moved, for the requests waiting for its move.
@@ -467,7 +467,7 @@ impl App {
     fn think(
         &self,
         slot: &Arc<Slot>,
-        mut game: MutexGuard<'_, Box<dyn Session>>,
+        mut game: MutexGuard<'_, Box<dyn GameSession>>,
     ) -> Result<(), Failure> {
         let work = game.work()?;
         if self.searches.fetch_add(1, Ordering::SeqCst) >= MAX_SEARCHES {
@@ -730,7 +730,7 @@ fn await_computer(slot: &Slot, wait: Option<u64>) {
 }
 
 /// The game, unless the computer is thinking about it (a click then is refused, not queued).
-fn try_game(slot: &Slot) -> Result<MutexGuard<'_, Box<dyn Session>>, Failure> {
+fn try_game(slot: &Slot) -> Result<MutexGuard<'_, Box<dyn GameSession>>, Failure> {
     let busy = || Failure(409, "the computer is thinking; wait for its move".into());
     if slot.thinking.load(Ordering::SeqCst) {
         return Err(busy());
