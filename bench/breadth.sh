@@ -120,6 +120,12 @@ select_c() {
     echo "set C:"; cat "$DIR/set-c.txt"
 }
 
+# Sets `games` (the sheets of the set file $1) and `players` (the tournament's player options).
+games_and_players() {
+    games=$(awk -v b="$BASE" '{print b "/" $2 ".kif"}' "$1")
+    players="--player ggp=${GGP_PLAYER:-builtin:auto} --player sancho=${SANCHO:-127.0.0.1:9230} --filler random=builtin:random"
+}
+
 # Whether Sancho answers an INFO.
 answers() {
     curl -s -m 5 -d '(info)' "http://$SANCHO/" > /dev/null 2>&1
@@ -161,8 +167,7 @@ run_set() {
         SANCHO=127.0.0.1:${SANCHO_PORT:-9230}
         trap '[ -n "$sancho_pid" ] && kill "$sancho_pid"' EXIT INT TERM
     fi
-    games=$(awk -v b="$BASE" '{print b "/" $2 ".kif"}' "$SET")
-    players="--player ggp=$GGP_PLAYER --player sancho=$SANCHO --filler random=builtin:random"
+    games_and_players "$SET"
     tournament() {
         # shellcheck disable=SC2086
         taskset -c "$GGP_CPUS" "$GGP" tournament $games $players --matches "$MATCHES" \
@@ -203,8 +208,7 @@ report_set() {
     SET=$1
     OUT=$2
     MATCHES=${MATCHES:-2}
-    games=$(awk -v b="$BASE" '{print b "/" $2 ".kif"}' "$SET")
-    players="--player ggp=${GGP_PLAYER:-builtin:auto} --player sancho=${SANCHO:-127.0.0.1:9230} --filler random=builtin:random"
+    games_and_players "$SET"
     for class in turn sim multi; do
         case $class in
             turn) title="two-player turn-taking" ;;

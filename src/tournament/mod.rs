@@ -793,8 +793,7 @@ where
             free += cost(job, players, cores);
             pools.give_back(job, &lease);
             bar.inc(1);
-            let result = result.and_then(|record| outcome(&record, job, games, players));
-            let lost_contact = match &result {
+            let lost_contact = match result.and_then(|r| outcome(&r, job, games, players)) {
                 Ok(outcome) => {
                     let line: Vec<String> = outcome
                         .seats
@@ -803,17 +802,16 @@ where
                         .map(|(&p, g)| format!("{} {g}", players[p].name))
                         .collect();
                     say(&bar, format!("{}: {}", job.key, line.join(", ")));
-                    outcome.errors.iter().any(|e| e.connection > 0)
+                    let lost = outcome.errors.iter().any(|e| e.connection > 0);
+                    summary.outcomes.push(outcome);
+                    lost
                 }
                 Err(why) => {
                     say(&bar, format!("{}: failed: {why}", job.key));
-                    summary.failures.push((job.key.clone(), why.clone()));
+                    summary.failures.push((job.key.clone(), why));
                     true
                 }
             };
-            if let Ok(outcome) = result {
-                summary.outcomes.push(outcome);
-            }
             if !lost_contact {
                 continue;
             }
