@@ -7,8 +7,8 @@
 //
 // The sheet is loaded as the GameController's own `run` loads it
 // (ReasonerFactory.createGameFromFile, GDL-II), every playout starting from a fresh
-// Game.getInitialState() as a match does. `random` is an ordinary role here and `sees` is left
-// out. The JavaProver uppercases every symbol; each symbol is printed as the sheet spells it,
+// Game.getInitialState() as a match does. `random` is an ordinary role here; after each DOES line,
+// one SEES line per role gives the percepts the GameController would send that role. The JavaProver uppercases every symbol; each symbol is printed as the sheet spells it,
 // through a table from the uppercased spelling to the sheet's. A sheet with two spellings of one
 // symbol that differ only in case (`a` and `A`) cannot be traced: the GameController reads them
 // as one symbol, so DresdenTrace refuses it (exit 3).
@@ -79,8 +79,7 @@ public final class DresdenTrace {
         PrintStream out = new PrintStream(new BufferedOutputStream(System.out, 1 << 16), false);
         int p = 0, step = 0;
         try {
-            // As GcMatch (the `run` script's main class) loads it. GDL-II: its v1 mode only adds
-            // default `sees` rules, which the trace leaves out anyway.
+            // As GcMatch (the `run` script's main class) loads it, as GDL-II.
             Game game = new ReasonerFactory().createGameFromFile(new java.io.File(sheet), GDLVersion.v2);
             List<RoleInterface> roles = (List<RoleInterface>) game.getOrderedRoles();
             Random random = new Random(seed);
@@ -130,6 +129,15 @@ public final class DresdenTrace {
                     if (stuck) break;   // no joint move exists: the playout ends here
 
                     out.append("DOES ").append(String.join(" ", does)).append('\n');
+                    // SEES per role: what the GameController sends each role after this joint
+                    // move (State.getSeesTerms, the percepts of its PLAY messages), sorted.
+                    for (RoleInterface<Term> r : roles) {
+                        TreeSet<String> seen = new TreeSet<>();
+                        for (Object t : state.getSeesTerms(r, joint)) seen.add(kif((Term) t));
+                        out.append("SEES ").append(kif(r.getTerm()));
+                        for (String t : seen) out.append(' ').append(t);
+                        out.append('\n');
+                    }
                     state = state.getSuccessor(joint);
                 }
             }
