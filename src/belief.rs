@@ -86,6 +86,8 @@ pub struct Belief<S, Mv> {
     history: Vec<(Term, Vec<Term>)>,
     /// Whether `states` are a guess that ignores some percepts (see the module doc).
     lost: bool,
+    /// The complete search over histories, where it stopped (see [`Backtrack`]).
+    backtrack: Backtrack<S, Mv>,
     /// Joint moves checked against percepts by the updates so far.
     checked: u64,
 }
@@ -120,6 +122,16 @@ impl Budget {
     }
 
     /// Whether to stop, `found` being whether a consistent successor is known.
+    /// The first half of what is left of this budget (unbounded stays unbounded).
+    fn first_half(&self) -> Budget {
+        let now = Instant::now();
+        let half = |at: Option<Instant>| at.map(|t| now + t.saturating_duration_since(now) / 2);
+        Budget {
+            soft: half(self.soft),
+            hard: half(self.hard),
+        }
+    }
+
     fn over(&self, found: bool) -> bool {
         let now = Instant::now();
         self.hard.is_some_and(|h| now >= h) || (found && self.soft.is_some_and(|s| now >= s))
@@ -144,6 +156,7 @@ impl<S: Clone + Eq + std::hash::Hash, Mv: Copy + Eq + std::hash::Hash> Belief<S,
             cap: cap.max(1),
             states: vec![(state.clone(), 1.0)],
             paths: vec![None],
+            backtrack: Backtrack::new(state.clone()),
             root: state,
             history: Vec::new(),
             lost: false,
@@ -251,19 +264,23 @@ impl<S: Clone + Eq + std::hash::Hash, Mv: Copy + Eq + std::hash::Hash> Belief<S,
                 return Ok(());
             }
         }
+        let mv = mv.clone();
+        // Repairing near misses first, in half of what is left; then the backtracking search,
+        // which is complete, to the end.
         let mut fit = Fit::new(machine.roles().len());
-        let rebuilt = self.rebuild(machine, &mut fit, &budget, rng)?;
-
+        let mut rebuilt = self.rebuild(machine, &mut fit, &budget.first_half(), rng)?;
+        if rebuilt.is_none() {
+            rebuilt = self.backtrack(machine, &mut fit, &budget, rng)?;
+        }
         self.checked += fit.checked;
         if let Some(found) = rebuilt {
             (self.states, self.paths) = resample(found, self.cap, rng);
             self.lost = false;
             return Ok(());
         }
-        if deadline.is_none() {
+        if deadline.is_none() || self.backtrack.exhausted {
             return Err(BeliefError::Inconsistent);
         }
-        let mv = mv.clone();
         let guess = blind_step(machine, (&self.states, &self.paths), self.role, &mv, rng)?;
         if !guess.states.is_empty() {
             (self.states, self.paths) = resample(guess, usize::MAX, rng);
@@ -275,7 +292,8 @@ impl<S: Clone + Eq + std::hash::Hash, Mv: Copy + Eq + std::hash::Hash> Belief<S,
     /// Our moves by what we know: those legal in every state of the belief that is not over
     /// (of the first [`LEGAL_CHECKED`]), so that a move is legal in the true state whenever
     /// the belief holds it; if no move is legal in all of them (a lost belief's guesses
-    /// disagree), those legal in the most. Empty when every state is over.
+    /// disagree), those legal in the most. If every state is over, the moves legal in them
+    /// (empty only if there are none).
     ///
     /// # Errors
     /// The engine failed.
@@ -287,11 +305,18 @@ impl<S: Clone + Eq + std::hash::Hash, Mv: Copy + Eq + std::hash::Hash> Belief<S,
         let mut index: HashMap<Mv, usize> = HashMap::new();
         let mut checked = 0;
         let mut legal = Vec::new();
+        // When we are asked for a move the game is not over, so states where it is are wrong;
+        // but if every state is (a small sample can be), their legal moves are the best guess.
+        let mut over = Vec::with_capacity(self.states.len());
         for (s, _) in &self.states {
+            over.push(machine.is_terminal(s)?);
+        }
+        let all_over = over.iter().all(|&o| o);
+        for ((s, _), &over) in self.states.iter().zip(&over) {
             if checked == LEGAL_CHECKED {
                 break;
             }
-            if machine.is_terminal(s)? {
+            if over && !all_over {
                 continue;
             }
             checked += 1;
@@ -394,6 +419,51 @@ impl<S: Clone + Eq + std::hash::Hash, Mv: Copy + Eq + std::hash::Hash> Belief<S,
         }
         if found.states.is_empty() {
             return Ok(None);
+        }
+        Ok(Some(found))
+    }
+
+    /// States at the end of histories consistent with ours found by the backtracking search
+    /// (the first, and while the soft budget lasts, more on a copy of the search); `None` if it
+    /// found none by the hard stop (or, without a deadline, [`BACKTRACK_BOUNDED`] checks), or
+    /// none exists (it is exhausted).
+    fn backtrack<M: StateMachine<State = S, Move = Mv>>(
+        &mut self,
+        machine: &mut M,
+        fit: &mut Fit<Mv>,
+        budget: &Budget,
+        rng: &mut impl Rng,
+    ) -> Result<Option<Weighted<S, Mv>>, BeliefError> {
+        if self.backtrack.fresh()
+            && let Some(near_miss) = self.paths.first()
+        {
+            self.backtrack.seed = joints_of(near_miss);
+        }
+        let limit = fit.checked + BACKTRACK_BOUNDED;
+        let by = |at: Option<Instant>| {
+            move |checked: u64| match at {
+                Some(t) => Instant::now() >= t,
+                None => checked >= limit,
+            }
+        };
+        let history = &self.history;
+        let Some(state) =
+            self.backtrack
+                .search(machine, self.role, history, fit, &mut by(budget.hard), rng)?
+        else {
+            return Ok(None);
+        };
+        let mut found = Weighted::default();
+        found.add(state, 1.0, path_of(&self.backtrack.joints()));
+        // The search itself stays on the history found, for the next update to extend.
+        let mut more = self.backtrack.clone();
+        let mut soft = by(budget.soft);
+        while found.states.len() < BACKTRACK_MODELS && !soft(fit.checked) {
+            more.skip_top();
+            match more.search(machine, self.role, history, fit, &mut soft, rng)? {
+                Some(state) => found.add(state, 1.0, path_of(&more.joints())),
+                None => break,
+            }
         }
         Ok(Some(found))
     }
@@ -549,12 +619,201 @@ impl<S: Clone + Eq + std::hash::Hash, Mv: Copy + Eq + std::hash::Hash> Belief<S,
     }
 }
 
+/// Most joint moves a backtracking search checks in one update without a deadline.
+const BACKTRACK_BOUNDED: u64 = 200_000;
+/// Histories gathered by a backtracking search for one update (the first, and siblings).
+const BACKTRACK_MODELS: usize = REBUILD_BOUNDED;
+
+/// A depth-first search over whole histories from the belief's root, one frame per step:
+/// HyperPlay's backtracking. At each step the joint moves (ours fixed to the one we played)
+/// are tried in a random order without repeats; one that gives us the percepts of that step
+/// opens the next frame, and a frame with none left is dropped, its parent trying its next.
+/// It is complete: a history consistent with every percept is found whenever one exists, in
+/// time, and when the root runs out none exists. It is kept from update to update, so the
+/// search goes on where it stopped; a history it found stays on top, so that the next update
+/// extends it first (a subtree dropped could not reach the last step, so it cannot reach a
+/// later one either).
+#[derive(Debug, Clone)]
+struct Backtrack<S, Mv> {
+    frames: Vec<Frame<S, Mv>>,
+    /// Joint moves of a near-miss history, tried first while the search follows them.
+    seed: Vec<Vec<Mv>>,
+    /// Every history from the root was tried: none fits.
+    exhausted: bool,
+}
+
+/// One step of a [`Backtrack`]: the state, and once the step's move is known, its joint
+/// moves.
+#[derive(Debug, Clone)]
+struct Frame<S, Mv> {
+    state: S,
+    moves: Option<FrameMoves<Mv>>,
+    /// Whether the history to here is the seed's.
+    on_seed: bool,
+}
+
+#[derive(Debug, Clone)]
+struct FrameMoves<Mv> {
+    legal: Vec<Vec<Mv>>,
+    order: Order,
+    /// Joint moves of `order` tried so far.
+    next: usize,
+    /// The seed's joint move, tried before the order (and skipped in it).
+    first: Option<Vec<Mv>>,
+    /// Whether `first` was tried, and whether the joint move last drawn was it.
+    first_tried: bool,
+    took_first: bool,
+}
+
+impl<Mv: Copy + Eq> FrameMoves<Mv> {
+    /// The next joint move to try into `joint`, and whether it is the seed's; `None` when
+    /// all were tried.
+    fn next_joint(&mut self, joint: &mut Vec<Mv>) -> Option<bool> {
+        if !self.first_tried
+            && let Some(first) = &self.first
+        {
+            joint.clone_from(first);
+            self.first_tried = true;
+            self.took_first = true;
+            return Some(true);
+        }
+        self.took_first = false;
+        while self.next < self.order.count {
+            self.order.joint(&self.legal, self.next, joint);
+            self.next += 1;
+            if self.first.as_ref() != Some(joint) {
+                return Some(false);
+            }
+        }
+        None
+    }
+
+    /// The joint move last drawn (the one that opened the frame above).
+    fn last(&self) -> Vec<Mv> {
+        if self.took_first {
+            return self.first.clone().expect("taken");
+        }
+        let mut joint = Vec::new();
+        self.order.joint(&self.legal, self.next - 1, &mut joint);
+        joint
+    }
+}
+
+impl<S: Clone, Mv: Copy + Eq> Backtrack<S, Mv> {
+    fn new(root: S) -> Backtrack<S, Mv> {
+        Backtrack {
+            frames: vec![Frame {
+                state: root,
+                moves: None,
+                on_seed: true,
+            }],
+            seed: Vec::new(),
+            exhausted: false,
+        }
+    }
+
+    /// Whether the search has not left the root yet (a seed can still be given).
+    fn fresh(&self) -> bool {
+        self.frames.len() == 1 && self.frames[0].moves.is_none()
+    }
+
+    /// The joint moves of the history on the stack, root first.
+    fn joints(&self) -> Vec<Vec<Mv>> {
+        self.frames[..self.frames.len() - 1]
+            .iter()
+            .map(|f| f.moves.as_ref().expect("a frame with one above").last())
+            .collect()
+    }
+
+    /// Searches on until the top frame is at the end of `history` (its state is returned),
+    /// `stop` says so (given the joint moves checked so far), or no history is left
+    /// (`exhausted`).
+    fn search<M: StateMachine<State = S, Move = Mv>>(
+        &mut self,
+        machine: &mut M,
+        role: usize,
+        history: &[(Term, Vec<Term>)],
+        fit: &mut Fit<Mv>,
+        stop: &mut impl FnMut(u64) -> bool,
+        rng: &mut impl Rng,
+    ) -> Result<Option<S>, BeliefError> {
+        let mut joint = Vec::new();
+        let mut iterations = 0u64;
+        while !self.exhausted {
+            let depth = self.frames.len() - 1;
+            if depth == history.len() {
+                return Ok(Some(self.frames[depth].state.clone()));
+            }
+            iterations += 1;
+            if iterations.is_multiple_of(32) && stop(fit.checked) {
+                return Ok(None);
+            }
+            let top = self.frames.last_mut().expect("the root at least");
+            if top.moves.is_none() {
+                let (mv, _) = &history[depth];
+                let mut legal = vec![Vec::new(); machine.roles().len()];
+                let count = if machine.is_terminal(&top.state)? {
+                    0
+                } else {
+                    joint_moves_with_ours(machine, &top.state, role, mv, &mut legal)?.unwrap_or(0)
+                };
+                let mut order = Order::new(&legal, rng);
+                order.count = count;
+                let first = if top.on_seed {
+                    self.seed.get(depth).cloned()
+                } else {
+                    None
+                };
+                let first = first
+                    .filter(|j| count > 0 && j.iter().zip(&legal).all(|(m, ms)| ms.contains(m)));
+                top.moves = Some(FrameMoves {
+                    legal,
+                    order,
+                    next: 0,
+                    first,
+                    first_tried: false,
+                    took_first: false,
+                });
+            }
+            let moves = top.moves.as_mut().expect("just set");
+            let Some(seeded) = moves.next_joint(&mut joint) else {
+                self.frames.pop();
+                if self.frames.is_empty() {
+                    self.exhausted = true;
+                }
+                continue;
+            };
+            let on_seed = top.on_seed && seeded;
+            fit.checked += 1;
+            machine.percepts_into(&top.state, &joint, role, &mut fit.seen)?;
+            if fit.seen.as_slice() != history[depth].1.as_slice() {
+                continue;
+            }
+            let state = machine.next_state_unchecked(&top.state, &joint)?;
+            self.frames.push(Frame {
+                state,
+                moves: None,
+                on_seed,
+            });
+        }
+        Ok(None)
+    }
+
+    /// Drops the top frame (a history already found), so that the search looks for another.
+    fn skip_top(&mut self) {
+        if self.frames.len() > 1 {
+            self.frames.pop();
+        }
+    }
+}
+
 /// A joint move that fits what we saw, and the state it leads to.
 type Fitted<Mv, S> = (Vec<Mv>, S);
 
 /// The joint moves of per-role move lists, numbered 0..count, visited in a random order
 /// without repeats: the `t`-th is number `(first + t * stride) mod count`, the stride prime to
 /// the count.
+#[derive(Debug, Clone)]
 struct Order {
     count: usize,
     first: usize,
@@ -1249,5 +1508,103 @@ pub(crate) mod tests {
             let ours = hand(m.state_terms(&state));
             assert!((17..=18).contains(&ours.len()), "{ours:?}");
         }
+    }
+
+    /// blind_race (tests/fixtures/reference/blind_race.kif): the opponent's moves are never
+    /// seen, an advance into an unseen pawn fails, a capture is legal only where an unseen
+    /// pawn stands. With a bag of 2 states, the sampled histories die again and again. The
+    /// belief must follow every step of random matches in both seats without getting lost
+    /// (the backtracking search finds a history whenever the repairs do not).
+    #[test]
+    fn follows_a_blind_race() {
+        let text = std::fs::read_to_string("tests/fixtures/reference/blind_race.kif").unwrap();
+        let mut m = DatalogMachine::new(&Description::from_text(&text).unwrap()).unwrap();
+        for seed in 1..=30 {
+            for role in 0..2 {
+                let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+                let mut belief = Belief::new(&m, role, 1);
+                let mut state = m.initial_state();
+                let (mut joint, mut scratch) = (Vec::new(), Vec::new());
+                let mut step = 0;
+                while !m.is_terminal(&state).unwrap() {
+                    let ours = belief.our_moves(&mut m).unwrap();
+                    let legal = m.legal_moves(&state, role).unwrap();
+                    assert!(!ours.is_empty(), "seed {seed}, role {role}, step {step}");
+                    // A sample of two states may both hold an unseen pawn where the true
+                    // state has none (a capture legal in both), but not only such moves.
+                    assert!(
+                        ours.iter().any(|mv| legal.contains(mv)),
+                        "seed {seed}, role {role}, step {step}"
+                    );
+                    m.random_joint_move_into(&state, &mut rng, &mut joint, &mut scratch)
+                        .unwrap();
+                    let playable: Vec<_> = ours.iter().filter(|mv| legal.contains(mv)).collect();
+                    joint[role] = *playable[rng.random_range(0..playable.len())];
+                    let percepts = m.percepts(&state, &joint, role).unwrap();
+                    let mv = m.move_term(joint[role]);
+                    state = m.next_state(&state, &joint).unwrap();
+                    belief
+                        .update(&mut m, &mv, &percepts, None, &mut rng)
+                        .unwrap_or_else(|e| panic!("seed {seed}, role {role}, step {step}: {e}"));
+                    assert!(!belief.is_lost(), "seed {seed}, role {role}, step {step}");
+                    step += 1;
+                }
+            }
+        }
+    }
+
+    /// The backtracking search alone, from the root of blind_race with no seed: it finds a
+    /// history that gives every percept of a random match (checked by replaying its joint
+    /// moves), extends it when the match goes on, and runs out, rather than guessing, when a
+    /// percept no history gives is added.
+    #[test]
+    fn backtracking_finds_a_history_or_proves_there_is_none() {
+        let text = std::fs::read_to_string("tests/fixtures/reference/blind_race.kif").unwrap();
+        let mut m = DatalogMachine::new(&Description::from_text(&text).unwrap()).unwrap();
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
+        let role = 1;
+        let mut history = Vec::new();
+        let mut state = m.initial_state();
+        let (mut joint, mut scratch) = (Vec::new(), Vec::new());
+        let mut search = Backtrack::new(state.clone());
+        let mut fit = Fit::new(2);
+        let mut unlimited = |_: u64| false;
+        while !m.is_terminal(&state).unwrap() && history.len() < 24 {
+            m.random_joint_move_into(&state, &mut rng, &mut joint, &mut scratch)
+                .unwrap();
+            let percepts = m.percepts(&state, &joint, role).unwrap();
+            history.push((m.move_term(joint[role]), percepts));
+            state = m.next_state(&state, &joint).unwrap();
+            let found = search
+                .search(&mut m, role, &history, &mut fit, &mut unlimited, &mut rng)
+                .unwrap()
+                .expect("the true history fits");
+            // Replayed, the history found gives our moves and percepts at every step.
+            let mut s = m.initial_state();
+            for (joint, (mv, percepts)) in search.joints().iter().zip(&history) {
+                assert_eq!(&m.move_term(joint[role]), mv);
+                assert_eq!(&m.percepts(&s, joint, role).unwrap(), percepts);
+                s = m.next_state(&s, joint).unwrap();
+            }
+            assert_eq!(s, found);
+        }
+        assert!(history.len() > 10, "{} steps", history.len());
+        // After the first four steps, a pawn lost on a square off the board: no history
+        // gives it, and the search says so once it has tried every history of five steps.
+        let mut impossible = history[..4].to_vec();
+        let (mv, _) = history[4].clone();
+        impossible.push((mv, vec![t("(lost 9 9)"), t("(turn white)")]));
+        let mut search = Backtrack::new(m.initial_state());
+        let found = search
+            .search(
+                &mut m,
+                role,
+                &impossible,
+                &mut fit,
+                &mut unlimited,
+                &mut rng,
+            )
+            .unwrap();
+        assert!(found.is_none() && search.exhausted);
     }
 }
