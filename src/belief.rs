@@ -38,8 +38,8 @@ use std::time::{Duration, Instant};
 use rand::Rng;
 use rand::seq::SliceRandom;
 
-use crate::gdl::Term;
 use crate::machine::{MachineError, StateMachine};
+use ggp_gdl::gdl::Term;
 
 /// A state with at most this many joint moves (ours fixed) has them all tried.
 const EXACT_MAX: usize = 256;
@@ -1108,7 +1108,7 @@ pub(crate) mod tests {
 
     use super::*;
     use crate::datalog::DatalogMachine;
-    use crate::gdl::{Description, parse_term};
+    use ggp_gdl::gdl::{Description, parse_term};
 
     /// Monty Hall as published (../shared/games/gdl2/montyhall.kif).
     pub(crate) const MONTY: &str = "(role candidate) (role random)

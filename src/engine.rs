@@ -9,9 +9,9 @@
 use std::fmt;
 
 use crate::datalog::{BuildError, DatalogMachine};
-use crate::gdl::{Description, Term};
 use crate::machine::StateMachine;
 use crate::propnet::{Budget, GroundError, PropnetMachine};
+use ggp_gdl::gdl::{Description, Term};
 
 /// What the players, the referee and the command line need of a machine: a
 /// [`StateMachine`] that can be copied for search threads and moved to one.

@@ -16,9 +16,7 @@ pub mod chess;
 pub mod cli;
 pub mod datalog;
 pub mod engine;
-pub mod gdl;
 pub mod http;
-pub mod kif;
 pub mod machine;
 pub mod play;
 pub mod propnet;
@@ -30,3 +28,7 @@ pub mod search;
 pub mod tournament;
 pub mod trace;
 pub mod web;
+
+// The lower crates' modules, under the paths the binary and `tests/` name them by.
+#[doc(no_inline)]
+pub use ggp_gdl::{gdl, kif};

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::gdl::{self, Term, parse_term};
 use crate::machine::StateMachine;
+use ggp_gdl::gdl::{self, Term, parse_term};
 
 /// One match, as ggp.org stores it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

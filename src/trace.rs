@@ -12,8 +12,8 @@ use std::fmt::{self, Write as _};
 
 use rand::Rng;
 
-use crate::kif;
 use crate::machine::{MachineError, StateMachine};
+use ggp_gdl::kif;
 
 /// One step of a recorded playout.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -299,7 +299,7 @@ pub fn replay<M: StateMachine>(
             let mut joint = Vec::new();
             for (r, text) in does.iter().enumerate() {
                 let role = roles.get(r).map(String::as_str);
-                let term = match crate::gdl::parse_term(text) {
+                let term = match ggp_gdl::gdl::parse_term(text) {
                     Ok(term) => term,
                     Err(e) => {
                         return differ(role, "move", text.clone(), format!("not a term: {e}"));
@@ -404,7 +404,7 @@ pub fn write_playouts<M: StateMachine>(
 mod tests {
     use super::*;
     use crate::datalog::DatalogMachine;
-    use crate::gdl::Description;
+    use ggp_gdl::gdl::Description;
     use rand::SeedableRng;
 
     #[test]

@@ -23,8 +23,8 @@ use std::time::Instant;
 use petgraph::unionfind::UnionFind;
 use rand::Rng;
 
-use crate::gdl::Term;
 use crate::machine::{Factoring, MachineError, StateMachine};
+use ggp_gdl::gdl::Term;
 
 /// A game's turn-taking parts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -145,8 +145,8 @@ mod tests {
     use rand_xoshiro::Xoshiro256PlusPlus;
 
     use super::*;
-    use crate::gdl::Description;
     use crate::propnet::{Budget, PropnetMachine, factoring, ground};
+    use ggp_gdl::gdl::Description;
 
     fn far() -> Instant {
         Instant::now() + std::time::Duration::from_secs(3600)

@@ -11,9 +11,9 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::analysis::{TurnTakingParts, turn_taking_parts};
 use crate::engine::{self, EngineChoice, UseMachineMut};
-use crate::gdl::Term;
 use crate::machine::{Factoring, MachineError};
 use crate::propnet::{Budget, factoring, ground};
+use ggp_gdl::gdl::Term;
 
 /// Arguments of `ggp factor`.
 #[derive(clap::Args, Debug)]

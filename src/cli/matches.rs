@@ -14,13 +14,13 @@ use anyhow::{Context, bail};
 use super::serve::{EngineSessions, clock_seed, init_logging, margin};
 use super::{EngineChoice, GameFile, load_game};
 use crate::engine::{Machine, UseMachineMut};
-use crate::gdl::Term;
-use crate::kif;
 use crate::protocol::{RunningServer, Server, ServerConfig, Style};
 use crate::record::MatchRecord;
 use crate::referee::{Contestant, MatchConfig, now_ms, run_match};
 use crate::search::{PlayerSpec, SearchConfig};
 use crate::tournament::{Entrant, Source};
+use ggp_gdl::gdl::Term;
+use ggp_gdl::kif;
 
 /// Options of `ggp match`.
 #[derive(clap::Args, Debug)]
@@ -127,7 +127,7 @@ pub fn run(args: MatchArgs) -> anyhow::Result<ExitCode> {
         contestants[index] = Some(contestant);
     }
     let nature: Vec<bool> = (0..roles.len())
-        .map(|r| crate::gdl::is_nature_role(&roles[r]))
+        .map(|r| ggp_gdl::gdl::is_nature_role(&roles[r]))
         .collect();
     let contestants: Vec<Contestant> = contestants
         .into_iter()

@@ -23,11 +23,11 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 
 pub use crate::engine::EngineChoice;
 use crate::engine::{self, Loaded, UseMachineMut};
-use crate::gdl::{self, Description, Severity};
-use crate::kif;
 use crate::propnet::{Budget, PropnetMachine};
 use crate::resources;
 use crate::trace::{self, Replay};
+use ggp_gdl::gdl::{self, Description, Severity};
+use ggp_gdl::kif;
 
 /// ggp: a General Game Playing player and GDL reasoner.
 #[derive(Parser, Debug)]

@@ -10,9 +10,9 @@ use anyhow::Context;
 use super::EngineChoice;
 use crate::datalog::DatalogMachine;
 use crate::engine::{self, Machine, UseMachine};
-use crate::gdl::Description;
 use crate::protocol::{MatchSession, Server, ServerConfig, SessionError, SessionFactory, launch};
 use crate::search::{PlayerKind, PlayerSpec, SearchConfig};
+use ggp_gdl::gdl::Description;
 
 /// Options of `ggp serve`.
 #[derive(clap::Args, Debug)]

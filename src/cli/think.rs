@@ -75,7 +75,8 @@ pub fn run(args: &ThinkArgs) -> anyhow::Result<ExitCode> {
     super::serve::init_logging();
     let mut loaded = match &args.state {
         Some(text) => {
-            let facts = crate::gdl::parse_state(text).with_context(|| format!("--state {text}"))?;
+            let facts =
+                ggp_gdl::gdl::parse_state(text).with_context(|| format!("--state {text}"))?;
             load_engine_starting_in(&args.game, &facts, args.engine)?
         }
         None => load_engine(&args.game, args.engine)?,

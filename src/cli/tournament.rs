@@ -11,11 +11,11 @@ use super::matches::{builtin_player, builtin_search, referee};
 use super::serve::{clock_seed, margin};
 use super::{EngineChoice, GameFile, load_game};
 use crate::engine::Engine;
-use crate::gdl::is_nature_role;
-use crate::kif::Sexp;
 use crate::record::MatchRecord;
 use crate::referee::{Contestant, MatchConfig};
 use crate::tournament::{self, Entrant, Game, Job, Settings, Source};
+use ggp_gdl::gdl::is_nature_role;
+use ggp_gdl::kif::Sexp;
 
 /// Options of `ggp tournament`.
 #[derive(clap::Args, Debug)]

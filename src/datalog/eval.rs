@@ -9,8 +9,8 @@
 //!
 //! The engine knows nothing of GDL: `lower` turns a game into [`RuleSpec`]s and strata.
 
-use crate::gdl::{GTerm, Sym, TermPool};
 use crate::machine::{Budgeted, EvalError};
+use ggp_gdl::gdl::{GTerm, Sym, TermPool};
 
 use super::relation::{IndexSpec, Path, Relation, key_hash};
 
@@ -136,9 +136,9 @@ pub struct Limits {
 pub const MAX_TERM_SIZE: u32 = 100_000;
 
 /// The default [`Limits::max_term_depth`]: well within what the KIF reader accepts
-/// ([`crate::kif::MAX_DEPTH`]), so that every term an engine builds can be sent in a message
+/// ([`ggp_gdl::kif::MAX_DEPTH`]), so that every term an engine builds can be sent in a message
 /// and read back.
-pub const MAX_TERM_DEPTH: u32 = crate::kif::MAX_DEPTH as u32 / 2;
+pub const MAX_TERM_DEPTH: u32 = ggp_gdl::kif::MAX_DEPTH as u32 / 2;
 
 impl Default for Limits {
     fn default() -> Self {

@@ -8,9 +8,9 @@
 
 use hashbrown::HashMap;
 
-use crate::gdl::{Atom, DependencyGraph, Literal, Rule, RuleGraph, Sym, Term, TermPool};
+use ggp_gdl::gdl::{Atom, DependencyGraph, Literal, Rule, RuleGraph, Sym, Term, TermPool};
 
-use crate::gdl::validate::KEYWORD_ARITIES;
+use ggp_gdl::gdl::validate::KEYWORD_ARITIES;
 
 use super::eval::{BodyLit, Pat, RelId, RuleSpec, Stratum};
 use super::magic::{self, Demand};
@@ -22,7 +22,7 @@ pub enum LowerError {
     #[error("{pos}: cannot evaluate {literal}")]
     Unsupported {
         /// Where the rule is.
-        pos: crate::kif::Pos,
+        pos: ggp_gdl::kif::Pos,
         /// The literal.
         literal: String,
     },
@@ -30,7 +30,7 @@ pub enum LowerError {
     #[error("{pos}: unsafe rule: {var} is not bound by a positive literal in {rule}")]
     Unsafe {
         /// Where the rule is.
-        pos: crate::kif::Pos,
+        pos: ggp_gdl::kif::Pos,
         /// The variable.
         var: String,
         /// The rule, after `or` is multiplied out.
@@ -40,7 +40,7 @@ pub enum LowerError {
     #[error("{pos}: multiplying out `or` gives more than {limit} rules")]
     TooManyDisjuncts {
         /// Where the rule is.
-        pos: crate::kif::Pos,
+        pos: ggp_gdl::kif::Pos,
         /// The limit.
         limit: usize,
     },

@@ -11,8 +11,8 @@
 
 use std::time::{Duration, Instant};
 
-use crate::gdl::{Description, GTerm, Sym, Term};
 use crate::machine::{EvalError, MachineError, StateMachine};
+use ggp_gdl::gdl::{Description, GTerm, Sym, Term};
 
 use super::eval::{Evaluator, Limits, RelId, Stop};
 use super::lower::{Layer, LowerError, lower_with};
@@ -546,7 +546,7 @@ mod tests {
         let o = m.legal_moves(&s0, 1).unwrap();
         assert_eq!(printed(&m, &o), ["noop"]);
         let mark = m
-            .find_move(&crate::gdl::parse_term("(mark 2 2)").unwrap())
+            .find_move(&ggp_gdl::gdl::parse_term("(mark 2 2)").unwrap())
             .unwrap();
         let noop = m.legal_moves(&s0, 1).unwrap()[0];
         let s1 = m.next_state(&s0, &[mark, noop]).unwrap();
@@ -555,7 +555,7 @@ mod tests {
         // The same state, rebuilt from its facts.
         let facts = m.state_terms(&s1);
         assert_eq!(m.state_from_terms(&facts).unwrap(), s1);
-        let var = crate::gdl::parse_term("(cell ?x 1 b)").unwrap();
+        let var = ggp_gdl::gdl::parse_term("(cell ?x 1 b)").unwrap();
         assert!(matches!(
             m.state_from_terms(&[var]),
             Err(MachineError::UnknownFact { .. })

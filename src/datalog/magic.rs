@@ -17,7 +17,7 @@
 
 use hashbrown::{HashMap, HashSet};
 
-use crate::gdl::{Atom, DependencyGraph, Literal, Rule, RuleGraph, Sym, Term};
+use ggp_gdl::gdl::{Atom, DependencyGraph, Literal, Rule, RuleGraph, Sym, Term};
 
 use super::lower::Layer;
 
@@ -424,8 +424,8 @@ impl Rewriter<'_> {
 mod tests {
     use super::*;
     use crate::datalog::machine::DatalogMachine;
-    use crate::gdl::{Description, parse_rules};
     use crate::machine::StateMachine;
+    use ggp_gdl::gdl::{Description, parse_rules};
 
     fn printed(rules: &[Rule]) -> Vec<String> {
         let mut v: Vec<String> = rules.iter().map(|r| r.to_string()).collect();
@@ -551,7 +551,7 @@ mod tests {
                 moves.sort();
                 out.push(format!("  {role}: {moves:?}"));
                 // The last move in sorted order, found again by its term.
-                let term = crate::gdl::parse_term(moves.last().unwrap()).unwrap();
+                let term = ggp_gdl::gdl::parse_term(moves.last().unwrap()).unwrap();
                 joint.push(m.find_move(&term).unwrap());
             }
             state = m.next_state(&state, &joint).unwrap();

@@ -12,7 +12,7 @@ use std::hash::{BuildHasher, Hasher};
 
 use hashbrown::{DefaultHashBuilder, HashMap, HashTable};
 
-use crate::gdl::{GTerm, Sym, TermPool};
+use ggp_gdl::gdl::{GTerm, Sym, TermPool};
 
 /// Marks the end of an index chain.
 const NIL: u32 = u32::MAX;
@@ -253,7 +253,7 @@ impl Iterator for Chain<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gdl::parse_term;
+    use ggp_gdl::gdl::parse_term;
 
     #[test]
     fn dedups_and_indexes_inside_terms() {

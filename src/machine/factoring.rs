@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use crate::gdl::Term;
+use ggp_gdl::gdl::Term;
 
 /// One independent sub-game: its facts and moves.
 #[derive(Debug, Clone, PartialEq, Eq)]

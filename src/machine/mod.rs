@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use rand::Rng;
 
-use crate::gdl::{Term, is_nature_role};
+use ggp_gdl::gdl::{Term, is_nature_role};
 
 mod factoring;
 

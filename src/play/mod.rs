@@ -22,10 +22,10 @@ use crate::board::{
 };
 use crate::chess::MoveShape;
 use crate::engine::LoadError;
-use crate::gdl::{Rule, Term, parse_term};
 use crate::machine::{EngineFailure, MachineError, StateMachine};
 use crate::protocol::message::{spaced, state_text, term_to_sexp};
 use crate::record::{MatchRecord, parse_states, random_token};
+use ggp_gdl::gdl::{Rule, Term, parse_term};
 use rand::SeedableRng;
 
 use crate::belief::{Belief, BeliefError};

@@ -1028,9 +1028,9 @@ mod tests {
     use rand_xoshiro::Xoshiro256PlusPlus;
 
     use super::*;
-    use crate::gdl::Description;
     use crate::machine::StateMachine;
     use crate::propnet::{Budget, PropnetMachine};
+    use ggp_gdl::gdl::Description;
 
     const CONNECT_FOUR: &str = include_str!("../../rules/connectFour.kif");
 
@@ -1088,7 +1088,7 @@ mod tests {
         let description = Description::from_text(TIC_TAC_TOE).unwrap();
         let mut m = PropnetMachine::new(&description, &Budget::default()).unwrap();
         let mut d = crate::datalog::DatalogMachine::new(&description).unwrap();
-        let sorted = |mut t: Vec<crate::gdl::Term>| {
+        let sorted = |mut t: Vec<ggp_gdl::gdl::Term>| {
             t.sort();
             t
         };

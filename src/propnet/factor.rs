@@ -27,8 +27,8 @@ use std::collections::HashMap;
 
 use petgraph::unionfind::UnionFind;
 
-use crate::gdl::Term;
 use crate::machine::{Component, Factoring};
+use ggp_gdl::gdl::Term;
 
 use super::{AtomId, GroundProgram, GroundRule};
 
@@ -95,7 +95,7 @@ impl<'a> Analysis<'a> {
                     let args = prog.args(atom);
                     let t = prog
                         .pool
-                        .find_app(crate::gdl::Sym::DOES, &[args[0], args[1]]);
+                        .find_app(ggp_gdl::gdl::Sym::DOES, &[args[0], args[1]]);
                     if let Some(d) = t.and_then(|t| prog.find(k.does, t)) {
                         input_of_legal.insert(i as u32, d.0);
                     }
@@ -317,8 +317,8 @@ impl<'a> Analysis<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gdl::Description;
     use crate::propnet::{Budget, ground};
+    use ggp_gdl::gdl::Description;
 
     fn factor_text(text: &str) -> Factoring {
         let d = Description::from_text(text).expect("a valid sheet");
@@ -378,11 +378,11 @@ mod tests {
         assert_eq!(facts(&f, b), ["b"]);
         assert_eq!(
             f.components[a].moves,
-            [(0, Term::Const(crate::gdl::Sym::new("flipa")))]
+            [(0, Term::Const(ggp_gdl::gdl::Sym::new("flipa")))]
         );
         assert_eq!(
             f.components[b].moves,
-            [(0, Term::Const(crate::gdl::Sym::new("flipb")))]
+            [(0, Term::Const(ggp_gdl::gdl::Sym::new("flipb")))]
         );
         assert_eq!(f.goal_reads, [vec![a]]);
         assert!(f.terminal_reads.is_empty());
@@ -392,7 +392,7 @@ mod tests {
         assert_eq!(shared, ["(step 0)", "(step 1)", "(step 2)"]);
         assert_eq!(
             f.free_moves,
-            [(0, Term::Const(crate::gdl::Sym::new("wait")))]
+            [(0, Term::Const(ggp_gdl::gdl::Sym::new("wait")))]
         );
         assert!(f.prunes_moves());
     }

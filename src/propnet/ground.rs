@@ -33,9 +33,9 @@ use crate::datalog::{
     BodyLit, Demand, Evaluator, Layer, Limits, LowerError, Lowered, MemoryLimit, Pat, RelId,
     RuleSpec, Stop, Stratum, lower_with,
 };
-use crate::gdl::{Description, GTerm, Sym, TermPool};
 use crate::machine::EvalError;
 use crate::resources;
+use ggp_gdl::gdl::{Description, GTerm, Sym, TermPool};
 
 /// How much work grounding and network building may do before giving up.
 #[derive(Clone, Copy, Debug)]

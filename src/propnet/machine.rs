@@ -27,10 +27,10 @@ use std::time::Instant;
 use rand::Rng;
 
 use crate::datalog::{DatalogMachine, Demand};
-use crate::gdl::{Description, Term};
 use crate::machine::{
     EngineFailure, EvalError, Factoring, MachineError, PlayoutBatch, PlayoutEnd, StateMachine,
 };
+use ggp_gdl::gdl::{Description, Term};
 
 use super::batch::{BatchRunner, LaneRecord, Width};
 use super::factor::factoring;
@@ -739,7 +739,7 @@ impl StateMachine for PropnetMachine {
     fn move_term(&self, mv: MoveId) -> Term {
         match self.net.moves.get(mv.0 as usize) {
             Some(&t) => self.net.pool.term(t),
-            None => Term::Const(crate::gdl::Sym::new("?unknown-move")),
+            None => Term::Const(ggp_gdl::gdl::Sym::new("?unknown-move")),
         }
     }
 
@@ -998,7 +998,8 @@ mod tests {
     }
 
     fn mv(m: &PropnetMachine, text: &str) -> MoveId {
-        m.find_move(&crate::gdl::parse_term(text).unwrap()).unwrap()
+        m.find_move(&ggp_gdl::gdl::parse_term(text).unwrap())
+            .unwrap()
     }
 
     /// Every counter, legal set and next bit agrees with an evaluation from scratch.
@@ -1063,7 +1064,7 @@ mod tests {
         // A state rebuilt from its facts; a fact that is no base proposition is refused.
         let facts = m.state_terms(&s);
         assert_eq!(m.state_from_terms(&facts).unwrap(), s);
-        let never = crate::gdl::parse_term("(cell 4 4 x)").unwrap();
+        let never = ggp_gdl::gdl::parse_term("(cell 4 4 x)").unwrap();
         assert!(matches!(
             m.state_from_terms(&[never]),
             Err(MachineError::UnknownFact { .. })

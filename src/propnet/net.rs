@@ -29,7 +29,7 @@
 
 use hashbrown::HashMap;
 
-use crate::gdl::{GTerm, Term, TermPool};
+use ggp_gdl::gdl::{GTerm, Term, TermPool};
 
 use super::ground::{AtomId, Budget, Clock, Exceeded, GroundError, GroundProgram, Phase};
 use super::optimize::{self, Graph, Lit, Node};
@@ -680,7 +680,7 @@ impl Outputs {
         }
         for &fact in base_terms {
             let atom = pool
-                .find_app(crate::gdl::Sym::NEXT, &[fact])
+                .find_app(ggp_gdl::gdl::Sym::NEXT, &[fact])
                 .and_then(|t| prog.find(k.next, t));
             out.next.push(atom.map_or(Lit::FALSE, |a| lit(a.index())));
         }

@@ -29,10 +29,10 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 
 use super::message::Heard;
 use crate::belief::{Belief, BeliefError};
-use crate::gdl::{Description, Term};
 use crate::machine::{MachineError, StateMachine};
 use crate::search::hidden::{HiddenPlayer, choose_for_seat};
 use crate::search::{Player, SearchConfig};
+use ggp_gdl::gdl::{Description, Term};
 
 /// Most states the worker's belief keeps.
 const WORKER_BELIEF: usize = 1000;
@@ -668,8 +668,8 @@ mod tests {
 
     use super::*;
     use crate::datalog::DatalogMachine;
-    use crate::gdl::parse_term;
     use crate::search::{Choice, PlayerKind, SearchConfig, SearchError, new_player};
+    use ggp_gdl::gdl::parse_term;
 
     const GAME: &str = "(role a) (role b) (init (turn a)) (init (count 0))
         (<= (legal ?r (go ?n)) (role ?r) (true (turn ?r)) (num ?n))

@@ -16,8 +16,8 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use crate::gdl::{self, Term};
-use crate::kif::{self, Pos, Sexp};
+use ggp_gdl::gdl::{self, Term};
+use ggp_gdl::kif::{self, Pos, Sexp};
 
 /// What a PLAY or STOP tells of the last step.
 #[derive(Debug, Clone, PartialEq)]
@@ -754,7 +754,7 @@ mod tests {
 
         /// Any Unicode, blanks, controls and deep nesting around message words.
         #[test]
-        fn never_panics_on_any_unicode(text in crate::kif::fuzz::text(&[
+        fn never_panics_on_any_unicode(text in ggp_gdl::kif::fuzz::text(&[
             "(", ")", "INFO", "PLAY", "START", "STOP", "ABORT", "PREVIEW", "NIL", "m", "x", "1",
             "((role x))", "(role x)",
         ])) {

@@ -31,9 +31,9 @@ use tracing::{info, warn};
 
 use super::match_session::{MatchSession, Played, SessionError, SessionFactory};
 use super::message::{Heard, Message, parse_message};
-use crate::gdl::{self, Description, Term};
 use crate::http::{self, Listener, Method, Request, Response, Service, Stopper};
-use crate::kif::Sexp;
+use ggp_gdl::gdl::{self, Description, Term};
+use ggp_gdl::kif::Sexp;
 
 /// Settings of the player server.
 #[derive(Debug, Clone)]

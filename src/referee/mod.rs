@@ -37,12 +37,12 @@ use tracing::{info, warn};
 
 pub use scramble::Scrambler;
 
-use crate::gdl::{self, Term};
-use crate::kif::{self, Sexp};
 use crate::machine::{MachineError, StateMachine};
 use crate::protocol::message::{spaced, state_text, term_to_sexp};
 use crate::protocol::{Client, SendError, Style};
 use crate::record::{MatchRecord, RecordError, random_token};
+use ggp_gdl::gdl::{self, Term};
+use ggp_gdl::kif::{self, Sexp};
 
 /// A player in a match.
 #[derive(Debug, Clone)]

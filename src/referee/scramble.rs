@@ -12,8 +12,8 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::gdl::Sym;
-use crate::kif::Sexp;
+use ggp_gdl::gdl::Sym;
+use ggp_gdl::kif::Sexp;
 
 /// A consistent renaming of a game's symbols.
 #[derive(Debug, Clone)]
@@ -114,7 +114,7 @@ fn made_up_word(rng: &mut impl Rng) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kif;
+    use ggp_gdl::kif;
 
     #[test]
     fn renames_everything_but_keywords_and_numbers_consistently() {

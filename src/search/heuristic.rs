@@ -26,8 +26,8 @@ use std::time::Instant;
 
 use rand::Rng;
 
-use crate::gdl::{Sym, Term};
 use crate::machine::{MachineError, StateMachine};
+use ggp_gdl::gdl::{Sym, Term};
 
 use super::{goal_or_zero, past, random_step};
 
@@ -747,7 +747,7 @@ mod tests {
 
     fn sym(n: u32) -> Sym {
         let text = format!("s{n}");
-        crate::gdl::parse_term(&text)
+        ggp_gdl::gdl::parse_term(&text)
             .ok()
             .and_then(|t| match t {
                 Term::Const(s) => Some(s),
@@ -758,7 +758,7 @@ mod tests {
 
     #[test]
     fn a_move_moves_the_piece_on_the_first_square_it_names() {
-        let t = |text: &str| crate::gdl::parse_term(text).expect("a term");
+        let t = |text: &str| ggp_gdl::gdl::parse_term(text).expect("a term");
         let facts = [t("(cell e 2 wp)"), t("(cell e 4 b)"), t("(ep e 3)")];
         let mut squares: hashbrown::HashMap<&[Term], Vec<Key>> = hashbrown::HashMap::new();
         for f in &facts {

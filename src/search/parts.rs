@@ -24,8 +24,8 @@ use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::analysis::{TurnTakingParts, turn_taking_parts};
-use crate::gdl::Term;
 use crate::machine::{Factoring, MachineError, StateMachine};
+use ggp_gdl::gdl::Term;
 
 use super::mcts::{MctsPlayer, MctsSettings};
 use super::{Choice, Player, SearchConfig, SearchError};
@@ -315,8 +315,8 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::gdl::Description;
     use crate::propnet::{Budget, PropnetMachine};
+    use ggp_gdl::gdl::Description;
 
     fn machine(name: &str) -> PropnetMachine {
         let path = format!(
@@ -355,7 +355,7 @@ mod tests {
     }
 
     fn term(text: &str) -> Term {
-        crate::gdl::parse_term(text).unwrap()
+        ggp_gdl::gdl::parse_term(text).unwrap()
     }
 
     #[test]

@@ -878,7 +878,7 @@ impl<M: StateMachine + Send + 'static> Player<M> for PuzzlePlayer<M> {
 mod tests {
     use super::*;
     use crate::datalog::DatalogMachine;
-    use crate::gdl::Description;
+    use ggp_gdl::gdl::Description;
     use std::time::Duration;
 
     /// From 1, add one or double, at most `steps` times; 13 scores 100 (and ends the game),
@@ -970,7 +970,7 @@ mod tests {
         assert!(search.solution(&mut m).unwrap().is_none());
         let line = search.best(&mut m).unwrap().expect("a best line");
         assert_eq!(line.goal, 30);
-        let dbl = m.find_move(&crate::gdl::parse_term("dbl").unwrap());
+        let dbl = m.find_move(&ggp_gdl::gdl::parse_term("dbl").unwrap());
         assert_eq!(line.moves, vec![dbl.unwrap(); 3]);
     }
 
@@ -1002,7 +1002,7 @@ mod tests {
         // A state the search never met starts a new search.
         let mut s = m.initial_state();
         let inc = m
-            .find_move(&crate::gdl::parse_term("inc").unwrap())
+            .find_move(&ggp_gdl::gdl::parse_term("inc").unwrap())
             .unwrap();
         for _ in 0..4 {
             s = m.next_state(&s, &[inc]).unwrap();
@@ -1050,7 +1050,7 @@ mod tests {
         // A move the plan did not make (a late move replaced by the referee, say): 1, 2, 3.
         let mut s = m.initial_state();
         let inc = m
-            .find_move(&crate::gdl::parse_term("inc").unwrap())
+            .find_move(&ggp_gdl::gdl::parse_term("inc").unwrap())
             .unwrap();
         for _ in 0..2 {
             s = m.next_state(&s, &[inc]).unwrap();

@@ -46,13 +46,13 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::gdl::Description;
 use crate::http::{self, Listener, Method, Request, Response, Service};
 use crate::play::progress::Progress;
 use crate::play::{Level, Seat};
 use crate::record::MatchRecord;
 use crate::search::Work;
 use game_session::{GameSession, SessionError, View};
+use ggp_gdl::gdl::Description;
 
 /// The page, compiled into the binary.
 pub const PAGE: &str = include_str!("page.html");

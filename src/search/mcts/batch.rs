@@ -238,9 +238,9 @@ mod tests {
     use rand::SeedableRng;
 
     use super::*;
-    use crate::gdl::Description;
     use crate::propnet::{Budget, MoveId, PropnetMachine, PropnetState};
     use crate::search::mcts::tree::Node;
+    use ggp_gdl::gdl::Description;
 
     /// A ticTacToe tree with a fresh root, and what a round needs.
     struct Fixture {

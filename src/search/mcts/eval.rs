@@ -189,8 +189,8 @@ impl<M: StateMachine> Evaluation<M> for HeuristicEvaluation {
 #[cfg(test)]
 mod tests {
     use super::Rivalry;
-    use crate::gdl::Description;
     use crate::propnet::{Budget, PropnetMachine};
+    use ggp_gdl::gdl::Description;
 
     fn machine(roles: &str) -> PropnetMachine {
         let text = format!(

@@ -730,9 +730,9 @@ mod tests {
     use rand::SeedableRng;
 
     use super::*;
-    use crate::gdl::Description;
     use crate::propnet::{Budget, PropnetMachine, PropnetState};
     use crate::search::mcts::{Evaluation, GoalEvaluation, Ucb1, UniformPlayout};
+    use ggp_gdl::gdl::Description;
 
     type Ttt =
         Tree<<PropnetMachine as StateMachine>::State, <PropnetMachine as StateMachine>::Move>;
@@ -1034,9 +1034,9 @@ mod tests {
             }
         }
         facts.push(format!("(control {mover})"));
-        let facts: Vec<crate::gdl::Term> = facts
+        let facts: Vec<ggp_gdl::gdl::Term> = facts
             .iter()
-            .map(|f| crate::gdl::parse_term(f).unwrap())
+            .map(|f| ggp_gdl::gdl::parse_term(f).unwrap())
             .collect();
         let state = m.state_from_terms(&facts).unwrap();
         let mut tree = Tree::new(64 << 20);

@@ -284,13 +284,13 @@ pub fn parse_one(text: &str) -> Result<Sexp, ParseError> {
 }
 
 /// Fuzz inputs shared by the parsers' tests: every Unicode blank, control bytes, brackets,
-/// any character, and deep nesting.
-#[cfg(test)]
-pub(crate) mod fuzz {
+/// any character, and deep nesting. The crates above use them through the `fuzz` feature.
+#[cfg(any(test, feature = "fuzz"))]
+pub mod fuzz {
     use proptest::prelude::*;
 
     /// Every Unicode white space character, the invisible blanks, and some controls.
-    pub(crate) const ODD: &[char] = &[
+    pub const ODD: &[char] = &[
         '\t', '\n', '\u{b}', '\u{c}', '\r', ' ', '\u{85}', '\u{a0}', '\u{1680}', '\u{2000}',
         '\u{2001}', '\u{2002}', '\u{2003}', '\u{2004}', '\u{2005}', '\u{2006}', '\u{2007}',
         '\u{2008}', '\u{2009}', '\u{200a}', '\u{2028}', '\u{2029}', '\u{202f}', '\u{205f}',
@@ -300,7 +300,7 @@ pub(crate) mod fuzz {
 
     /// Text of up to 80 characters weighted towards blanks, controls and `words`, possibly
     /// wrapped in up to 2,000 levels of brackets.
-    pub(crate) fn text(words: &'static [&'static str]) -> impl Strategy<Value = String> {
+    pub fn text(words: &'static [&'static str]) -> impl Strategy<Value = String> {
         let piece = prop_oneof![
             prop::sample::select(ODD).prop_map(String::from),
             prop::sample::select(words).prop_map(String::from),
@@ -322,7 +322,7 @@ pub(crate) mod fuzz {
     }
 
     /// Bytes: the text above, with some bytes that are not UTF-8 mixed in.
-    pub(crate) fn bytes(words: &'static [&'static str]) -> impl Strategy<Value = Vec<u8>> {
+    pub fn bytes(words: &'static [&'static str]) -> impl Strategy<Value = Vec<u8>> {
         (
             text(words),
             prop::collection::vec((0usize..200, any::<u8>()), 0..4),

@@ -4,11 +4,11 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use ggp::gdl::Severity;
-use ggp::gdl::validate::{Check, Verdict, check_text};
+use ggp_gdl::gdl::Severity;
+use ggp_gdl::gdl::validate::{Check, Verdict, check_text};
 
 /// The shared game corpus.
-const GAMES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/games/");
+const GAMES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/games/");
 
 /// Test sheets that `EXPECTED.tsv` calls invalid for a construct outside GDL's specification
 /// that the reference prover (ggp-base) plays: we play them too, with a warning of this kind
