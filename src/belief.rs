@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 use rand::Rng;
 use rand::seq::SliceRandom;
 
-use crate::machine::{MachineError, StateMachine};
+use ggp_engine::machine::{MachineError, StateMachine};
 use ggp_gdl::gdl::Term;
 
 /// A state with at most this many joint moves (ours fixed) has them all tried.
@@ -988,7 +988,7 @@ fn our_move<M: StateMachine>(
     if let Some(&m) = legal.iter().find(|&&m| machine.move_term(m) == *mv) {
         return Ok(Some(m));
     }
-    Ok(crate::machine::move_ignoring_case(machine, mv, &legal))
+    Ok(ggp_engine::machine::move_ignoring_case(machine, mv, &legal))
 }
 
 /// Joint moves, one per step, the first first.
@@ -1107,7 +1107,7 @@ pub(crate) mod tests {
     use rand_xoshiro::Xoshiro256PlusPlus;
 
     use super::*;
-    use crate::datalog::DatalogMachine;
+    use ggp_engine::datalog::DatalogMachine;
     use ggp_gdl::gdl::{Description, parse_term};
 
     /// Monty Hall as published (../shared/games/gdl2/montyhall.kif).
@@ -1153,7 +1153,7 @@ pub(crate) mod tests {
         m: &mut DatalogMachine,
         car: &str,
         open: &str,
-    ) -> Belief<crate::datalog::DatalogState, <DatalogMachine as StateMachine>::Move> {
+    ) -> Belief<ggp_engine::datalog::DatalogState, <DatalogMachine as StateMachine>::Move> {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
         let mut belief = Belief::new(m, 0, 100);
         let mut state = m.initial_state();

@@ -9,26 +9,21 @@
 //! the repository's root maps every module.
 #![warn(missing_docs)]
 
-pub mod analysis;
 pub mod belief;
 pub mod board;
 pub mod chess;
 pub mod cli;
-pub mod datalog;
-pub mod engine;
 pub mod http;
-pub mod machine;
 pub mod play;
-pub mod propnet;
 pub mod protocol;
 pub mod record;
 pub mod referee;
-pub mod resources;
 pub mod search;
 pub mod tournament;
-pub mod trace;
 pub mod web;
 
 // The lower crates' modules, under the paths the binary and `tests/` name them by.
+#[doc(no_inline)]
+pub use ggp_engine::{analysis, datalog, engine, machine, propnet, resources, trace};
 #[doc(no_inline)]
 pub use ggp_gdl::{gdl, kif};

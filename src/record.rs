@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::machine::StateMachine;
+use ggp_engine::machine::StateMachine;
 use ggp_gdl::gdl::{self, Term, parse_term};
 
 /// One match, as ggp.org stores it.

@@ -59,7 +59,7 @@ use std::time::{Duration, Instant};
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::machine::{MachineError, StateMachine};
+use ggp_engine::machine::{MachineError, StateMachine};
 use ggp_gdl::gdl::{Literal, Rule, Sym, Term};
 
 /// Most states [`sample_states`] collects.
@@ -705,7 +705,7 @@ const MAX_STATIC_ROWS: usize = 200_000;
 /// neither `true` nor `does` is evaluated from the rules it depends on, within
 /// [`MAX_STATIC_ROWS`] rows.
 fn hex_grid(rules: &[Rule], file: &Axis, rank: &Axis) -> Grid {
-    use crate::datalog::{Evaluator, Limits, lower};
+    use ggp_engine::datalog::{Evaluator, Limits, lower};
     use ggp_gdl::gdl::DependencyGraph;
     let mut names: Vec<Sym> = rules
         .iter()

@@ -7,7 +7,7 @@
 
 use shakmaty::{ByColor, Chess, Color, Position};
 
-use crate::machine::{MachineError, StateMachine};
+use ggp_engine::machine::{MachineError, StateMachine};
 use ggp_gdl::gdl::Term;
 
 use super::dialect::{CheckSource, Dialect, DialectError, Meaning, Reader, Snapshot, assemble};

@@ -9,7 +9,7 @@
 
 use shakmaty::{Chess, Position};
 
-use crate::machine::{MachineError, StateMachine};
+use ggp_engine::machine::{MachineError, StateMachine};
 use ggp_gdl::gdl::Term;
 
 use super::game::{ChessError, ChessGame, chess_shapes, compare_shapes};

@@ -13,12 +13,12 @@ use anyhow::{Context, bail};
 
 use super::serve::{EngineSessions, clock_seed, init_logging, margin};
 use super::{EngineChoice, GameFile, load_game};
-use crate::engine::{Machine, UseMachineMut};
 use crate::protocol::{RunningServer, Server, ServerConfig, Style};
 use crate::record::MatchRecord;
 use crate::referee::{Contestant, MatchConfig, now_ms, run_match};
 use crate::search::{PlayerSpec, SearchConfig};
 use crate::tournament::{Entrant, Source};
+use ggp_engine::engine::{Machine, UseMachineMut};
 use ggp_gdl::gdl::Term;
 use ggp_gdl::kif;
 
@@ -252,7 +252,7 @@ fn print_summary(record: &MatchRecord, roles: &[Term], path: &Path) {
 
 /// Referees one match on `engine` (the referee's own copy of the game).
 pub(super) fn referee(
-    engine: &mut crate::engine::Engine,
+    engine: &mut ggp_engine::engine::Engine,
     rules: &[kif::Sexp],
     contestants: &[Contestant],
     config: &MatchConfig,

@@ -9,11 +9,11 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 
 use super::{EngineChoice, engine_for, load_description, read};
-use crate::engine::{self, Machine, UseMachine};
-use crate::machine::StateMachine;
 use crate::play::terminal::{self, Ending, Glyphs, Options, ProgressSink};
 use crate::play::{Game, Level, Seat};
 use crate::record::MatchRecord;
+use ggp_engine::engine::{self, Machine, UseMachine};
+use ggp_engine::machine::StateMachine;
 use ggp_gdl::gdl::Term;
 
 /// Arguments of `ggp play`.

@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 use super::EngineChoice;
-use crate::datalog::DatalogMachine;
-use crate::engine::{self, Machine, UseMachine};
 use crate::protocol::{MatchSession, Server, ServerConfig, SessionError, SessionFactory, launch};
 use crate::search::{PlayerKind, PlayerSpec, SearchConfig};
+use ggp_engine::datalog::DatalogMachine;
+use ggp_engine::engine::{self, Machine, UseMachine};
 use ggp_gdl::gdl::Description;
 
 /// Options of `ggp serve`.

@@ -18,12 +18,12 @@ use anyhow::Context;
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::machine::StateMachine;
 use crate::record::MatchRecord;
 use crate::search::{PlayerSpec, SearchConfig};
+use ggp_engine::machine::StateMachine;
 
 use super::{EngineChoice, load_engine, load_engine_starting_in};
-use crate::engine::{Machine, UseMachineMut};
+use ggp_engine::engine::{Machine, UseMachineMut};
 
 /// Arguments of `ggp think`.
 #[derive(clap::Args, Debug)]

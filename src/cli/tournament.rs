@@ -10,10 +10,10 @@ use anyhow::Context;
 use super::matches::{builtin_player, builtin_search, referee};
 use super::serve::{clock_seed, margin};
 use super::{EngineChoice, GameFile, load_game};
-use crate::engine::Engine;
 use crate::record::MatchRecord;
 use crate::referee::{Contestant, MatchConfig};
 use crate::tournament::{self, Entrant, Game, Job, Settings, Source};
+use ggp_engine::engine::Engine;
 use ggp_gdl::gdl::is_nature_role;
 use ggp_gdl::kif::Sexp;
 

@@ -27,8 +27,8 @@ use shakmaty::{Color, File, Position, Rank, Role, Square as ChessSquare};
 
 use super::{Game, Level, PlayError, Seat};
 use crate::board::{Square, facts_by_relation};
-use crate::machine::StateMachine;
 use crate::search::Work;
+use ggp_engine::machine::StateMachine;
 use ggp_gdl::gdl::Term;
 
 /// Screen size the loop keeps to.
@@ -1036,7 +1036,7 @@ mod tests {
 
     #[test]
     fn the_progress_line_counts_the_playouts_of_the_search() {
-        use crate::datalog::DatalogMachine;
+        use ggp_engine::datalog::DatalogMachine;
         use ggp_gdl::gdl::Description;
         let text = include_str!("../../rules/connectFour.kif");
         let description = Description::from_text(text).unwrap();
@@ -1056,7 +1056,7 @@ mod tests {
     /// showing, and ends at the search's node count.
     #[test]
     fn the_progress_line_counts_positions_for_alpha_beta() {
-        use crate::propnet::{Budget, PropnetMachine};
+        use ggp_engine::propnet::{Budget, PropnetMachine};
         use ggp_gdl::gdl::Description;
         let text = include_str!("../../rules/chess.kif");
         let description = Description::from_text(text).unwrap();

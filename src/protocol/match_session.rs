@@ -29,9 +29,9 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 
 use super::message::Heard;
 use crate::belief::{Belief, BeliefError};
-use crate::machine::{MachineError, StateMachine};
 use crate::search::hidden::{HiddenPlayer, choose_for_seat};
 use crate::search::{Player, SearchConfig};
+use ggp_engine::machine::{MachineError, StateMachine};
 use ggp_gdl::gdl::{Description, Term};
 
 /// Most states the worker's belief keeps.
@@ -88,7 +88,7 @@ pub enum SessionError {
     NoLegalMove,
     /// No engine could be built for the game.
     #[error("cannot run the game: {0}")]
-    Build(crate::engine::LoadError),
+    Build(ggp_engine::engine::LoadError),
     /// The factory builds no stand-in session.
     #[error("no stand-in engine")]
     NoStandIn,
@@ -654,7 +654,7 @@ fn resolve<M: StateMachine>(
         return Ok(mv);
     }
     let legal = machine.legal_moves(state, role)?;
-    crate::machine::move_ignoring_case(machine, term, &legal).ok_or_else(|| {
+    ggp_engine::machine::move_ignoring_case(machine, term, &legal).ok_or_else(|| {
         SessionError::UnknownMove {
             role: machine.roles()[role].to_string(),
             mv: term.to_string(),
@@ -667,8 +667,8 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::datalog::DatalogMachine;
     use crate::search::{Choice, PlayerKind, SearchConfig, SearchError, new_player};
+    use ggp_engine::datalog::DatalogMachine;
     use ggp_gdl::gdl::parse_term;
 
     const GAME: &str = "(role a) (role b) (init (turn a)) (init (count 0))

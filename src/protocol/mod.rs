@@ -12,7 +12,7 @@
 //! only through the [`Player`] trait; the engine and the player are chosen by a
 //! [`SessionFactory`] that the caller (the command line) supplies.
 //!
-//! [`StateMachine`]: crate::machine::StateMachine
+//! [`StateMachine`]: ggp_engine::machine::StateMachine
 //! [`Player`]: crate::search::Player
 
 pub mod client;

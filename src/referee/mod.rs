@@ -37,10 +37,10 @@ use tracing::{info, warn};
 
 pub use scramble::Scrambler;
 
-use crate::machine::{MachineError, StateMachine};
 use crate::protocol::message::{spaced, state_text, term_to_sexp};
 use crate::protocol::{Client, SendError, Style};
 use crate::record::{MatchRecord, RecordError, random_token};
+use ggp_engine::machine::{MachineError, StateMachine};
 use ggp_gdl::gdl::{self, Term};
 use ggp_gdl::kif::{self, Sexp};
 
@@ -511,7 +511,7 @@ impl Referee<'_> {
         }
         if self.config.style == Style::Dresden
             // Dresden players answer in the upper case they were sent.
-            && let Some(mv) = crate::machine::move_ignoring_case(machine, &term, legal)
+            && let Some(mv) = ggp_engine::machine::move_ignoring_case(machine, &term, legal)
         {
             return Ok(mv);
         }

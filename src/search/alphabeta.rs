@@ -32,7 +32,7 @@ use std::time::Instant;
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::machine::StateMachine;
+use ggp_engine::machine::StateMachine;
 
 use super::heuristic::{self, Evaluator, Heuristic, Material};
 use super::{
@@ -540,9 +540,11 @@ impl<M: StateMachine> Searcher<'_, M> {
             }
             let moves = self.machine.legal_moves(state, r)?;
             if moves.is_empty() {
-                return Err(Halt::Engine(crate::machine::MachineError::NoLegalMoves {
-                    role: self.machine.roles()[r].to_string(),
-                }));
+                return Err(Halt::Engine(
+                    ggp_engine::machine::MachineError::NoLegalMoves {
+                        role: self.machine.roles()[r].to_string(),
+                    },
+                ));
             }
             out.push(moves);
         }

@@ -5,7 +5,7 @@
 //! solution), with or without a clock, unless `auto:puzzle=off` ([`AutoSettings::puzzle`]).
 //!
 //! **Turn-taking parts:** a game with simultaneous moves (the probe saw a state where two roles
-//! chose) that is turn-taking games played at once ([`crate::analysis::turn_taking`], looked for in
+//! chose) that is turn-taking games played at once ([`ggp_engine::analysis::turn_taking`], looked for in
 //! random games for an eighth of the start clock at most, 3 s at most) is played by
 //! [`PartsPlayer`], one part at a time.
 //!
@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::machine::StateMachine;
+use ggp_engine::machine::StateMachine;
 
 use super::alphabeta::{AlphaBetaPlayer, AlphaBetaSettings};
 use super::equilibrium::{Equilibrium, EquilibriumPlayer, Unsolved};

@@ -11,7 +11,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::machine::StateMachine;
+use ggp_engine::machine::StateMachine;
 
 use super::{Player, SearchConfig, SearchError, goal_or_zero};
 

@@ -30,7 +30,7 @@ use microlp::{ComparisonOp, OptimizationDirection, Problem};
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::machine::{MachineError, StateMachine};
+use ggp_engine::machine::{MachineError, StateMachine};
 
 use super::{Choice, Player, SearchConfig, SearchError, goal_or_zero, past};
 

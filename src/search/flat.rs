@@ -12,7 +12,7 @@ use std::time::Instant;
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::machine::StateMachine;
+use ggp_engine::machine::StateMachine;
 
 use super::{
     Choice, Halt, Player, PlayoutBuffers, SearchConfig, SearchError, goal_or_zero, past,

@@ -26,7 +26,7 @@ use std::time::Instant;
 
 use rand::Rng;
 
-use crate::machine::{MachineError, StateMachine};
+use ggp_engine::machine::{MachineError, StateMachine};
 use ggp_gdl::gdl::{Sym, Term};
 
 use super::{goal_or_zero, past, random_step};

@@ -13,7 +13,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use super::mcts::{MctsSettings, Ucb1};
 use super::{Choice, Player, SearchConfig, SearchError, goal_or_zero};
 use crate::belief::Belief;
-use crate::machine::{MachineError, StateMachine};
+use ggp_engine::machine::{MachineError, StateMachine};
 
 /// One node of the search tree: a sequence of our moves from the root (open loop: what we
 /// would see on the way is left to the states drawn, not branched on).

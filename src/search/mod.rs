@@ -54,7 +54,7 @@ use rand::SeedableRng;
 use rand::seq::IndexedRandom;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::machine::{MachineError, StateMachine};
+use ggp_engine::machine::{MachineError, StateMachine};
 
 /// The built-in players.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]

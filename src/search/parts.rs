@@ -1,4 +1,4 @@
-//! The search over a game's turn-taking parts ([`crate::analysis::turn_taking`]): a game of
+//! The search over a game's turn-taking parts ([`ggp_engine::analysis::turn_taking`]): a game of
 //! simultaneous moves that is several turn-taking games played at once (connectFourSimultaneous:
 //! each role drops a disc on one board while the other drops one on the other board) is
 //! searched one part at a time, as a turn-taking game, instead of as one tree of joint moves
@@ -23,8 +23,8 @@ use std::time::Instant;
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::analysis::{TurnTakingParts, turn_taking_parts};
-use crate::machine::{Factoring, MachineError, StateMachine};
+use ggp_engine::analysis::{TurnTakingParts, turn_taking_parts};
+use ggp_engine::machine::{Factoring, MachineError, StateMachine};
 use ggp_gdl::gdl::Term;
 
 use super::mcts::{MctsPlayer, MctsSettings};
@@ -315,7 +315,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::propnet::{Budget, PropnetMachine};
+    use ggp_engine::propnet::{Budget, PropnetMachine};
     use ggp_gdl::gdl::Description;
 
     fn machine(name: &str) -> PropnetMachine {

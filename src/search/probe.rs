@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use rand::Rng;
 
-use crate::machine::StateMachine;
+use ggp_engine::machine::StateMachine;
 
 use super::{PlayoutBuffers, goal_or_zero, past};
 

@@ -51,7 +51,7 @@ use std::time::Instant;
 
 use hashbrown::{DefaultHashBuilder, HashMap};
 
-use crate::machine::{MachineError, StateMachine};
+use ggp_engine::machine::{MachineError, StateMachine};
 
 use super::heuristic::{Evaluator, Heuristic};
 use super::mcts::{MctsPlayer, MctsSettings};
@@ -877,7 +877,7 @@ impl<M: StateMachine + Send + 'static> Player<M> for PuzzlePlayer<M> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::datalog::DatalogMachine;
+    use ggp_engine::datalog::DatalogMachine;
     use ggp_gdl::gdl::Description;
     use std::time::Duration;
 

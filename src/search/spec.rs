@@ -18,7 +18,7 @@ use super::alphabeta::AlphaBetaSettings;
 use super::auto::AutoSettings;
 use super::mcts::{Anti, MctsSettings};
 use super::{Player, PlayerKind, SearchConfig, new_player_with};
-use crate::machine::StateMachine;
+use ggp_engine::machine::StateMachine;
 
 /// A built-in player and its settings, checked.
 #[derive(Debug, Clone, PartialEq)]

@@ -4,12 +4,12 @@
 use serde::Serialize;
 
 use crate::board::{Grid, Layout, Square, content_text, facts_by_relation};
-use crate::engine::{self, EngineChoice, Machine, UseMachine};
-use crate::machine::StateMachine;
 use crate::play::progress::Progress;
 use crate::play::{Game, Level, PlayError, Seat, result_text};
 use crate::record::MatchRecord;
 use crate::search::Work;
+use ggp_engine::engine::{self, EngineChoice, Machine, UseMachine};
+use ggp_engine::machine::StateMachine;
 use ggp_gdl::gdl::{Description, Term};
 
 /// Why a request about a game failed.

@@ -22,8 +22,8 @@
 
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::machine::{MachineError, PlayoutEnd, StateMachine};
 use crate::search::Halt;
+use ggp_engine::machine::{MachineError, PlayoutEnd, StateMachine};
 
 use super::parallel::Context;
 use super::tree::{Leaf, Scratch, Tree};
@@ -238,8 +238,8 @@ mod tests {
     use rand::SeedableRng;
 
     use super::*;
-    use crate::propnet::{Budget, MoveId, PropnetMachine, PropnetState};
     use crate::search::mcts::tree::Node;
+    use ggp_engine::propnet::{Budget, MoveId, PropnetMachine, PropnetState};
     use ggp_gdl::gdl::Description;
 
     /// A ticTacToe tree with a fresh root, and what a round needs.

@@ -12,9 +12,9 @@
 //! start clock ([`crate::search::heuristic`]); it also gives the estimate a new tree node
 //! starts with ([`super::MctsSettings::prior`]).
 
-use crate::machine::{MachineError, StateMachine};
 use crate::search::goal_or_zero;
 use crate::search::heuristic::{Evaluator, Heuristic, per_role};
+use ggp_engine::machine::{MachineError, StateMachine};
 
 /// How the tree reads the rewards of the roles other than ours: each other role that chooses
 /// (nature aside) is searched as wanting, in the proportion `weight`, what we lose (`1 − ours`)
@@ -189,7 +189,7 @@ impl<M: StateMachine> Evaluation<M> for HeuristicEvaluation {
 #[cfg(test)]
 mod tests {
     use super::Rivalry;
-    use crate::propnet::{Budget, PropnetMachine};
+    use ggp_engine::propnet::{Budget, PropnetMachine};
     use ggp_gdl::gdl::Description;
 
     fn machine(roles: &str) -> PropnetMachine {

@@ -76,7 +76,7 @@ use std::time::Instant;
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::machine::{MachineError, StateMachine};
+use ggp_engine::machine::{MachineError, StateMachine};
 
 use super::duel::{DuelPlan, Side, duel};
 use super::heuristic::{self, Heuristic};

@@ -10,8 +10,8 @@ use std::time::Instant;
 
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::machine::{MachineError, StateMachine};
 use crate::search::{Halt, past};
+use ggp_engine::machine::{MachineError, StateMachine};
 
 use super::Policies;
 use super::tree::{Scratch, Tree};

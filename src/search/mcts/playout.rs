@@ -12,8 +12,8 @@ use std::time::Instant;
 
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::machine::StateMachine;
 use crate::search::{Halt, PlayoutBuffers, timed_playout};
+use ggp_engine::machine::StateMachine;
 
 /// Plays an iteration out past the tree.
 pub trait PlayoutPolicy<M: StateMachine>: Send {
@@ -83,9 +83,11 @@ fn play_out<M: StateMachine>(
             buffers.legal.clear();
             machine.legal_moves_into(&state, r, &mut buffers.legal)?;
             if buffers.legal.is_empty() {
-                return Err(Halt::Engine(crate::machine::MachineError::NoLegalMoves {
-                    role: machine.roles()[r].to_string(),
-                }));
+                return Err(Halt::Engine(
+                    ggp_engine::machine::MachineError::NoLegalMoves {
+                        role: machine.roles()[r].to_string(),
+                    },
+                ));
             }
             let mv = choice.pick(r, &mut buffers.legal, rng);
             buffers.joint.push(mv);

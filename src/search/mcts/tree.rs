@@ -23,8 +23,8 @@
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::machine::{MachineError, StateMachine};
 use crate::search::{Halt, goal_or_zero, past};
+use ggp_engine::machine::{MachineError, StateMachine};
 
 use super::parallel::Context;
 use super::select::{MoveView, Selection};
@@ -730,8 +730,8 @@ mod tests {
     use rand::SeedableRng;
 
     use super::*;
-    use crate::propnet::{Budget, PropnetMachine, PropnetState};
     use crate::search::mcts::{Evaluation, GoalEvaluation, Ucb1, UniformPlayout};
+    use ggp_engine::propnet::{Budget, PropnetMachine, PropnetState};
     use ggp_gdl::gdl::Description;
 
     type Ttt =

@@ -1032,7 +1032,7 @@ mod tests {
     use crate::propnet::{Budget, PropnetMachine};
     use ggp_gdl::gdl::Description;
 
-    const CONNECT_FOUR: &str = include_str!("../../rules/connectFour.kif");
+    const CONNECT_FOUR: &str = include_str!("../../../../rules/connectFour.kif");
 
     fn play<const W: usize>(net: &Arc<Net>, slots: usize, count: u64) -> Vec<LaneRecord> {
         let mut runner = BatchRunner::<W>::with_slots(Arc::clone(net), slots);
@@ -1062,7 +1062,7 @@ mod tests {
         assert_eq!(machine.roles().len(), 2);
     }
 
-    const TIC_TAC_TOE: &str = include_str!("../../rules/ticTacToe.kif");
+    const TIC_TAC_TOE: &str = include_str!("../../../../rules/ticTacToe.kif");
 
     /// `count` states of ticTacToe reached by 0 to 9 random joint moves (some terminal).
     fn random_states(m: &mut PropnetMachine, count: usize, seed: u64) -> Vec<PropnetState> {

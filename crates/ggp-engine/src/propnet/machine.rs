@@ -983,8 +983,8 @@ mod tests {
     use rand::SeedableRng;
     use rand_xoshiro::Xoshiro256PlusPlus;
 
-    const TICTACTOE: &str = include_str!("../../rules/ticTacToe.kif");
-    const CONNECT_FOUR: &str = include_str!("../../rules/connectFour.kif");
+    const TICTACTOE: &str = include_str!("../../../../rules/ticTacToe.kif");
+    const CONNECT_FOUR: &str = include_str!("../../../../rules/connectFour.kif");
 
     fn machine(text: &str) -> PropnetMachine {
         let description = Description::from_text(text).unwrap();

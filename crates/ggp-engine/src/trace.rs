@@ -409,7 +409,7 @@ mod tests {
 
     #[test]
     fn own_playouts_replay() {
-        let d = Description::from_text(include_str!("../rules/ticTacToe.kif")).unwrap();
+        let d = Description::from_text(include_str!("../../../rules/ticTacToe.kif")).unwrap();
         let mut m = DatalogMachine::new(&d).unwrap();
         let mut text = String::new();
         let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(7);
@@ -431,7 +431,7 @@ mod tests {
 
     #[test]
     fn a_changed_trace_disagrees() {
-        let d = Description::from_text(include_str!("../rules/ticTacToe.kif")).unwrap();
+        let d = Description::from_text(include_str!("../../../rules/ticTacToe.kif")).unwrap();
         let mut m = DatalogMachine::new(&d).unwrap();
         let mut text = String::new();
         let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(7);

@@ -19,8 +19,10 @@ pub trait Machine: StateMachine + Clone + Send + 'static {}
 
 impl<M: StateMachine + Clone + Send + 'static> Machine for M {}
 
-/// Which engine runs a game.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+/// Which engine runs a game. With the `clap` feature it is a `clap::ValueEnum`, for the
+/// command line's `--engine`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum EngineChoice {
     /// The propnet if the game grounds within the budget, else the Datalog engine.
     Auto,

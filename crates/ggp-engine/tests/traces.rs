@@ -11,12 +11,12 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use ggp::datalog::DatalogMachine;
-use ggp::gdl::Description;
-use ggp::trace::{self, Replay};
+use ggp_engine::datalog::DatalogMachine;
+use ggp_engine::trace::{self, Replay};
+use ggp_gdl::gdl::Description;
 
 fn corpus() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/games")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/games")
 }
 
 /// Replays one game; `Err` describes a disagreement or failure.

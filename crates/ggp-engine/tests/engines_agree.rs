@@ -24,15 +24,15 @@ use std::time::{Duration, Instant};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use ggp::datalog::DatalogMachine;
-use ggp::gdl::{Description, Term};
-use ggp::machine::StateMachine;
-use ggp::propnet::{Budget, GroundError, LaneRecord, PropnetMachine, Width};
-use ggp::trace::{self, Replay};
+use ggp_engine::datalog::DatalogMachine;
+use ggp_engine::machine::StateMachine;
+use ggp_engine::propnet::{Budget, GroundError, LaneRecord, PropnetMachine, Width};
+use ggp_engine::trace::{self, Replay};
+use ggp_gdl::gdl::{Description, Term};
 
-const BASE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/games/base");
-const TEST: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/games/test");
-const TRACES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/games/traces");
+const BASE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/games/base");
+const TEST: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/games/test");
+const TRACES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/games/traces");
 
 /// The default sample of `base` games: (name, playouts).
 const SAMPLE: &[(&str, usize)] = &[
@@ -601,7 +601,10 @@ fn propnet_batch_playouts_restart_lanes_and_agree() {
 /// Sheets with the constructs outside GDL's specification that the reference prover
 /// (ggp-base) plays: `(not (distinct s t))`, a function symbol with several arities, `base` and
 /// `input` as old ordinary relations, `not` as a function symbol.
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/reference");
+const FIXTURES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../tests/fixtures/reference"
+);
 
 /// Plays `moves` (one printed joint move per step, in role order) from the initial state;
 /// each role's legal moves at every state reached (sorted, joined by spaces; roles joined by
@@ -627,7 +630,7 @@ fn scripted<M: StateMachine>(m: &mut M, moves: &[&[&str]]) -> (String, Option<Ve
         let joint: Vec<M::Move> = joint
             .iter()
             .map(|t| {
-                m.find_move(&ggp::gdl::parse_term(t).unwrap())
+                m.find_move(&ggp_gdl::gdl::parse_term(t).unwrap())
                     .unwrap_or_else(|| panic!("unknown move {t}"))
             })
             .collect();
@@ -730,7 +733,10 @@ fn both_engines_play_what_the_reference_prover_plays() {
 ///   relations).
 #[test]
 fn both_engines_agree_with_the_reference_referees_traces() {
-    let gdl2 = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/games/gdl2"));
+    let gdl2 = Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/games/gdl2"
+    ));
     let fixtures = Path::new(FIXTURES);
     let sheets = [
         (

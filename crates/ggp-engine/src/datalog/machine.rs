@@ -496,7 +496,7 @@ mod tests {
     use super::*;
     use crate::machine::EngineFailure;
 
-    const TICTACTOE: &str = include_str!("../../rules/ticTacToe.kif");
+    const TICTACTOE: &str = include_str!("../../../../rules/ticTacToe.kif");
 
     fn machine(text: &str) -> DatalogMachine {
         let description = Description::from_text(text).unwrap();
@@ -517,7 +517,7 @@ mod tests {
     fn static_relations_too_slow_to_compute_in_full_are_computed_on_demand() {
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../shared/games/base/laikLee_hex.kif"
+            "/../../../shared/games/base/laikLee_hex.kif"
         );
         let text = std::fs::read_to_string(path).unwrap();
         let started = std::time::Instant::now();
@@ -616,7 +616,7 @@ mod tests {
 
     fn bomb(name: &str) -> Description {
         let path = format!(
-            "{}/tests/fixtures/bombs/{name}.kif",
+            "{}/../../tests/fixtures/bombs/{name}.kif",
             env!("CARGO_MANIFEST_DIR")
         );
         Description::from_text(&std::fs::read_to_string(path).unwrap()).unwrap()
