@@ -9,7 +9,6 @@
 //! the repository's root maps every module.
 #![warn(missing_docs)]
 
-pub mod belief;
 pub mod board;
 pub mod chess;
 pub mod cli;
@@ -18,7 +17,6 @@ pub mod play;
 pub mod protocol;
 pub mod record;
 pub mod referee;
-pub mod search;
 pub mod tournament;
 pub mod web;
 
@@ -27,3 +25,5 @@ pub mod web;
 pub use ggp_engine::{analysis, datalog, engine, machine, propnet, resources, trace};
 #[doc(no_inline)]
 pub use ggp_gdl::{gdl, kif};
+#[doc(no_inline)]
+pub use ggp_search::{belief, search};

@@ -16,11 +16,11 @@ use super::{EngineChoice, GameFile, load_game};
 use crate::protocol::{RunningServer, Server, ServerConfig, Style};
 use crate::record::MatchRecord;
 use crate::referee::{Contestant, MatchConfig, now_ms, run_match};
-use crate::search::{PlayerSpec, SearchConfig};
 use crate::tournament::{Entrant, Source};
 use ggp_engine::engine::{Machine, UseMachineMut};
 use ggp_gdl::gdl::Term;
 use ggp_gdl::kif;
+use ggp_search::search::{PlayerSpec, SearchConfig};
 
 /// Options of `ggp match`.
 #[derive(clap::Args, Debug)]

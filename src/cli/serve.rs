@@ -9,10 +9,10 @@ use anyhow::Context;
 
 use super::EngineChoice;
 use crate::protocol::{MatchSession, Server, ServerConfig, SessionError, SessionFactory, launch};
-use crate::search::{PlayerKind, PlayerSpec, SearchConfig};
 use ggp_engine::datalog::DatalogMachine;
 use ggp_engine::engine::{self, Machine, UseMachine};
 use ggp_gdl::gdl::Description;
+use ggp_search::search::{PlayerKind, PlayerSpec, SearchConfig};
 
 /// Options of `ggp serve`.
 #[derive(clap::Args, Debug)]

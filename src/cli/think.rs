@@ -19,8 +19,8 @@ use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::record::MatchRecord;
-use crate::search::{PlayerSpec, SearchConfig};
 use ggp_engine::machine::StateMachine;
+use ggp_search::search::{PlayerSpec, SearchConfig};
 
 use super::{EngineChoice, load_engine, load_engine_starting_in};
 use ggp_engine::engine::{Machine, UseMachineMut};

@@ -28,10 +28,10 @@ use ggp_engine::machine::{EngineFailure, MachineError, StateMachine};
 use ggp_gdl::gdl::{Rule, Term, parse_term};
 use rand::SeedableRng;
 
-use crate::belief::{Belief, BeliefError};
-use crate::search::auto::{AutoPlayer, LevelBudget};
-use crate::search::hidden::{HiddenPlayer, choose_for_seat};
-use crate::search::{Choice, Player, PlayerKind, SearchConfig, SearchError, Work, new_player};
+use ggp_search::belief::{Belief, BeliefError};
+use ggp_search::search::auto::{AutoPlayer, LevelBudget};
+use ggp_search::search::hidden::{HiddenPlayer, choose_for_seat};
+use ggp_search::search::{Choice, Player, PlayerKind, SearchConfig, SearchError, Work, new_player};
 use progress::Progress;
 
 /// Why playing failed.

@@ -27,9 +27,9 @@ use shakmaty::{Color, File, Position, Rank, Role, Square as ChessSquare};
 
 use super::{Game, Level, PlayError, Seat};
 use crate::board::{Square, facts_by_relation};
-use crate::search::Work;
 use ggp_engine::machine::StateMachine;
 use ggp_gdl::gdl::Term;
+use ggp_search::search::Work;
 
 /// Screen size the loop keeps to.
 pub const SCREEN_COLUMNS: usize = 80;

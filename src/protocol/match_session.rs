@@ -28,11 +28,11 @@ use rand::seq::IndexedRandom;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use super::message::Heard;
-use crate::belief::{Belief, BeliefError};
-use crate::search::hidden::{HiddenPlayer, choose_for_seat};
-use crate::search::{Player, SearchConfig};
 use ggp_engine::machine::{MachineError, StateMachine};
 use ggp_gdl::gdl::{Description, Term};
+use ggp_search::belief::{Belief, BeliefError};
+use ggp_search::search::hidden::{HiddenPlayer, choose_for_seat};
+use ggp_search::search::{Player, SearchConfig};
 
 /// Most states the worker's belief keeps.
 const WORKER_BELIEF: usize = 1000;
@@ -124,7 +124,7 @@ pub enum WorkerError {
     Panicked,
     /// The player failed (its engine did).
     #[error(transparent)]
-    Search(#[from] crate::search::SearchError),
+    Search(#[from] ggp_search::search::SearchError),
     /// The thread could not follow the match, and only reports this from then on.
     #[error("cannot follow the match: {0}")]
     Lost(std::sync::Arc<SessionError>),
@@ -667,9 +667,9 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::search::{Choice, PlayerKind, SearchConfig, SearchError, new_player};
     use ggp_engine::datalog::DatalogMachine;
     use ggp_gdl::gdl::parse_term;
+    use ggp_search::search::{Choice, PlayerKind, SearchConfig, SearchError, new_player};
 
     const GAME: &str = "(role a) (role b) (init (turn a)) (init (count 0))
         (<= (legal ?r (go ?n)) (role ?r) (true (turn ?r)) (num ?n))
@@ -771,7 +771,14 @@ mod tests {
     /// with the player's configuration: a tournament's iteration limit holds there too.
     #[test]
     fn the_hidden_search_keeps_the_iteration_limit() {
-        let monty = crate::belief::tests::machine();
+        // Monty Hall, the sheet of `ggp_search::belief`'s tests (whose helpers are not
+        // compiled for this crate's tests).
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../shared/games/gdl2/montyhall.kif"
+        );
+        let text = std::fs::read_to_string(path).unwrap();
+        let monty = DatalogMachine::new(&Description::from_text(&text).unwrap()).unwrap();
         let config = SearchConfig {
             max_iterations: Some(40),
             ..seeded(3)

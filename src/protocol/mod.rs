@@ -13,7 +13,7 @@
 //! [`SessionFactory`] that the caller (the command line) supplies.
 //!
 //! [`StateMachine`]: ggp_engine::machine::StateMachine
-//! [`Player`]: crate::search::Player
+//! [`Player`]: ggp_search::search::Player
 
 pub mod client;
 pub mod match_session;

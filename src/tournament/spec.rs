@@ -12,7 +12,7 @@
 
 use std::str::FromStr;
 
-use crate::search;
+use ggp_search::search;
 
 /// One tournament player.
 #[derive(Debug, Clone, PartialEq)]

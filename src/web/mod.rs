@@ -50,9 +50,9 @@ use crate::http::{self, Listener, Method, Request, Response, Service};
 use crate::play::progress::Progress;
 use crate::play::{Level, Seat};
 use crate::record::MatchRecord;
-use crate::search::Work;
 use game_session::{GameSession, SessionError, View};
 use ggp_gdl::gdl::Description;
+use ggp_search::search::Work;
 
 /// The page, compiled into the binary.
 pub const PAGE: &str = include_str!("page.html");

@@ -739,7 +739,7 @@ mod tests {
 
     /// The tic-tac-toe machine and a tree holding only the initial state.
     fn fresh() -> (PropnetMachine, Ttt) {
-        let text = include_str!("../../../rules/ticTacToe.kif");
+        let text = include_str!("../../../../../rules/ticTacToe.kif");
         let d = Description::from_text(text).expect("the sheet parses");
         let mut m = PropnetMachine::new(&d, &Budget::default()).expect("the game grounds");
         let mut tree = Tree::new(64 << 20);
@@ -1020,7 +1020,7 @@ mod tests {
     /// A tic-tac-toe tree searched until its root is settled, from the position with `marks`
     /// and `mover` to move, and its machine.
     fn tic_tac_toe_from(marks: &[((u8, u8), &str)], mover: &str) -> (PropnetMachine, Ttt) {
-        let text = include_str!("../../../rules/ticTacToe.kif");
+        let text = include_str!("../../../../../rules/ticTacToe.kif");
         let d = Description::from_text(text).expect("the sheet parses");
         let mut m = PropnetMachine::new(&d, &Budget::default()).expect("the game grounds");
         let mut facts = Vec::new();

@@ -1022,7 +1022,7 @@ mod tests {
 
     #[test]
     fn only_deterministic_single_player_games_are_puzzles() {
-        let ttt = Description::from_text(include_str!("../../rules/ticTacToe.kif")).unwrap();
+        let ttt = Description::from_text(include_str!("../../../../rules/ticTacToe.kif")).unwrap();
         let m = DatalogMachine::new(&ttt).unwrap();
         assert_eq!(check(&m), Err(PuzzleError::Roles { roles: 2 }));
         assert!(PuzzleSearch::new(&m, PuzzleSettings::default()).is_err());

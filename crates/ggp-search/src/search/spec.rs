@@ -12,8 +12,6 @@
 use std::fmt;
 use std::str::FromStr;
 
-use clap::ValueEnum;
-
 use super::alphabeta::AlphaBetaSettings;
 use super::auto::AutoSettings;
 use super::mcts::{Anti, MctsSettings};
@@ -231,22 +229,40 @@ impl fmt::Display for PlayerSpec {
     }
 }
 
+/// Every built-in player, in the order an unknown name's error lists them.
+const KINDS: [PlayerKind; 7] = [
+    PlayerKind::Random,
+    PlayerKind::Legal,
+    PlayerKind::Flat,
+    PlayerKind::Mcts,
+    PlayerKind::Alphabeta,
+    PlayerKind::Puzzle,
+    PlayerKind::Auto,
+];
+
 /// The player named `name` (any case).
 fn parse_kind(name: &str) -> Result<PlayerKind, SpecError> {
-    PlayerKind::from_str(name.trim(), true).map_err(|_| SpecError::UnknownPlayer {
-        name: name.to_string(),
-        known: PlayerKind::value_variants()
-            .iter()
-            .map(|&k| kind_name(k))
-            .collect::<Vec<_>>()
-            .join(", "),
-    })
+    KINDS
+        .into_iter()
+        .find(|&k| kind_name(k).eq_ignore_ascii_case(name.trim()))
+        .ok_or_else(|| SpecError::UnknownPlayer {
+            name: name.to_string(),
+            known: KINDS.map(kind_name).join(", "),
+        })
 }
 
-/// The name `clap` knows a kind by.
+/// The name a spec gives a kind.
 fn kind_name(kind: PlayerKind) -> String {
-    kind.to_possible_value()
-        .map_or_else(|| format!("{kind:?}"), |v| v.get_name().to_string())
+    match kind {
+        PlayerKind::Random => "random",
+        PlayerKind::Legal => "legal",
+        PlayerKind::Flat => "flat",
+        PlayerKind::Mcts => "mcts",
+        PlayerKind::Alphabeta => "alphabeta",
+        PlayerKind::Puzzle => "puzzle",
+        PlayerKind::Auto => "auto",
+    }
+    .to_string()
 }
 
 fn unknown(player: &str, key: &str, keys: &[(&str, &str)]) -> SpecError {
@@ -357,6 +373,23 @@ fn set_alphabeta(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The names clap's `ValueEnum` derive gave the kinds before the workspace cut (issue 57),
+    /// read in any case, and listed in that order when a name is unknown.
+    #[test]
+    fn kinds_are_named_as_clap_named_them() {
+        for kind in KINDS {
+            assert_eq!(parse_kind(&kind_name(kind).to_uppercase()).unwrap(), kind);
+        }
+        let e = parse_kind(" nobody ").unwrap_err();
+        assert_eq!(
+            e,
+            SpecError::UnknownPlayer {
+                name: " nobody ".to_string(),
+                known: "random, legal, flat, mcts, alphabeta, puzzle, auto".to_string(),
+            }
+        );
+    }
 
     #[test]
     fn a_spec_round_trips() {

@@ -57,7 +57,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use ggp_engine::machine::{MachineError, StateMachine};
 
 /// The built-in players.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PlayerKind {
     /// A uniformly random legal move.
     Random,

@@ -1209,7 +1209,8 @@ pub(crate) mod tests {
     /// deterministic, so the bound is counted in joint moves checked, not in time.
     #[test]
     fn follows_a_random_deal() {
-        let text = std::fs::read_to_string("rules/dominup.kif").unwrap();
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../rules/dominup.kif");
+        let text = std::fs::read_to_string(path).unwrap();
         let mut m = DatalogMachine::new(&Description::from_text(&text).unwrap()).unwrap();
         let hand = |facts: Vec<Term>| -> Vec<Term> {
             facts

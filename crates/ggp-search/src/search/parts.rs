@@ -320,7 +320,7 @@ mod tests {
 
     fn machine(name: &str) -> PropnetMachine {
         let path = format!(
-            "{}/../shared/games/base/{name}.kif",
+            "{}/../../../shared/games/base/{name}.kif",
             env!("CARGO_MANIFEST_DIR")
         );
         let text = std::fs::read_to_string(&path).expect("the corpus beside the checkout");

@@ -255,7 +255,7 @@ mod tests {
     impl Fixture {
         fn new() -> Fixture {
             let description =
-                Description::from_text(include_str!("../../../rules/ticTacToe.kif")).unwrap();
+                Description::from_text(include_str!("../../../../../rules/ticTacToe.kif")).unwrap();
             let mut m = PropnetMachine::new(&description, &Budget::default()).unwrap();
             let mut tree = Tree::new(64 << 20);
             let initial = m.initial_state();
