@@ -11,10 +11,10 @@ use anyhow::{Context, bail};
 use super::{EngineChoice, engine_for, load_description, read};
 use crate::play::terminal::{self, Ending, Glyphs, Options, ProgressSink};
 use crate::play::{Game, Level, Seat};
-use crate::record::MatchRecord;
 use ggp_engine::engine::{self, Machine, UseMachine};
 use ggp_engine::machine::StateMachine;
 use ggp_gdl::gdl::Term;
+use ggp_match::record::MatchRecord;
 
 /// Arguments of `ggp play`.
 #[derive(clap::Args, Debug)]

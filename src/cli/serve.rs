@@ -8,10 +8,12 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 use super::EngineChoice;
-use crate::protocol::{MatchSession, Server, ServerConfig, SessionError, SessionFactory, launch};
 use ggp_engine::datalog::DatalogMachine;
 use ggp_engine::engine::{self, Machine, UseMachine};
 use ggp_gdl::gdl::Description;
+use ggp_match::protocol::{
+    MatchSession, Server, ServerConfig, SessionError, SessionFactory, launch,
+};
 use ggp_search::search::{PlayerKind, PlayerSpec, SearchConfig};
 
 /// Options of `ggp serve`.

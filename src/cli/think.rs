@@ -18,8 +18,8 @@ use anyhow::Context;
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::record::MatchRecord;
 use ggp_engine::machine::StateMachine;
+use ggp_match::record::MatchRecord;
 use ggp_search::search::{PlayerSpec, SearchConfig};
 
 use super::{EngineChoice, load_engine, load_engine_starting_in};

@@ -21,11 +21,11 @@ use crate::board::{
     Change, Grid, JOIN_GAMES, JOIN_TIME, Layout, Square, Typed, sample_ends, sample_states,
 };
 use crate::chess::MoveShape;
-use crate::protocol::message::{spaced, state_text, term_to_sexp};
-use crate::record::{MatchRecord, parse_states, random_token};
 use ggp_engine::engine::LoadError;
 use ggp_engine::machine::{EngineFailure, MachineError, StateMachine};
 use ggp_gdl::gdl::{Rule, Term, parse_term};
+use ggp_match::protocol::message::{spaced, state_text, term_to_sexp};
+use ggp_match::record::{MatchRecord, parse_states, random_token};
 use rand::SeedableRng;
 
 use ggp_search::belief::{Belief, BeliefError};

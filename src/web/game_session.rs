@@ -6,10 +6,10 @@ use serde::Serialize;
 use crate::board::{Grid, Layout, Square, content_text, facts_by_relation};
 use crate::play::progress::Progress;
 use crate::play::{Game, Level, PlayError, Seat, result_text};
-use crate::record::MatchRecord;
 use ggp_engine::engine::{self, EngineChoice, Machine, UseMachine};
 use ggp_engine::machine::StateMachine;
 use ggp_gdl::gdl::{Description, Term};
+use ggp_match::record::MatchRecord;
 use ggp_search::search::Work;
 
 /// Why a request about a game failed.

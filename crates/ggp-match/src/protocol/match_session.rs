@@ -775,7 +775,7 @@ mod tests {
         // compiled for this crate's tests).
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../shared/games/gdl2/montyhall.kif"
+            "/../../../shared/games/gdl2/montyhall.kif"
         );
         let text = std::fs::read_to_string(path).unwrap();
         let monty = DatalogMachine::new(&Description::from_text(&text).unwrap()).unwrap();
