@@ -1,7 +1,7 @@
 #!/bin/sh
 # The long fuzz run: 10^6 inputs for each parser (KIF reader and UTF-8 check, match
 # messages, PGN reader, the validator's token soups; `ggp web`'s API: bench/fuzz_web.sh), every Unicode blank, control bytes, bytes that are not UTF-8 and
-# nesting up to 2,000 deep (strategies in src/kif/mod.rs, `fuzz`). Passes if nothing panics.
+# nesting up to 2,000 deep (strategies in crates/ggp-gdl/src/kif/mod.rs, `fuzz`). Passes if nothing panics.
 # Usage: bench/fuzz.sh [CASES]   (default 1000000; the tests run proptest's default 256)
 set -e
 cd "$(dirname "$0")/.."

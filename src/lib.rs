@@ -1,32 +1,29 @@
-//! ggp: a General Game Playing player.
+//! ggp: a General Game Playing player, the top of its workspace.
 //!
-//! Rule sheets in GDL (KIF syntax) are read by [`kif`], turned into a checked
-//! [`gdl::Description`] by [`gdl`], and run by an engine behind the [`machine::StateMachine`]
-//! trait: [`engine::load`] chooses the grounded network of [`propnet`] when the game grounds
-//! within its budget, else the bottom-up [`datalog`] engine. The players of [`search`] are
-//! written against the trait alone; [`protocol`] serves them to a referee, [`referee`] and
-//! [`tournament`] run matches, and [`play`] and [`web`] let people play. ARCHITECTURE.md at
-//! the repository's root maps every module.
+//! Its one job is what people and the command line see: [`cli`] (the `ggp` binary's commands),
+//! [`play`] (a match with human seats, in the terminal), [`web`] (the same in a browser),
+//! [`board`] (boards found in a game's states, for display and move entry) and [`chess`] (chess
+//! sheets checked against a real move generator). Below it, each layer is a crate that cannot
+//! name the ones above: `ggp-gdl` reads and checks rule sheets ([`kif`], [`gdl`]), `ggp-engine`
+//! runs them behind the [`machine::StateMachine`] trait ([`engine::load`] chooses the propnet
+//! or the Datalog engine), `ggp-search` holds the players ([`search`], [`belief`]), and
+//! `ggp-match` plays and referees matches ([`protocol`], [`referee`], [`tournament`]). Their
+//! modules are re-exported here under the paths the binary and `tests/` use. ARCHITECTURE.md at
+//! the repository's root maps every crate and module.
 #![warn(missing_docs)]
 
-pub mod analysis;
-pub mod belief;
 pub mod board;
 pub mod chess;
 pub mod cli;
-pub mod datalog;
-pub mod engine;
-pub mod gdl;
-pub mod http;
-pub mod kif;
-pub mod machine;
 pub mod play;
-pub mod propnet;
-pub mod protocol;
-pub mod record;
-pub mod referee;
-pub mod resources;
-pub mod search;
-pub mod tournament;
-pub mod trace;
 pub mod web;
+
+// The lower crates' modules, under the paths the binary and `tests/` name them by.
+#[doc(no_inline)]
+pub use ggp_engine::{analysis, datalog, engine, machine, propnet, resources, trace};
+#[doc(no_inline)]
+pub use ggp_gdl::{gdl, kif};
+#[doc(no_inline)]
+pub use ggp_match::{http, protocol, record, referee, tournament};
+#[doc(no_inline)]
+pub use ggp_search::{belief, search};

@@ -59,8 +59,8 @@ use std::time::{Duration, Instant};
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::gdl::{Literal, Rule, Sym, Term};
-use crate::machine::{MachineError, StateMachine};
+use ggp_engine::machine::{MachineError, StateMachine};
+use ggp_gdl::gdl::{Literal, Rule, Sym, Term};
 
 /// Most states [`sample_states`] collects.
 pub const SAMPLE_STATES: usize = 150;
@@ -705,8 +705,8 @@ const MAX_STATIC_ROWS: usize = 200_000;
 /// neither `true` nor `does` is evaluated from the rules it depends on, within
 /// [`MAX_STATIC_ROWS`] rows.
 fn hex_grid(rules: &[Rule], file: &Axis, rank: &Axis) -> Grid {
-    use crate::datalog::{Evaluator, Limits, lower};
-    use crate::gdl::DependencyGraph;
+    use ggp_engine::datalog::{Evaluator, Limits, lower};
+    use ggp_gdl::gdl::DependencyGraph;
     let mut names: Vec<Sym> = rules
         .iter()
         .filter(|r| r.head.args.len() == 4 && !r.head.rel.is_keyword())
@@ -1255,13 +1255,13 @@ fn unique_prefix(text: &str, all: &[String], cap: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gdl::{parse_rules, parse_term};
+    use ggp_gdl::gdl::{parse_rules, parse_term};
 
     fn facts(text: &str) -> Vec<Term> {
-        crate::kif::parse(text)
+        ggp_gdl::kif::parse(text)
             .unwrap()
             .iter()
-            .map(|s| crate::gdl::term_from_sexp(s).unwrap())
+            .map(|s| ggp_gdl::gdl::term_from_sexp(s).unwrap())
             .collect()
     }
 

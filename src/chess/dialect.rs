@@ -14,7 +14,7 @@ use shakmaty::{
 };
 
 use super::{color_name, role_name};
-use crate::gdl::{Sym, Term};
+use ggp_gdl::gdl::{Sym, Term};
 
 /// A chess sheet's way of writing state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -676,11 +676,11 @@ mod tests {
 
     #[test]
     fn bad_facts_are_refused() {
-        let bad = crate::gdl::parse_term("(cell i 1 wk)").unwrap();
+        let bad = ggp_gdl::gdl::parse_term("(cell i 1 wk)").unwrap();
         let reader = Dialect::Ggp.reader();
         assert!(matches!(reader.read(&[bad]), Err(DialectError::BadFact(_))));
-        let a = crate::gdl::parse_term("(cell a 1 wk)").unwrap();
-        let b = crate::gdl::parse_term("(cell a 1 bk)").unwrap();
+        let a = ggp_gdl::gdl::parse_term("(cell a 1 wk)").unwrap();
+        let b = ggp_gdl::gdl::parse_term("(cell a 1 bk)").unwrap();
         assert!(matches!(
             reader.read(&[a, b]),
             Err(DialectError::TwoPieces { .. })

@@ -7,8 +7,8 @@
 
 use shakmaty::{ByColor, Chess, Color, Position};
 
-use crate::gdl::Term;
-use crate::machine::{MachineError, StateMachine};
+use ggp_engine::machine::{MachineError, StateMachine};
+use ggp_gdl::gdl::Term;
 
 use super::dialect::{CheckSource, Dialect, DialectError, Meaning, Reader, Snapshot, assemble};
 use super::shape::{MoveShape, ShapeError};

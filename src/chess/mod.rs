@@ -1,6 +1,6 @@
 //! Chess sheets checked against chess: PGN replay and perft through the GDL rules.
 //!
-//! A chess rule sheet runs on any engine behind [`StateMachine`](crate::machine::StateMachine).
+//! A chess rule sheet runs on any engine behind [`StateMachine`](ggp_engine::machine::StateMachine).
 //! [`Dialect`] knows how a known sheet writes its state; moves are understood from the board
 //! change they make ([`MoveShape`]), so nothing here depends on how a sheet writes moves.
 //! [`ChessGame`] puts the two together. [`replay`](replay::replay) replays recorded games

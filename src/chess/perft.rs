@@ -9,8 +9,8 @@
 
 use shakmaty::{Chess, Position};
 
-use crate::gdl::Term;
-use crate::machine::{MachineError, StateMachine};
+use ggp_engine::machine::{MachineError, StateMachine};
+use ggp_gdl::gdl::Term;
 
 use super::game::{ChessError, ChessGame, chess_shapes, compare_shapes};
 use super::shape::MoveShape;

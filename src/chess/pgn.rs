@@ -547,7 +547,7 @@ mod tests {
         /// Any Unicode, blanks, controls, bytes that are not UTF-8 and deep nesting of
         /// variations and comments, around PGN words.
         #[test]
-        fn never_panics(bytes in crate::kif::fuzz::bytes(&[
+        fn never_panics(bytes in ggp_gdl::kif::fuzz::bytes(&[
             "[Event \"a\"]\n", "[FEN \"", "\"]", "1.", "e4", "Nf3", "O-O", "0-0", "{", "}", "(", ")",
             ";", "$1", "*", "1-0", "\n\n", "e8=Q", "x", "+", "#",
         ])) {

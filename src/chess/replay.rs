@@ -32,7 +32,7 @@ use shakmaty::fen::Fen;
 use shakmaty::san::{San, Suffix};
 use shakmaty::{CastlingMode, Chess, Color, Position};
 
-use crate::machine::StateMachine;
+use ggp_engine::machine::StateMachine;
 
 use super::dialect::{DeadPositions, Endings};
 use super::game::{ChessError, ChessGame, chess_shapes, compare_shapes};

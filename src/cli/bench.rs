@@ -18,10 +18,10 @@ use std::time::{Duration, Instant};
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::engine::{self, Engine, EngineChoice, UseMachineMut};
-use crate::machine::{MachineError, StateMachine};
-use crate::propnet::Budget;
-use crate::resources::{peak_memory, thread_cpu_time};
+use ggp_engine::engine::{self, Engine, EngineChoice, UseMachineMut};
+use ggp_engine::machine::{MachineError, StateMachine};
+use ggp_engine::propnet::Budget;
+use ggp_engine::resources::{peak_memory, thread_cpu_time};
 
 /// Measure random playouts per second.
 #[derive(clap::Args, Debug)]

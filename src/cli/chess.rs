@@ -13,10 +13,10 @@ use shakmaty::Chess;
 use crate::chess::pgn::{self, PgnGame};
 use crate::chess::replay::{self, Verdict};
 use crate::chess::{ChessGame, Dialect, perft};
-use crate::machine::StateMachine;
+use ggp_engine::machine::StateMachine;
 
 use super::{EngineChoice, load_engine};
-use crate::engine::{Machine, UseMachine};
+use ggp_engine::engine::{Machine, UseMachine};
 
 /// Which dialect a chess sheet is written in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -1,6 +1,6 @@
 //! `ggp factor`: a game's independent sub-games, for sheet writers (the players no longer
 //! search the factored game: see `docs/experiments/factoring.md`), and its turn-taking parts
-//! when it is several turn-taking games played at once ([`crate::analysis::turn_taking`]).
+//! when it is several turn-taking games played at once ([`ggp_engine::analysis::turn_taking`]).
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -9,11 +9,11 @@ use std::process::ExitCode;
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::analysis::{TurnTakingParts, turn_taking_parts};
-use crate::engine::{self, EngineChoice, UseMachineMut};
-use crate::gdl::Term;
-use crate::machine::{Factoring, MachineError};
-use crate::propnet::{Budget, factoring, ground};
+use ggp_engine::analysis::{TurnTakingParts, turn_taking_parts};
+use ggp_engine::engine::{self, EngineChoice, UseMachineMut};
+use ggp_engine::machine::{Factoring, MachineError};
+use ggp_engine::propnet::{Budget, factoring, ground};
+use ggp_gdl::gdl::Term;
 
 /// Arguments of `ggp factor`.
 #[derive(clap::Args, Debug)]

@@ -13,14 +13,14 @@ use anyhow::{Context, bail};
 
 use super::serve::{EngineSessions, clock_seed, init_logging, margin};
 use super::{EngineChoice, GameFile, load_game};
-use crate::engine::{Machine, UseMachineMut};
-use crate::gdl::Term;
-use crate::kif;
-use crate::protocol::{RunningServer, Server, ServerConfig, Style};
-use crate::record::MatchRecord;
-use crate::referee::{Contestant, MatchConfig, now_ms, run_match};
-use crate::search::{PlayerSpec, SearchConfig};
-use crate::tournament::{Entrant, Source};
+use ggp_engine::engine::{Machine, UseMachineMut};
+use ggp_gdl::gdl::Term;
+use ggp_gdl::kif;
+use ggp_match::protocol::{RunningServer, Server, ServerConfig, Style};
+use ggp_match::record::MatchRecord;
+use ggp_match::referee::{Contestant, MatchConfig, now_ms, run_match};
+use ggp_match::tournament::{Entrant, Source};
+use ggp_search::search::{PlayerSpec, SearchConfig};
 
 /// Options of `ggp match`.
 #[derive(clap::Args, Debug)]
@@ -39,7 +39,7 @@ pub struct MatchArgs {
     #[arg(long, default_value_t = 5)]
     playclock: u64,
     /// Abort the match after this many joint moves (a game whose end cannot be reached).
-    #[arg(long, default_value_t = crate::referee::DEFAULT_MAX_STEPS)]
+    #[arg(long, default_value_t = ggp_match::referee::DEFAULT_MAX_STEPS)]
     max_steps: usize,
     /// The directory for the match record.
     #[arg(long, default_value = "matches")]
@@ -127,7 +127,7 @@ pub fn run(args: MatchArgs) -> anyhow::Result<ExitCode> {
         contestants[index] = Some(contestant);
     }
     let nature: Vec<bool> = (0..roles.len())
-        .map(|r| crate::gdl::is_nature_role(&roles[r]))
+        .map(|r| ggp_gdl::gdl::is_nature_role(&roles[r]))
         .collect();
     let contestants: Vec<Contestant> = contestants
         .into_iter()
@@ -148,7 +148,7 @@ pub fn run(args: MatchArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot create {}", args.out.display()))?;
     let match_id = format!(
         "ggp.{}.{}",
-        crate::tournament::game_name(&args.game),
+        ggp_match::tournament::game_name(&args.game),
         now_ms()
     );
     let record_path = args.out.join(format!("{match_id}.json"));
@@ -167,7 +167,7 @@ pub fn run(args: MatchArgs) -> anyhow::Result<ExitCode> {
         rulesheet: text,
         max_steps: args.max_steps,
     };
-    crate::referee::stop_on_signals();
+    ggp_match::referee::stop_on_signals();
     let result = referee(&mut loaded.engine, &rules, &contestants, &config);
     for server in servers {
         server.shutdown();
@@ -252,18 +252,18 @@ fn print_summary(record: &MatchRecord, roles: &[Term], path: &Path) {
 
 /// Referees one match on `engine` (the referee's own copy of the game).
 pub(super) fn referee(
-    engine: &mut crate::engine::Engine,
+    engine: &mut ggp_engine::engine::Engine,
     rules: &[kif::Sexp],
     contestants: &[Contestant],
     config: &MatchConfig,
-) -> Result<MatchRecord, crate::referee::RefereeError> {
+) -> Result<MatchRecord, ggp_match::referee::RefereeError> {
     struct Referee<'a> {
         rules: &'a [kif::Sexp],
         contestants: &'a [Contestant],
         config: &'a MatchConfig,
     }
     impl UseMachineMut for Referee<'_> {
-        type Output = Result<MatchRecord, crate::referee::RefereeError>;
+        type Output = Result<MatchRecord, ggp_match::referee::RefereeError>;
         fn with<M: Machine>(self, m: &mut M) -> Self::Output {
             run_match(m, self.rules, self.contestants, self.config)
         }

@@ -1,6 +1,6 @@
 //! The command line: clap definitions and one function per subcommand.
 //!
-//! Engines are loaded through [`crate::engine`]; this is (with `main.rs`) the only place
+//! Engines are loaded through [`ggp_engine::engine`]; this is (with `main.rs`) the only place
 //! that uses `anyhow`.
 
 mod bench;
@@ -21,13 +21,13 @@ use clap::{Parser, Subcommand};
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-pub use crate::engine::EngineChoice;
-use crate::engine::{self, Loaded, UseMachineMut};
-use crate::gdl::{self, Description, Severity};
-use crate::kif;
-use crate::propnet::{Budget, PropnetMachine};
-use crate::resources;
-use crate::trace::{self, Replay};
+pub use ggp_engine::engine::EngineChoice;
+use ggp_engine::engine::{self, Loaded, UseMachineMut};
+use ggp_engine::propnet::{Budget, PropnetMachine};
+use ggp_engine::resources;
+use ggp_engine::trace::{self, Replay};
+use ggp_gdl::gdl::{self, Description, Severity};
+use ggp_gdl::kif;
 
 /// ggp: a General Game Playing player and GDL reasoner.
 #[derive(Parser, Debug)]
@@ -225,7 +225,7 @@ fn playout(args: PlayoutArgs) -> anyhow::Result<ExitCode> {
         out: &'a mut String,
     }
     impl UseMachineMut for Playouts<'_> {
-        type Output = Result<(), crate::machine::MachineError>;
+        type Output = Result<(), ggp_engine::machine::MachineError>;
         fn with<M: engine::Machine>(self, m: &mut M) -> Self::Output {
             trace::write_playouts(m, self.rng, self.count, self.max_steps, self.out)
         }
@@ -253,7 +253,7 @@ fn replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let playouts = trace::parse(&text).with_context(|| format!("reading {}", path.display()))?;
     struct ReplayAll<'a>(&'a [trace::Playout]);
     impl UseMachineMut for ReplayAll<'_> {
-        type Output = Result<Replay, crate::machine::MachineError>;
+        type Output = Result<Replay, ggp_engine::machine::MachineError>;
         fn with<M: engine::Machine>(self, m: &mut M) -> Self::Output {
             trace::replay(m, self.0)
         }

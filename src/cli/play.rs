@@ -9,12 +9,12 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 
 use super::{EngineChoice, engine_for, load_description, read};
-use crate::engine::{self, Machine, UseMachine};
-use crate::gdl::Term;
-use crate::machine::StateMachine;
 use crate::play::terminal::{self, Ending, Glyphs, Options, ProgressSink};
 use crate::play::{Game, Level, Seat};
-use crate::record::MatchRecord;
+use ggp_engine::engine::{self, Machine, UseMachine};
+use ggp_engine::machine::StateMachine;
+use ggp_gdl::gdl::Term;
+use ggp_match::record::MatchRecord;
 
 /// Arguments of `ggp play`.
 #[derive(clap::Args, Debug)]
@@ -74,7 +74,7 @@ pub fn run(args: PlayArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     struct Session<'a> {
-        rules: &'a [crate::gdl::Rule],
+        rules: &'a [ggp_gdl::gdl::Rule],
         text: &'a str,
         args: &'a PlayArgs,
         record: Option<&'a MatchRecord>,
@@ -95,7 +95,7 @@ pub fn run(args: PlayArgs) -> anyhow::Result<ExitCode> {
 
 fn session<M: StateMachine + Send + 'static>(
     machine: M,
-    rules: &[crate::gdl::Rule],
+    rules: &[ggp_gdl::gdl::Rule],
     text: &str,
     args: &PlayArgs,
     record: Option<&MatchRecord>,

@@ -8,11 +8,13 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 use super::EngineChoice;
-use crate::datalog::DatalogMachine;
-use crate::engine::{self, Machine, UseMachine};
-use crate::gdl::Description;
-use crate::protocol::{MatchSession, Server, ServerConfig, SessionError, SessionFactory, launch};
-use crate::search::{PlayerKind, PlayerSpec, SearchConfig};
+use ggp_engine::datalog::DatalogMachine;
+use ggp_engine::engine::{self, Machine, UseMachine};
+use ggp_gdl::gdl::Description;
+use ggp_match::protocol::{
+    MatchSession, Server, ServerConfig, SessionError, SessionFactory, launch,
+};
+use ggp_search::search::{PlayerKind, PlayerSpec, SearchConfig};
 
 /// Options of `ggp serve`.
 #[derive(clap::Args, Debug)]

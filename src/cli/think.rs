@@ -18,12 +18,12 @@ use anyhow::Context;
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::machine::StateMachine;
-use crate::record::MatchRecord;
-use crate::search::{PlayerSpec, SearchConfig};
+use ggp_engine::machine::StateMachine;
+use ggp_match::record::MatchRecord;
+use ggp_search::search::{PlayerSpec, SearchConfig};
 
 use super::{EngineChoice, load_engine, load_engine_starting_in};
-use crate::engine::{Machine, UseMachineMut};
+use ggp_engine::engine::{Machine, UseMachineMut};
 
 /// Arguments of `ggp think`.
 #[derive(clap::Args, Debug)]
@@ -75,7 +75,8 @@ pub fn run(args: &ThinkArgs) -> anyhow::Result<ExitCode> {
     super::serve::init_logging();
     let mut loaded = match &args.state {
         Some(text) => {
-            let facts = crate::gdl::parse_state(text).with_context(|| format!("--state {text}"))?;
+            let facts =
+                ggp_gdl::gdl::parse_state(text).with_context(|| format!("--state {text}"))?;
             load_engine_starting_in(&args.game, &facts, args.engine)?
         }
         None => load_engine(&args.game, args.engine)?,

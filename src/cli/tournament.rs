@@ -1,4 +1,4 @@
-//! `ggp tournament`: the command line of [`crate::tournament`]; loads the games, and plays each
+//! `ggp tournament`: the command line of [`ggp_match::tournament`]; loads the games, and plays each
 //! match with built-in players served in-process as `ggp match` serves them.
 
 use std::io::IsTerminal as _;
@@ -10,12 +10,12 @@ use anyhow::Context;
 use super::matches::{builtin_player, builtin_search, referee};
 use super::serve::{clock_seed, margin};
 use super::{EngineChoice, GameFile, load_game};
-use crate::engine::Engine;
-use crate::gdl::is_nature_role;
-use crate::kif::Sexp;
-use crate::record::MatchRecord;
-use crate::referee::{Contestant, MatchConfig};
-use crate::tournament::{self, Entrant, Game, Job, Settings, Source};
+use ggp_engine::engine::Engine;
+use ggp_gdl::gdl::is_nature_role;
+use ggp_gdl::kif::Sexp;
+use ggp_match::record::MatchRecord;
+use ggp_match::referee::{Contestant, MatchConfig};
+use ggp_match::tournament::{self, Entrant, Game, Job, Settings, Source};
 
 /// Options of `ggp tournament`.
 #[derive(clap::Args, Debug)]
@@ -179,7 +179,7 @@ pub fn run(args: TournamentArgs) -> anyhow::Result<ExitCode> {
         )
         .map_err(|e| format!("{e:#}"))
     };
-    crate::referee::stop_on_signals();
+    ggp_match::referee::stop_on_signals();
     let summary = tournament::run(&jobs, &games, &players, &settings, play);
     let tables = tournament::tables(&summary.outcomes, &games, &players);
     let mut report = format!(
@@ -192,7 +192,7 @@ pub fn run(args: TournamentArgs) -> anyhow::Result<ExitCode> {
     for (key, why) in &summary.failures {
         report.push_str(&format!("failed: {key}: {why}\n"));
     }
-    if crate::referee::stop_requested() {
+    if ggp_match::referee::stop_requested() {
         let unplayed = jobs.len() - summary.outcomes.len() - summary.failures.len();
         report.push_str(&format!(
             "stopped: {unplayed} matches not played; the same command resumes\n"

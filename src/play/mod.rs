@@ -21,17 +21,17 @@ use crate::board::{
     Change, Grid, JOIN_GAMES, JOIN_TIME, Layout, Square, Typed, sample_ends, sample_states,
 };
 use crate::chess::MoveShape;
-use crate::engine::LoadError;
-use crate::gdl::{Rule, Term, parse_term};
-use crate::machine::{EngineFailure, MachineError, StateMachine};
-use crate::protocol::message::{spaced, state_text, term_to_sexp};
-use crate::record::{MatchRecord, parse_states, random_token};
+use ggp_engine::engine::LoadError;
+use ggp_engine::machine::{EngineFailure, MachineError, StateMachine};
+use ggp_gdl::gdl::{Rule, Term, parse_term};
+use ggp_match::protocol::message::{spaced, state_text, term_to_sexp};
+use ggp_match::record::{MatchRecord, parse_states, random_token};
 use rand::SeedableRng;
 
-use crate::belief::{Belief, BeliefError};
-use crate::search::auto::{AutoPlayer, LevelBudget};
-use crate::search::hidden::{HiddenPlayer, choose_for_seat};
-use crate::search::{Choice, Player, PlayerKind, SearchConfig, SearchError, Work, new_player};
+use ggp_search::belief::{Belief, BeliefError};
+use ggp_search::search::auto::{AutoPlayer, LevelBudget};
+use ggp_search::search::hidden::{HiddenPlayer, choose_for_seat};
+use ggp_search::search::{Choice, Player, PlayerKind, SearchConfig, SearchError, Work, new_player};
 use progress::Progress;
 
 /// Why playing failed.

@@ -22,8 +22,8 @@ use crate::board::{Cells, Layout, Square};
 use crate::chess::dialect::{Dialect, Reader, Snapshot};
 use crate::chess::replay::{Ending, expected_ending};
 use crate::chess::{ChessGame, MoveShape};
-use crate::gdl::Term;
-use crate::machine::StateMachine;
+use ggp_engine::machine::StateMachine;
+use ggp_gdl::gdl::Term;
 
 /// A chess sheet seen as chess: its dialect's reader and which role plays which colour.
 #[derive(Debug, Clone)]

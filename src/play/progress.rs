@@ -7,13 +7,13 @@
 //! the two the search under way counts ([`Work`], from [`Player::work`]) before it starts, so
 //! that a reader names it ("1,234 positions") without waiting for the search.
 //!
-//! [`SearchConfig::progress`]: crate::search::SearchConfig::progress
-//! [`Player::work`]: crate::search::Player::work
+//! [`SearchConfig::progress`]: ggp_search::search::SearchConfig::progress
+//! [`Player::work`]: ggp_search::search::Player::work
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use crate::search::Work;
+use ggp_search::search::Work;
 
 /// A shared count of a search's work and what it counts (a clone shares both).
 #[derive(Debug, Clone, Default)]
@@ -28,7 +28,7 @@ impl Progress {
         Progress::default()
     }
 
-    /// The counter the searches add to (for [`crate::search::SearchConfig::progress`]).
+    /// The counter the searches add to (for [`ggp_search::search::SearchConfig::progress`]).
     pub fn counter(&self) -> Arc<AtomicU64> {
         Arc::clone(&self.count)
     }

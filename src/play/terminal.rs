@@ -27,9 +27,9 @@ use shakmaty::{Color, File, Position, Rank, Role, Square as ChessSquare};
 
 use super::{Game, Level, PlayError, Seat};
 use crate::board::{Square, facts_by_relation};
-use crate::gdl::Term;
-use crate::machine::StateMachine;
-use crate::search::Work;
+use ggp_engine::machine::StateMachine;
+use ggp_gdl::gdl::Term;
+use ggp_search::search::Work;
 
 /// Screen size the loop keeps to.
 pub const SCREEN_COLUMNS: usize = 80;
@@ -1036,8 +1036,8 @@ mod tests {
 
     #[test]
     fn the_progress_line_counts_the_playouts_of_the_search() {
-        use crate::datalog::DatalogMachine;
-        use crate::gdl::Description;
+        use ggp_engine::datalog::DatalogMachine;
+        use ggp_gdl::gdl::Description;
         let text = include_str!("../../rules/connectFour.kif");
         let description = Description::from_text(text).unwrap();
         let machine = DatalogMachine::new(&description).unwrap();
@@ -1056,8 +1056,8 @@ mod tests {
     /// showing, and ends at the search's node count.
     #[test]
     fn the_progress_line_counts_positions_for_alpha_beta() {
-        use crate::gdl::Description;
-        use crate::propnet::{Budget, PropnetMachine};
+        use ggp_engine::propnet::{Budget, PropnetMachine};
+        use ggp_gdl::gdl::Description;
         let text = include_str!("../../rules/chess.kif");
         let description = Description::from_text(text).unwrap();
         let machine = PropnetMachine::new(&description, &Budget::default()).unwrap();

@@ -4,13 +4,13 @@
 use serde::Serialize;
 
 use crate::board::{Grid, Layout, Square, content_text, facts_by_relation};
-use crate::engine::{self, EngineChoice, Machine, UseMachine};
-use crate::gdl::{Description, Term};
-use crate::machine::StateMachine;
 use crate::play::progress::Progress;
 use crate::play::{Game, Level, PlayError, Seat, result_text};
-use crate::record::MatchRecord;
-use crate::search::Work;
+use ggp_engine::engine::{self, EngineChoice, Machine, UseMachine};
+use ggp_engine::machine::StateMachine;
+use ggp_gdl::gdl::{Description, Term};
+use ggp_match::record::MatchRecord;
+use ggp_search::search::Work;
 
 /// Why a request about a game failed.
 #[derive(Debug, thiserror::Error)]
@@ -287,7 +287,7 @@ pub fn new_session(
 ) -> Result<(Box<dyn GameSession>, Progress), SessionError> {
     struct New<'a> {
         name: &'a str,
-        rules: &'a [crate::gdl::Rule],
+        rules: &'a [ggp_gdl::gdl::Rule],
         text: &'a str,
         seats: Vec<Seat>,
         seed: u64,
@@ -392,7 +392,7 @@ impl<M: StateMachine + Send + 'static> WebGame<M> {
     fn new(
         machine: M,
         name: &str,
-        rules: &[crate::gdl::Rule],
+        rules: &[ggp_gdl::gdl::Rule],
         text: &str,
         seats: Vec<Seat>,
         seed: u64,

@@ -18,7 +18,7 @@
 //! | `POST /api/record {id}` | the match record (ggp.org JSON) |
 //! | `POST /api/replay {record}` | every position of a record, checked against its rules |
 //!
-//! Each connection is served on its own thread by the crate's HTTP layer ([`crate::http`]:
+//! Each connection is served on its own thread by the crate's HTTP layer ([`ggp_match::http`]:
 //! the request read within limits, the body's announced size checked against the endpoint's
 //! before anything is allocated, chunked bodies refused), so one game's search never
 //! delays another tab. A session is behind its own lock; the computer thinks on a thread of
@@ -46,13 +46,13 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::gdl::Description;
-use crate::http::{self, Listener, Method, Request, Response, Service};
 use crate::play::progress::Progress;
 use crate::play::{Level, Seat};
-use crate::record::MatchRecord;
-use crate::search::Work;
 use game_session::{GameSession, SessionError, View};
+use ggp_gdl::gdl::Description;
+use ggp_match::http::{self, Listener, Method, Request, Response, Service};
+use ggp_match::record::MatchRecord;
+use ggp_search::search::Work;
 
 /// The page, compiled into the binary.
 pub const PAGE: &str = include_str!("page.html");

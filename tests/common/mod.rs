@@ -106,12 +106,9 @@ pub fn env_number<T: std::str::FromStr>(name: &str, default: T) -> T {
     }
 }
 
-/// How much of something a test covers: a sample in the default run, all of it in the run of
-/// the ignored tests (`cargo test -- --ignored`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scope {
-    /// The default run's sample.
-    Sample,
-    /// Everything.
-    All,
-}
+/// The helpers the engine's tests share with these (`Scope`), written once there.
+#[path = "../../crates/ggp-engine/tests/common/mod.rs"]
+mod engine;
+
+#[allow(unused_imports)] // as above: each test crate uses some of them
+pub use engine::Scope;
