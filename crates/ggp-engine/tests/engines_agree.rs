@@ -716,11 +716,70 @@ fn both_engines_play_what_the_reference_prover_plays() {
     assert_eq!(scripted(&mut p, &[&["proceed"]]), end);
 }
 
+/// Percepts as the GDL-II referee reads them: every valid sheet of `../shared/games/gdl2` and
+/// our blind_race against its Dresden GameController trace
+/// (`bench/referee/reftrace --dresden SHEET --playouts 3 --seed 7`; battleshipsFog's first 8
+/// steps of one playout, as its states are large), whose SEES lines give each role's percepts
+/// after each joint move: both engines must see what the referee sends, or a belief built on
+/// our reading dies for that reason alone (issue 58). twogenerals is replayed on the Datalog
+/// engine only: its terms nest without bound, so the propnet does not ground it.
+#[test]
+fn both_engines_see_what_the_gdl2_referee_sends() {
+    let gdl2 = Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/games/gdl2"
+    ));
+    let fixtures = Path::new(FIXTURES);
+    let mut sheets: Vec<PathBuf> = std::fs::read_dir(gdl2)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "kif"))
+        .collect();
+    sheets.sort();
+    sheets.push(fixtures.join("blind_race.kif"));
+    let mut replayed = 0;
+    for sheet in sheets {
+        let name = sheet.file_stem().unwrap().to_string_lossy().to_string();
+        let text = std::fs::read_to_string(&sheet).unwrap();
+        let Ok(description) = Description::from_text(&text) else {
+            // oneCardGame: not valid GDL, refused by `ggp check`; nothing to replay.
+            assert_eq!(name, "oneCardGame", "{name} is refused");
+            continue;
+        };
+        let trace_file = fixtures.join(format!("{name}.dresden.trace"));
+        let trace_text = std::fs::read_to_string(&trace_file)
+            .unwrap_or_else(|e| panic!("{}: {e}", trace_file.display()));
+        assert!(
+            trace_text.contains("\nSEES "),
+            "{name}: no percepts in the trace"
+        );
+        let playouts = trace::parse(&trace_text).unwrap();
+        let steps = |replay: Replay| match replay {
+            Replay::Agree(n) => n,
+            Replay::Differ(d) => panic!("{name}: {d}"),
+        };
+        let mut d = DatalogMachine::new(&description).unwrap();
+        let on_datalog = steps(trace::replay(&mut d, &playouts).unwrap());
+        assert!(on_datalog >= 6, "{name}: only {on_datalog} steps compared");
+        let unhurried = Budget {
+            max_seconds: 300.0,
+            ..Budget::default()
+        };
+        match PropnetMachine::new(&description, &unhurried) {
+            Ok(mut p) => assert_eq!(steps(trace::replay(&mut p, &playouts).unwrap()), on_datalog),
+            Err(e) => assert_eq!(name, "twogenerals", "{name}: the propnet is not built: {e}"),
+        }
+        replayed += 1;
+    }
+    assert_eq!(replayed, 13);
+}
+
 /// The constructs of issue 25 against the reference referees' own traces, replayed on both
 /// engines (state, legal moves, terminal and goals at every step). `NAME.trace` is made by
 /// ggp-base's prover (`bench/referee/reftrace SHEET --playouts 3 --seed 7`), the reference for
 /// GDL; `NAME.dresden.trace` by the Dresden GameController's (`--dresden`), the reference for
-/// GDL-II (it plays `random` as an ordinary role; percepts are not in the format).
+/// GDL-II (it plays `random` as an ordinary role; its SEES lines, the percepts it sends, are
+/// compared too).
 /// - `moves_in_terminal`: `legal`, `goal` and `terminal` reading `does` (asked with no moves);
 /// - `query_bound`: variables no positive literal binds (ggp-base drops a negation or distinct
 ///   of them; head variables take the caller's value);

@@ -1511,14 +1511,20 @@ pub(crate) mod tests {
         }
     }
 
-    /// blind_race (tests/fixtures/reference/blind_race.kif): the opponent's moves are never
+    /// Our blind breakthrough (a GDL-II test sheet with its Dresden trace).
+    const BLIND_RACE: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/reference/blind_race.kif"
+    );
+
+    /// blind_race ([`BLIND_RACE`]): the opponent's moves are never
     /// seen, an advance into an unseen pawn fails, a capture is legal only where an unseen
     /// pawn stands. With a bag of 2 states, the sampled histories die again and again. The
     /// belief must follow every step of random matches in both seats without getting lost
     /// (the backtracking search finds a history whenever the repairs do not).
     #[test]
     fn follows_a_blind_race() {
-        let text = std::fs::read_to_string("tests/fixtures/reference/blind_race.kif").unwrap();
+        let text = std::fs::read_to_string(BLIND_RACE).unwrap();
         let mut m = DatalogMachine::new(&Description::from_text(&text).unwrap()).unwrap();
         for seed in 1..=30 {
             for role in 0..2 {
@@ -1560,7 +1566,7 @@ pub(crate) mod tests {
     /// percept no history gives is added.
     #[test]
     fn backtracking_finds_a_history_or_proves_there_is_none() {
-        let text = std::fs::read_to_string("tests/fixtures/reference/blind_race.kif").unwrap();
+        let text = std::fs::read_to_string(BLIND_RACE).unwrap();
         let mut m = DatalogMachine::new(&Description::from_text(&text).unwrap()).unwrap();
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
         let role = 1;
