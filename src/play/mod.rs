@@ -1118,6 +1118,7 @@ impl<M: StateMachine + Send + 'static> Game<M> {
                 &mut *player,
                 search.as_mut(),
                 &belief,
+                None,
                 deadline,
             )?);
         }
@@ -1151,6 +1152,7 @@ impl<M: StateMachine + Send + 'static> Game<M> {
                 &mut **player,
                 view.search.as_mut(),
                 belief,
+                None,
                 deadline,
             )?;
             let state = self.state().clone();

@@ -17,7 +17,12 @@
 //! states. Each state keeps the joint moves that led to it (shared by prefix). When every
 //! state dies (resampling keeps few histories of the early steps, and a later percept can rule
 //! out all of them), the belief is rebuilt by repairing those histories: the near misses are
-//! kept as far as they fit and one earlier step is changed (see [`Belief::update`]).
+//! kept as far as they fit and one earlier step is changed (see [`Belief::update`]). Where
+//! that finds nothing in half the time left, a depth-first search over whole histories from
+//! the root (HyperPlay's backtracking, [`Backtrack`]) takes the rest: it is complete (it finds
+//! a consistent history whenever one exists, given time, and knows when none does), and it is
+//! kept from update to update, so that it goes on where it stopped and extends first the
+//! history it last found.
 //!
 //! **Time:** an update never enumerates without bound. Given a deadline, states are expanded
 //! in random order until it passes (those left are dropped: the rest is a sample); past it,

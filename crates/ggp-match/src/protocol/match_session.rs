@@ -284,6 +284,7 @@ impl MatchSession {
         let job = Job::Choose {
             seq,
             joint: joint.cloned(),
+            legal: legal.clone(),
             deadline: search_deadline,
         };
         if self.jobs.send(job).is_err() {
@@ -342,10 +343,12 @@ impl MatchSession {
 enum Job {
     /// Follow a step, by the deadline if given (a GDL-II belief update).
     Apply(Heard, Option<Instant>),
-    /// Follow a step (if any), then choose a move by the deadline.
+    /// Follow a step (if any), then choose a move by the deadline among `legal` (our moves
+    /// by the tracker's reading).
     Choose {
         seq: u64,
         joint: Option<Heard>,
+        legal: Vec<Term>,
         deadline: Instant,
     },
 }
@@ -396,18 +399,19 @@ fn run_worker<M: StateMachine>(
             Job::Choose {
                 seq,
                 joint,
+                legal,
                 deadline,
             } => {
                 let now = Instant::now();
                 let by = now + deadline.saturating_duration_since(now) / 2;
-                (joint, Some((seq, deadline)), Some(by))
+                (joint, Some((seq, legal, deadline)), Some(by))
             }
         };
         if let Some(joint) = joint {
             worker.follow(&joint, update_by);
         }
-        if let Some((seq, deadline)) = choose {
-            let result = worker.choose(deadline);
+        if let Some((seq, legal, deadline)) = choose {
+            let result = worker.choose(&legal, deadline);
             if outcomes.send(Outcome::Chose { seq, result }).is_err() {
                 return;
             }
@@ -458,7 +462,7 @@ impl<M: StateMachine> Worker<M> {
 
     /// Our move by `deadline`, chosen as [`choose_for_seat`] decides; a panic breaks the
     /// worker.
-    fn choose(&mut self, deadline: Instant) -> Result<Chosen, WorkerError> {
+    fn choose(&mut self, legal: &[Term], deadline: Instant) -> Result<Chosen, WorkerError> {
         if let Some(reason) = &self.broken {
             return Err(reason.clone());
         }
@@ -469,8 +473,18 @@ impl<M: StateMachine> Worker<M> {
             belief,
             ..
         } = self;
+        // The tracker's moves: a hidden search chooses among them, never one the tracker
+        // would reject (each side follows its own sampled belief).
+        let allowed: Vec<M::Move> = legal.iter().filter_map(|t| machine.find_move(t)).collect();
         match catch_unwind(AssertUnwindSafe(|| {
-            choose_for_seat(machine, &mut **player, hidden.as_mut(), belief, deadline)
+            choose_for_seat(
+                machine,
+                &mut **player,
+                hidden.as_mut(),
+                belief,
+                Some(&allowed),
+                deadline,
+            )
         })) {
             Ok(Ok(choice)) => Ok(Chosen {
                 mv: self.machine.move_term(choice.mv),

@@ -96,7 +96,30 @@ impl HiddenPlayer {
         belief: &Belief<M::State, M::Move>,
         deadline: Instant,
     ) -> Result<Choice<M::Move>, SearchError> {
-        let moves = Self::legal(machine, belief)?;
+        self.choose_among(machine, belief, None, deadline)
+    }
+
+    /// Chooses a move by `deadline` among our moves by what the belief knows that are also
+    /// `allowed` (a move the player's other reading of the match holds legal: the server's
+    /// tracker follows its own belief); if none is, among `allowed`, so that the choice is
+    /// never one the caller would reject.
+    ///
+    /// # Errors
+    /// We have no legal move, or the engine failed on every iteration.
+    pub fn choose_among<M: StateMachine>(
+        &mut self,
+        machine: &mut M,
+        belief: &Belief<M::State, M::Move>,
+        allowed: Option<&[M::Move]>,
+        deadline: Instant,
+    ) -> Result<Choice<M::Move>, SearchError> {
+        let mut moves = Self::legal(machine, belief)?;
+        if let Some(allowed) = allowed {
+            moves.retain(|m| allowed.contains(m));
+            if moves.is_empty() {
+                moves = allowed.to_vec();
+            }
+        }
         if moves.is_empty() {
             return Err(SearchError::NoMove);
         }
@@ -251,12 +274,13 @@ pub fn choose_for_seat<M: StateMachine>(
     player: &mut dyn Player<M>,
     hidden: Option<&mut HiddenPlayer>,
     belief: &Belief<M::State, M::Move>,
+    allowed: Option<&[M::Move]>,
     deadline: Instant,
 ) -> Result<Choice<M::Move>, SearchError> {
     let nature = (0..machine.roles().len()).any(|r| machine.is_nature(r));
     match (belief.states(), hidden) {
         ([(state, _)], _) if !nature => player.choose(machine, state, deadline),
-        (_, Some(hidden)) => hidden.choose(machine, belief, deadline),
+        (_, Some(hidden)) => hidden.choose_among(machine, belief, allowed, deadline),
         ([(state, _), ..], None) => player.choose(machine, state, deadline),
         ([], None) => Err(SearchError::NoMove),
     }
@@ -295,5 +319,25 @@ mod tests {
         }
         // Switching wins two times in three: the player switches nearly always.
         assert!(switches >= 18, "switched {switches} times in 20");
+    }
+
+    /// The server's search chooses among the tracker's moves: the one it would choose when
+    /// that is allowed, the allowed one when it is not (noop, against switching two times in
+    /// three), and the allowed one even when its own belief does not hold it legal.
+    #[test]
+    fn the_choice_is_among_the_moves_allowed() {
+        let mut m = machine();
+        let belief = belief_after(&mut m, "2", "3");
+        let far = Instant::now() + std::time::Duration::from_secs(60);
+        for allowed in ["switch", "noop", "(choose 1)"] {
+            let config = SearchConfig {
+                max_iterations: Some(60),
+                ..SearchConfig::default()
+            };
+            let mut p = HiddenPlayer::new(config, &MctsSettings::default());
+            let only = [m.find_move(&t(allowed)).unwrap()];
+            let choice = p.choose_among(&mut m, &belief, Some(&only), far).unwrap();
+            assert_eq!(m.move_term(choice.mv), t(allowed));
+        }
     }
 }
