@@ -111,6 +111,8 @@ public final class Sweep {
         int withErrors = 0;
         for (File sheet : sheets) {
             long t0 = System.currentTimeMillis();
+            long[] logFrom = new long[seats];            // where each player's log stood
+            for (int k = 0; k < seats; k++) logFrom[k] = new File(logs, "player" + k + ".log").length();
             String[] r;                                  // roles, steps, status, errors, note
             try {
                 r = dresden ? playDresden(sheet) : playGgpBase(sheet);
@@ -132,6 +134,19 @@ public final class Sweep {
                     startPlayer(k);
                 }
             }
+            // GDL-II: the steps at which a player's belief held no state that fits every
+            // percept (its tracker warns once a step), and the moves its search chose that
+            // its tracker's belief did not hold legal.
+            int lost = 0, rejected = 0;
+            for (int k = 0; k < seats; k++) {
+                String text = Files.readString(new File(logs, "player" + k + ".log").toPath(), StandardCharsets.ISO_8859_1);
+                for (String l : text.substring((int) Math.min(logFrom[k], text.length())).split("\n")) {
+                    if (l.contains("no state fits every percept")) lost++;
+                    if (l.contains("the search chose the illegal move")) rejected++;
+                }
+            }
+            if (lost > 0) r[4] = (r[4].isEmpty() ? "" : r[4] + "; ") + "belief lost at " + lost + " player-steps";
+            if (rejected > 0) r[4] = (r[4].isEmpty() ? "" : r[4] + "; ") + rejected + " searched moves not the tracker's";
             String line = sheet.getName() + "  " + r[0] + "  " + r[1] + "  " + r[2] + "  "
                 + (r[3].isEmpty() ? "-" : r[3]) + "  # " + (System.currentTimeMillis() - t0 + 500) / 1000 + " s"
                 + (r[4].isEmpty() ? "" : "; " + r[4]);
