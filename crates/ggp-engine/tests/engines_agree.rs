@@ -606,6 +606,9 @@ const FIXTURES: &str = concat!(
     "/../../tests/fixtures/reference"
 );
 
+/// The corpus's GDL-II sheets.
+const GDL2: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/games/gdl2");
+
 /// Plays `moves` (one printed joint move per step, in role order) from the initial state;
 /// each role's legal moves at every state reached (sorted, joined by spaces; roles joined by
 /// `|`, states by ` / `), and the goals if the last state is terminal.
@@ -725,10 +728,7 @@ fn both_engines_play_what_the_reference_prover_plays() {
 /// engine only: its terms nest without bound, so the propnet does not ground it.
 #[test]
 fn both_engines_see_what_the_gdl2_referee_sends() {
-    let gdl2 = Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/games/gdl2"
-    ));
+    let gdl2 = Path::new(GDL2);
     let fixtures = Path::new(FIXTURES);
     let mut sheets: Vec<PathBuf> = std::fs::read_dir(gdl2)
         .unwrap()
@@ -792,10 +792,7 @@ fn both_engines_see_what_the_gdl2_referee_sends() {
 ///   relations).
 #[test]
 fn both_engines_agree_with_the_reference_referees_traces() {
-    let gdl2 = Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/games/gdl2"
-    ));
+    let gdl2 = Path::new(GDL2);
     let fixtures = Path::new(FIXTURES);
     let sheets = [
         (
